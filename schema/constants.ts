@@ -1,0 +1,24 @@
+/** Public contract revision of the five MCP tools (CONTRACT.md). */
+export const PUBLIC_CONTRACT_REVISION = 2;
+/** Storage contract version: the meaning of stored records (STORAGE.md). */
+export const STORAGE_CONTRACT_VERSION = 2;
+/** Oldest linked SQLite runtime FactLane accepts (STORAGE.md §1). */
+export const SQLITE_MINIMUM_VERSION = '3.42.0';
+/** Oldest sqlite-vec FactLane accepts (STORAGE.md §1). */
+export const SQLITE_VEC_MINIMUM_VERSION = '0.1.6';
+/** Name of the connection-local writer function the fence triggers call (STORAGE.md §5). */
+export const WRITER_FUNCTION_NAME = 'factlane_contract_v2_writer';
+/** Marker raised by a fence trigger when the writer gate is closed (STORAGE.md §5). */
+export const WRITER_FENCE_MARKER = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
+/** The nine fence triggers (STORAGE.md §5), in table order. */
+export const FENCE_TRIGGER_NAMES = Object.freeze([
+  'factlane_v2_adapter_insert_fence',
+  'factlane_v2_adapter_update_fence',
+  'factlane_v2_adapter_delete_fence',
+  'factlane_v2_meta_insert_fence',
+  'factlane_v2_meta_update_fence',
+  'factlane_v2_meta_delete_fence',
+  'factlane_v2_migrations_insert_fence',
+  'factlane_v2_migrations_update_fence',
+  'factlane_v2_migrations_delete_fence',
+] as const);

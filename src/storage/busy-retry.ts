@@ -1,0 +1,32 @@
+import { isBusyError, translateSqliteError } from './sqlite-errors.js';
+
+/** How busy or locked operations are retried (STORAGE.md §6). */
+export interface BusyRetryPolicy {
+  /** Retries after the first attempt before BACKEND_BUSY. */
+  readonly retries: number;
+  /** Pause before retry n is `baseDelayMs × 2ⁿ`, ± `jitterRatio`. */
+  readonly baseDelayMs: number;
+  readonly jitterRatio: number;
+}
+
+/** The contract's policy: 5 retries, 200 ms × 2ⁿ with ±10 % jitter. */
+export const DEFAULT_BUSY_RETRY: BusyRetryPolicy = Object.freeze({ retries: 5, baseDelayMs: 200, jitterRatio: 0.1 });
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs `attempt` until it succeeds, fails with something other than busy/locked, or the retries are
+ * used up. The attempt must be a whole transaction (from BEGIN IMMEDIATE), already rolled back when it
+ * throws. Every failure leaves through translateSqliteError, so a final busy becomes BACKEND_BUSY.
+ */
+export async function withBusyRetry<T>(policy: BusyRetryPolicy, attempt: () => Promise<T>): Promise<T> {
+  for (let n = 0; ; n += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isBusyError(error) || n >= policy.retries) throw translateSqliteError(error);
+      const jitter = 1 + policy.jitterRatio * (Math.random() * 2 - 1);
+      await sleep(policy.baseDelayMs * 2 ** n * jitter);
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../../generated/db.js';
+import { renderMigration, type MigrationFile } from './migration-files.js';
+import type { SqliteConnection } from './native.js';
+
+/** One file applied by applyMigrations. */
+export interface AppliedStep {
+  readonly version: number;
+  readonly name: string;
+  readonly checksum: string;
+}
+
+/**
+ * Applies `pending` in version order inside the caller's open write transaction (writer gate open),
+ * each followed by its `schema_migrations` row. Runs nothing outside that transaction, so a failure
+ * anywhere rolls back every file. `onStep` reports progress after each file.
+ */
+export async function applyMigrations(
+  trx: Transaction<DB>,
+  connection: SqliteConnection,
+  pending: readonly MigrationFile[],
+  options: { vectorDimension: number; appliedAt: string; appliedBy: string; onStep?: (step: AppliedStep) => void },
+): Promise<AppliedStep[]> {
+  const steps: AppliedStep[] = [];
+  for (const file of pending) {
+    // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
+    // on the same connection, inside the transaction Kysely holds.
+    connection.exec(renderMigration(file, options.vectorDimension));
+    await trx.insertInto('schema_migrations').values({
+      version: file.version, name: file.name, checksum: file.checksum,
+      applied_at: options.appliedAt, applied_by: options.appliedBy,
+    }).execute();
+    const step = { version: file.version, name: file.name, checksum: file.checksum };
+    steps.push(step);
+    options.onStep?.(step);
+  }
+  return steps;
+}

@@ -1,0 +1,57 @@
+import { AdapterError } from '../core/adapter-error.js';
+
+/** The SQLite result code of a better-sqlite3 error (`SQLITE_BUSY_SNAPSHOT`, ...), or undefined. */
+export function sqliteCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined;
+}
+
+/** True for SQLITE_BUSY* and SQLITE_LOCKED*: the operation may succeed when retried (STORAGE.md §6). */
+export function isBusyError(error: unknown): boolean {
+  const code = sqliteCode(error);
+  return code !== undefined && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(code);
+}
+
+// SQLite names the columns of a violated unique index, not the index (STORAGE.md §6 table).
+const LINEAGE_UNIQUE_COLUMNS = new Set([
+  'adapter_records.memory_id',
+  'adapter_records.memory_id, adapter_records.revision',
+  'adapter_records.parent_record_id',
+]);
+
+/** True when `error` is the UNIQUE violation of `adapter_records.idempotency_key`. */
+export function isIdempotencyKeyViolation(error: unknown): boolean {
+  return sqliteCode(error) === 'SQLITE_CONSTRAINT_UNIQUE' &&
+    String((error as Error).message).endsWith('adapter_records.idempotency_key');
+}
+
+/**
+ * Translates a foreign SQLite error into its governed code (STORAGE.md §6), once, at the storage floor.
+ * Busy errors must be retried by the caller first; this maps them to BACKEND_BUSY. Errors with no
+ * governed meaning (other constraint failures, the fence marker, programming errors) are returned as they
+ * are, so they surface as internal faults rather than being relabelled.
+ */
+export function translateSqliteError(error: unknown): unknown {
+  if (error instanceof AdapterError) return error;
+  const code = sqliteCode(error);
+  if (code === undefined) return error;
+  if (isBusyError(error)) {
+    return new AdapterError('BACKEND_BUSY', 'the database stayed busy after bounded retries; retry the request later', { cause: error });
+  }
+  if (code === 'SQLITE_FULL') {
+    return new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written', { cause: error });
+  }
+  if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
+    return new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be read or written; check the file and its disk', { cause: error });
+  }
+  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB') {
+    return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', { cause: error });
+  }
+  if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    const columns = String((error as Error).message).replace(/^UNIQUE constraint failed: /, '');
+    if (LINEAGE_UNIQUE_COLUMNS.has(columns)) {
+      return new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry', { cause: error });
+    }
+  }
+  return error;
+}

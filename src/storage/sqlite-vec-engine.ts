@@ -1,0 +1,233 @@
+import { randomUUID } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { Kysely } from 'kysely';
+import { AdapterError } from '../core/adapter-error.js';
+import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
+import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
+import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import type { DB } from '../../generated/db.js';
+import type { BusyRetryPolicy } from './busy-retry.js';
+import { DatabaseLease } from './database-lease.js';
+import { applyMigrations } from './migration-apply.js';
+import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
+import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
+import { inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
+import { translateSqliteError } from './sqlite-errors.js';
+import { WriteConnection, openReadOnlyConnection, type WriteWork } from './write-connection.js';
+
+/** The embedding binding written into a new database (CONTRACT.md §14.5). */
+export interface NewDatabaseBinding {
+  readonly vectorDimension: number;
+  /** Canonical JSON of the binding, stored as `adapter_meta.embedding_profile`. */
+  readonly bindingJson: string;
+}
+
+/** Options of SQLiteVecEngine.open, frozen. */
+export interface SQLiteVecEngineOptions {
+  readonly dbPath: string;
+  /**
+   * Called only when this open creates the database, before any file or directory exists, so a failing
+   * provider check (an Ollama profile) leaves nothing behind.
+   */
+  readonly newDatabaseBinding: () => Promise<NewDatabaseBinding>;
+  readonly clock?: Clock;
+  readonly runtime?: RuntimeProbeOptions;
+  readonly retry?: BusyRetryPolicy;
+  /** The migrations to create from and check against; defaults to the shipped folder. */
+  readonly migrationsDir?: string;
+}
+
+/** Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. */
+export function resolveDatabasePath(dbPath: string): string {
+  const absolute = resolve(dbPath);
+  if (existsSync(absolute)) return realpathSync(absolute);
+  let parent = dirname(absolute);
+  const tail = [absolute.slice(parent.length + 1)];
+  while (!existsSync(parent) && dirname(parent) !== parent) {
+    tail.unshift(parent.slice(dirname(parent).length + 1));
+    parent = dirname(parent);
+  }
+  return resolve(realpathSync(parent), ...tail);
+}
+
+/** Creates missing parent directories with mode 0700, independent of the umask. */
+function createParents(path: string): void {
+  const missing: string[] = [];
+  for (let dir = dirname(path); !existsSync(dir); dir = dirname(dir)) missing.unshift(dir);
+  for (const dir of missing) {
+    mkdirSync(dir, { mode: 0o700 });
+    chmodSync(dir, 0o700);
+  }
+}
+
+function parseBindingDimension(bindingText: string | null): number | null {
+  if (bindingText === null) return null;
+  try {
+    const dimension = (JSON.parse(bindingText) as { vector_dimension?: unknown }).vector_dimension;
+    return Number.isInteger(dimension) ? (dimension as number) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Step 5 of STORAGE.md §10 on a non-empty file: classify it read-only before the read-write connection
+ * could convert it to WAL, and read the recovery interlock.
+ */
+function inspectExistingFile(path: string, shipped: readonly MigrationFile[]): SchemaFindings {
+  let connection;
+  try {
+    connection = openReadOnlyConnection(path);
+    return inspectSchema(connection, shipped);
+  } catch (error) {
+    const translated = translateSqliteError(error);
+    if (translated instanceof AdapterError) throw translated;
+    throw new AdapterError('BACKEND_UNAVAILABLE', 'the recovery interlock could not be read; the database was not opened', { cause: error });
+  } finally {
+    connection?.close();
+  }
+}
+
+/**
+ * The storage engine of one process (STORAGE.md §3, §9, §10): probes the runtime, takes the shared
+ * lease, refuses foreign, damaged, interlocked, older and newer databases, creates a new one at the
+ * latest schema version, and runs every write as one gated BEGIN IMMEDIATE transaction.
+ */
+export class SQLiteVecEngine {
+  readonly path: string;
+  readonly runtime: RuntimeReport;
+  /** True when this open created the database. */
+  readonly created: boolean;
+  /** What the database held when opened (after creation, for a new one). */
+  readonly findings: SchemaFindings;
+  readonly #lease: DatabaseLease;
+  readonly #connection: WriteConnection;
+  #closed = false;
+
+  private constructor(init: { path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings; lease: DatabaseLease; connection: WriteConnection }) {
+    this.path = init.path;
+    this.runtime = init.runtime;
+    this.created = init.created;
+    this.findings = init.findings;
+    this.#lease = init.lease;
+    this.#connection = init.connection;
+  }
+
+  /**
+   * Opens (or creates) the database. Errors, in startup order: BACKEND_COMPATIBILITY_MISMATCH (runtime
+   * floor, before any file is created; weak pragmas), BACKEND_UNAVAILABLE (path not a regular file,
+   * unopenable, path changed), MAINTENANCE_IN_PROGRESS (conflicting lease or recovery interlock),
+   * BACKEND_CORRUPT (not a database), SCHEMA_MISMATCH (foreign, older, newer, tampered, wrong contract or
+   * dimension). A failed first start leaves no database file.
+   */
+  static async open(options: SQLiteVecEngineOptions): Promise<SQLiteVecEngine> {
+    const runtime = probeRuntime(options.runtime);
+    const shipped = loadMigrationFiles(options.migrationsDir ?? MIGRATIONS_DIR);
+    const clock = options.clock ?? SYSTEM_CLOCK;
+    const path = resolveDatabasePath(options.dbPath);
+    const existing = existsSync(path) ? statSync(path) : undefined;
+    if (existing && !existing.isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
+    let binding = !existing || existing.size === 0 ? await options.newDatabaseBinding() : undefined;
+
+    if (binding) createParents(path);
+    const lease = DatabaseLease.acquire(path, 'shared', { create: true });
+    let connection: WriteConnection | undefined;
+    try {
+      if (statSync(path).size > 0) {
+        const findings = inspectExistingFile(path, shipped);
+        if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
+        if (findings.interlockPresent) {
+          throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
+        }
+        // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
+        if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
+      }
+      connection = WriteConnection.open({ path, retry: options.retry });
+      let created = false;
+      const findings = await connection.write(async (trx, raw) => {
+        const current = inspectSchema(raw, shipped);
+        if (current.kind !== 'EMPTY') {
+          // Someone else (or an earlier run) created it: check instead of creating. Throwing rolls back.
+          return current;
+        }
+        // The binding was computed before the transaction: no provider call runs while it is open.
+        const newBinding = binding;
+        if (!newBinding) throw new Error('invariant: an empty database reached creation without a binding');
+        const now = formatTimestamp(clock());
+        await applyMigrations(trx, raw, shipped, { vectorDimension: newBinding.vectorDimension, appliedAt: now, appliedBy: PACKAGE_LABEL });
+        await trx.insertInto('adapter_meta').values([
+          { key: 'contract_version', value: String(STORAGE_CONTRACT_VERSION) },
+          { key: 'database_id', value: randomUUID() },
+          { key: 'created_at', value: now },
+          { key: 'created_by', value: PACKAGE_LABEL },
+          { key: 'embedding_profile', value: newBinding.bindingJson },
+        ]).execute();
+        created = true;
+        return inspectSchema(raw, shipped);
+      });
+      const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
+      if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
+      lease.assertSameInode();
+      return new SQLiteVecEngine({ path, runtime, created, findings, lease, connection });
+    } catch (error) {
+      const closed = connection ? await connection.close() : true;
+      if (closed && lease.createdFile) removeUnfinishedDatabase(lease);
+      if (closed) lease.release();
+      throw error;
+    }
+  }
+
+  /** Kysely handle for reads (no busy retry); prefer `read`. */
+  get db(): Kysely<DB> {
+    return this.#connection.db;
+  }
+
+  /** The stored embedding binding text (`adapter_meta.embedding_profile`), or null. */
+  get storedBinding(): string | null {
+    return this.findings.bindingText;
+  }
+
+  /** One BEGIN IMMEDIATE write transaction with the writer gate open; see WriteConnection.write. */
+  write<T>(work: WriteWork<T>): Promise<T> {
+    this.#assertOpen();
+    return this.#connection.write(work);
+  }
+
+  /** A read with bounded busy retries and translated errors. */
+  read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    this.#assertOpen();
+    return this.#connection.read(work);
+  }
+
+  /**
+   * Closes the connection, then releases the lease. If SQLite cannot confirm the close, the lease is
+   * kept until the process exits (fail closed, STORAGE.md §9).
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (await this.#connection.close()) this.#lease.release();
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
+  }
+}
+
+/** Removes a database this process created but could not finish, when nobody else attached to it. */
+function removeUnfinishedDatabase(lease: DatabaseLease): void {
+  if (!lease.tryUpgradeToExclusive()) return;
+  try {
+    lease.assertSameInode();
+  } catch {
+    return;
+  }
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      unlinkSync(lease.path + suffix);
+    } catch {
+      // Already absent.
+    }
+  }
+}

@@ -1,0 +1,186 @@
+import { CompiledQuery, Kysely, SqliteDialect, type DatabaseConnection, type Driver, type Transaction } from 'kysely';
+import { SqliteDriver } from 'kysely';
+import { AdapterError } from '../core/adapter-error.js';
+import { WRITER_FUNCTION_NAME } from '../../schema/constants.js';
+import type { DB } from '../../generated/db.js';
+import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
+import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
+import { translateSqliteError } from './sqlite-errors.js';
+
+/** The busy timeout every FactLane connection sets; weaker effective values are refused. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/** Opens the writer gate only for the span of a `begin immediate` transaction (STORAGE.md §5, §6). */
+class ImmediateSqliteDriver extends SqliteDriver implements Driver {
+  readonly #connection: SqliteConnection;
+  readonly #gate: { open: boolean };
+
+  constructor(connection: SqliteConnection, gate: { open: boolean }) {
+    super({ database: connection });
+    this.#connection = connection;
+    this.#gate = gate;
+  }
+
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    // IMMEDIATE takes the write lock up front: a deferred read-then-write transaction would fail with
+    // SQLITE_BUSY_SNAPSHOT when another process commits in between.
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    this.#gate.open = true;
+  }
+
+  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await connection.executeQuery(CompiledQuery.raw('commit'));
+    } finally {
+      if (!this.#connection.inTransaction) this.#gate.open = false;
+    }
+  }
+
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR); a second rollback
+      // would hide the original error behind "no transaction is active".
+      if (this.#connection.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
+    } finally {
+      this.#gate.open = false;
+    }
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #driver: ImmediateSqliteDriver;
+  constructor(connection: SqliteConnection, gate: { open: boolean }) {
+    super({ database: connection });
+    this.#driver = new ImmediateSqliteDriver(connection, gate);
+  }
+  override createDriver(): Driver {
+    return this.#driver;
+  }
+}
+
+/** Work run inside one write transaction: the Kysely transaction and, for multi-statement SQL, the same connection. */
+export type WriteWork<T> = (trx: Transaction<DB>, connection: SqliteConnection) => Promise<T>;
+
+/** Options of WriteConnection.open. */
+export interface WriteConnectionOptions {
+  readonly path: string;
+  readonly retry?: BusyRetryPolicy;
+}
+
+/**
+ * The process's one read-write connection (STORAGE.md §3): sqlite-vec loaded, the writer function
+ * registered, WAL + synchronous FULL + busy_timeout 5000 + foreign keys, read back and enforced.
+ * All writes go through `write`, one BEGIN IMMEDIATE transaction with bounded busy retries.
+ */
+export class WriteConnection {
+  readonly #connection: SqliteConnection;
+  readonly #kysely: Kysely<DB>;
+  readonly #gate = { open: false };
+  readonly #retry: BusyRetryPolicy;
+
+  private constructor(connection: SqliteConnection, retry: BusyRetryPolicy) {
+    this.#connection = connection;
+    this.#retry = retry;
+    this.#kysely = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, this.#gate) });
+  }
+
+  /**
+   * Opens and configures the connection. Errors: BACKEND_COMPATIBILITY_MISMATCH when the effective
+   * pragmas are weaker than WAL / FULL / 5000 ms; storage codes from translateSqliteError otherwise.
+   */
+  static open(options: WriteConnectionOptions): WriteConnection {
+    let connection: SqliteConnection | undefined;
+    try {
+      connection = new Database(options.path, { fileMustExist: true });
+      loadSqliteVec(connection);
+      const writeConnection = new WriteConnection(connection, options.retry ?? DEFAULT_BUSY_RETRY);
+      const gate = writeConnection.#gate;
+      // Not deterministic and not direct-only: triggers must be able to call it (STORAGE.md §5).
+      connection.function(WRITER_FUNCTION_NAME, { deterministic: false, directOnly: false }, () => (gate.open ? 1 : 0));
+      connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      connection.pragma('journal_mode = WAL');
+      connection.pragma('synchronous = FULL');
+      connection.pragma('foreign_keys = ON');
+      assertEffectivePragmas(connection);
+      return writeConnection;
+    } catch (error) {
+      connection?.close();
+      throw translateSqliteError(error);
+    }
+  }
+
+  /** Kysely handle for reads outside a transaction; use `read` to get busy retries. */
+  get db(): Kysely<DB> {
+    return this.#kysely;
+  }
+
+  /** The underlying connection, for storage code that needs better-sqlite3 features (backup, exec). */
+  get connection(): SqliteConnection {
+    return this.#connection;
+  }
+
+  /** True exactly while a write transaction of this connection is open: the writer function's answer. */
+  get writerGateOpen(): boolean {
+    return this.#gate.open;
+  }
+
+  /**
+   * Runs `work` in one BEGIN IMMEDIATE transaction with the writer gate open; retries the whole
+   * transaction on busy/locked (STORAGE.md §6) and ends in BACKEND_BUSY. Governed errors thrown by
+   * `work` pass through; SQLite errors are translated once. Nothing is left half-written.
+   */
+  async write<T>(work: WriteWork<T>): Promise<T> {
+    this.#assertOpen();
+    return withBusyRetry(this.#retry, () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection)));
+  }
+
+  /** Runs a read with the same busy retries and error translation as writes. */
+  async read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+    this.#assertOpen();
+    return withBusyRetry(this.#retry, () => work(this.#kysely));
+  }
+
+  /** Closes the connection; returns true when SQLite confirms it is closed. */
+  async close(): Promise<boolean> {
+    if (!this.#connection.open) return true;
+    await this.#kysely.destroy();
+    if (this.#connection.open) this.#connection.close();
+    return !this.#connection.open;
+  }
+
+  #assertOpen(): void {
+    if (!this.#connection.open) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
+  }
+}
+
+/** Reads the pragmas back; anything weaker than the contract refuses the connection. */
+function assertEffectivePragmas(connection: SqliteConnection): void {
+  const journalMode = String(connection.pragma('journal_mode', { simple: true })).toLowerCase();
+  const synchronous = Number(connection.pragma('synchronous', { simple: true }));
+  const busyTimeout = Number(connection.pragma('busy_timeout', { simple: true }));
+  const problems: string[] = [];
+  if (journalMode !== 'wal') problems.push(`journal_mode is ${journalMode}, not wal`);
+  if (synchronous !== 2) problems.push(`synchronous is ${synchronous}, not 2 (FULL)`);
+  if (busyTimeout < BUSY_TIMEOUT_MS) problems.push(`busy_timeout is ${busyTimeout}, below ${BUSY_TIMEOUT_MS}`);
+  if (problems.length > 0) {
+    throw new AdapterError('BACKEND_COMPATIBILITY_MISMATCH', `the database connection cannot run safely: ${problems.join('; ')}`);
+  }
+}
+
+/**
+ * Opens a short-lived read-only connection (STORAGE.md §3): read-only flag, query_only, busy_timeout
+ * 5000, sqlite-vec loaded when asked, never the writer function. Errors are translated.
+ */
+export function openReadOnlyConnection(path: string, options: { loadVec?: boolean } = {}): SqliteConnection {
+  let connection: SqliteConnection | undefined;
+  try {
+    connection = new Database(path, { readonly: true, fileMustExist: true });
+    connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    connection.pragma('query_only = ON');
+    if (options.loadVec) loadSqliteVec(connection);
+    return connection;
+  } catch (error) {
+    connection?.close();
+    throw translateSqliteError(error);
+  }
+}
