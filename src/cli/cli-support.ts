@@ -1,0 +1,40 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { MigrationFileError } from '../storage/migration-files.js';
+
+/** Exit codes shared by the operator commands (STORAGE.md §12.3, OPERATIONS.md §1). */
+export const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, PROBLEMS: 3 });
+
+/** A usage error: printed with the command's usage text, exit 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/**
+ * Runs a command's main function and turns its outcome into an exit code: governed errors print one
+ * line `<command>: <CODE>: <message>` on stderr (and `error_code` on stdout with --json), usage errors
+ * exit 2, anything unexpected keeps its stack on stderr and exits 1.
+ */
+export async function runCommand(command: string, usage: string, json: () => boolean, main: () => Promise<number>): Promise<never> {
+  let code: number;
+  try {
+    code = await main();
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${command}: ${error.message}\n${usage}`);
+      code = EXIT.USAGE;
+    } else if (error instanceof AdapterError) {
+      process.stderr.write(`${command}: ${error.code}: ${error.message}\n`);
+      if (json()) process.stdout.write(`${JSON.stringify({ error_code: error.code, message: error.message, retryable: error.retryable })}\n`);
+      code = EXIT.FAILED;
+    } else if (error instanceof MigrationFileError) {
+      process.stderr.write(`${command}: SCHEMA_MISMATCH: ${error.message}\n`);
+      code = EXIT.FAILED;
+    } else {
+      process.stderr.write(`${command}: internal error\n${(error as Error)?.stack ?? String(error)}\n`);
+      code = EXIT.FAILED;
+    }
+  }
+  process.exitCode = code;
+  // Let stdout drain instead of process.exit(), which can cut a piped report short.
+  return undefined as never;
+}

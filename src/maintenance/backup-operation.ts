@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { AdapterError } from '../core/adapter-error.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import { PACKAGE_VERSION } from '../core/package-info.js';
+import { formatTimestamp, type Clock } from '../core/time.js';
+import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
+import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
+import { inspectSchema } from '../storage/schema-inspection.js';
+import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+
+/** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
+export interface BackupManifest {
+  readonly manifest_version: 1;
+  readonly factlane_version: string;
+  readonly database_id: string | null;
+  readonly schema_version: number;
+  readonly contract_version: string | null;
+  readonly embedding_profile_id: string | null;
+  readonly vector_dimension: number | null;
+  readonly created_at: string;
+  readonly file_bytes: number;
+  readonly file_sha256: string;
+  readonly lifecycle_counts: Record<string, number>;
+  readonly verification: { readonly integrity_check: 'PASS' | 'FAIL'; readonly checks: readonly CheckResult[] };
+}
+
+function fsyncPath(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function profileId(bindingText: string | null): string | null {
+  try {
+    const id = bindingText === null ? null : (JSON.parse(bindingText) as { profile_id?: unknown }).profile_id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Writes a verified online backup of `target` to `outFile` and its `outFile.manifest.json`
+ * (OPERATIONS.md §4.1), under the lease the caller already holds. Never overwrites: TARGET_EXISTS when
+ * the file, its `-wal`/`-shm` or its manifest exist. MAINTENANCE_IN_PROGRESS for a database holding the
+ * recovery interlock. VERIFY_FAILED when the copy's integrity_check fails; other check failures are
+ * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
+ * temporary file is removed.
+ *
+ * Not yet covered: the §4.4 audit (lineage invariants) arrives with `factlane-admin audit`.
+ */
+export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: string, clock: Clock): Promise<BackupManifest> {
+  if (target.findings.interlockPresent) {
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; an unsealed purge may still hold old pages');
+  }
+  const file = resolve(outFile);
+  const manifestPath = `${file}.manifest.json`;
+  if ([file, `${file}-wal`, `${file}-shm`, manifestPath].some((p) => existsSync(p))) {
+    throw new AdapterError('TARGET_EXISTS', 'the backup file or its manifest already exists; choose a new --backup path');
+  }
+  if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+  try {
+    await onlineBackup(target.path, temp);
+    const integrity = integrityOk(temp);
+    if (!integrity) throw new AdapterError('VERIFY_FAILED', 'the backup copy failed integrity_check; the source may be damaged');
+    const { findings, checks } = withReadOnly(temp, (connection) => {
+      const copyFindings = inspectSchema(connection, target.shipped);
+      return { findings: copyFindings, checks: verifySchema(connection, copyFindings, target.shipped) };
+    }, { loadVec: true });
+    fsyncPath(temp);
+    linkSync(temp, file); // fails if `file` appeared meanwhile: never overwrite
+    unlinkSync(temp);
+    fsyncPath(dirname(file));
+    const bytes = readFileSync(file);
+    const manifest: BackupManifest = {
+      manifest_version: 1,
+      factlane_version: PACKAGE_VERSION,
+      database_id: findings.meta.database_id ?? null,
+      schema_version: findings.schemaVersion,
+      contract_version: findings.contractVersion,
+      embedding_profile_id: profileId(findings.bindingText),
+      vector_dimension: findings.vectorDimension,
+      created_at: formatTimestamp(clock()),
+      file_bytes: statSync(file).size,
+      file_sha256: createHash('sha256').update(bytes).digest('hex'),
+      lifecycle_counts: lifecycleCounts(file),
+      verification: { integrity_check: 'PASS', checks },
+    };
+    writeFileSync(manifestPath, `${canonicalJson(manifest)}\n`, { mode: 0o600, flag: 'wx' });
+    fsyncPath(dirname(file));
+    return manifest;
+  } catch (error) {
+    if (existsSync(temp)) unlinkSync(temp);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new AdapterError('TARGET_EXISTS', 'the backup file appeared while it was being written; choose a new --backup path');
+    }
+    throw error;
+  }
+}

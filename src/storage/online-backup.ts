@@ -1,0 +1,55 @@
+import { chmodSync } from 'node:fs';
+import { Database } from './native.js';
+import { openReadOnlyConnection } from './write-connection.js';
+import { translateSqliteError } from './sqlite-errors.js';
+
+/**
+ * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
+ * the copy to rollback-journal mode (no `-wal`/`-shm`), so it opens read-only even on read-only media
+ * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target must not exist.
+ */
+export async function onlineBackup(sourcePath: string, targetPath: string): Promise<void> {
+  const source = openReadOnlyConnection(sourcePath);
+  try {
+    // After the first step, ask for every remaining page at once: a step-wise copy restarts whenever
+    // another connection writes between steps.
+    await source.backup(targetPath, { progress: () => 0x7fffffff });
+  } catch (error) {
+    throw translateSqliteError(error);
+  } finally {
+    source.close();
+  }
+  chmodSync(targetPath, 0o600);
+  const copy = new Database(targetPath, { fileMustExist: true });
+  try {
+    copy.pragma('journal_mode = DELETE');
+  } catch (error) {
+    throw translateSqliteError(error);
+  } finally {
+    copy.close();
+  }
+}
+
+/** `PRAGMA integrity_check` of a database file read-only: true when it answers exactly `ok`. */
+export function integrityOk(path: string): boolean {
+  const connection = openReadOnlyConnection(path, { loadVec: true });
+  try {
+    const rows = connection.prepare('PRAGMA integrity_check').pluck().all();
+    return rows.length === 1 && rows[0] === 'ok';
+  } catch {
+    return false;
+  } finally {
+    connection.close();
+  }
+}
+
+/** Record counts per lifecycle state, read-only. */
+export function lifecycleCounts(path: string): Record<string, number> {
+  const connection = openReadOnlyConnection(path);
+  try {
+    const rows = connection.prepare('SELECT lifecycle_state AS state, count(*) AS n FROM adapter_records GROUP BY lifecycle_state').all() as { state: string; n: number }[];
+    return Object.fromEntries(rows.map((row) => [row.state, row.n]));
+  } finally {
+    connection.close();
+  }
+}

@@ -1,0 +1,107 @@
+import { FENCE_TRIGGER_NAMES, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { renderMigration, type MigrationFile } from './migration-files.js';
+import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
+import type { SchemaFindings } from './schema-inspection.js';
+
+/** One named check with its outcome; `detail` is safe to print (no paths, no content). */
+export interface CheckResult {
+  readonly name: string;
+  readonly status: 'PASS' | 'FAIL';
+  readonly detail: string;
+}
+
+/** Meta keys every FactLane database holds (STORAGE.md §4.1). */
+export const REQUIRED_META_KEYS = Object.freeze(['contract_version', 'database_id', 'created_at', 'created_by', 'embedding_profile']);
+
+interface SchemaObject { type: string; name: string; tbl_name: string; sql: string | null }
+
+function schemaObjects(connection: SqliteConnection): Map<string, SchemaObject> {
+  const rows = connection.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name').all() as SchemaObject[];
+  return new Map(rows.map((row) => [row.name, row]));
+}
+
+function secureDelete(connection: SqliteConnection): number | null {
+  try {
+    const row = connection.prepare("SELECT v FROM fact_fts_config WHERE k = 'secure-delete'").get() as { v: number } | undefined;
+    return row?.v ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function check(name: string, ok: boolean, passDetail: string, failDetail: string): CheckResult {
+  return Object.freeze({ name, status: ok ? 'PASS' : 'FAIL', detail: ok ? passDetail : failDetail });
+}
+
+/** Builds the reference schema (shipped files 1…version at `dimension`) in an in-memory database. */
+function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): { objects: Map<string, SchemaObject>; secureDelete: number | null } {
+  const reference = new Database(':memory:');
+  try {
+    loadSqliteVec(reference);
+    for (const file of shipped.filter((f) => f.version <= version)) reference.exec(renderMigration(file, dimension));
+    return { objects: schemaObjects(reference), secureDelete: secureDelete(reference) };
+  } finally {
+    reference.close();
+  }
+}
+
+function bindingWellFormed(text: string | null, tableDimension: number | null): boolean {
+  if (text === null) return false;
+  try {
+    const binding = JSON.parse(text) as Record<string, unknown>;
+    return typeof binding === 'object' && binding !== null && typeof binding.profile_id === 'string' &&
+      Number.isInteger(binding.vector_dimension) && binding.vector_dimension === tableDimension;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The `factlane-migrate verify` checks (STORAGE.md §12.3) on a connection to a FactLane database:
+ * contiguous versions, shipped checksums, every schema object exactly as the shipped files define it at
+ * the database's version and dimension (tables, indexes, the nine fences, the FTS5 secure-delete option),
+ * contract version, meta keys, binding well-formed, FTS5 integrity and quick_check. Read-only.
+ */
+export function verifySchema(connection: SqliteConnection, findings: SchemaFindings, shipped: readonly MigrationFile[]): CheckResult[] {
+  const results: CheckResult[] = [];
+  results.push(check('versions_contiguous', findings.contiguous && findings.applied.length > 0,
+    `versions 1…${findings.schemaVersion}`, 'applied versions are not exactly 1…n'));
+  const known = findings.schemaVersion <= (shipped.at(-1)?.version ?? 0);
+  results.push(check('release_knows_version', known, `schema version ${findings.schemaVersion}`, `schema version ${findings.schemaVersion} is newer than this release`));
+  const tampered = findings.applied.filter((row) => !row.checksumOk).map((row) => row.version);
+  results.push(check('checksums_match', tampered.length === 0, 'every applied migration matches its shipped checksum', `checksum differs for version ${tampered.join(', ')}`));
+  results.push(check('contract_version', findings.contractVersion === String(STORAGE_CONTRACT_VERSION),
+    `contract version ${STORAGE_CONTRACT_VERSION}`, `contract version is ${findings.contractVersion ?? 'missing'}`));
+  const missingMeta = REQUIRED_META_KEYS.filter((key) => findings.meta[key] === undefined);
+  results.push(check('meta_keys_present', missingMeta.length === 0, 'all meta keys present', `missing meta keys: ${missingMeta.join(', ')}`));
+  results.push(check('binding_well_formed', bindingWellFormed(findings.bindingText, findings.vectorDimension),
+    'embedding binding is well-formed and matches the vector table', 'embedding binding is missing, malformed or disagrees with the vector table'));
+
+  if (known && findings.vectorDimension !== null) {
+    const reference = referenceObjects(shipped, findings.schemaVersion, findings.vectorDimension);
+    const actual = schemaObjects(connection);
+    const differing = [...new Set([...reference.objects.keys(), ...actual.keys()])].filter((name) => {
+      const a = actual.get(name);
+      const r = reference.objects.get(name);
+      return !a || !r || a.type !== r.type || a.tbl_name !== r.tbl_name || a.sql !== r.sql;
+    });
+    results.push(check('schema_objects', differing.length === 0, `${reference.objects.size} objects match the shipped definitions`, `objects differ from the shipped definitions: ${differing.join(', ')}`));
+    const fences = FENCE_TRIGGER_NAMES.filter((name) => actual.get(name)?.sql !== reference.objects.get(name)?.sql || !actual.has(name));
+    results.push(check('fences_present', fences.length === 0, 'nine fence triggers present', `fence triggers missing or altered: ${fences.join(', ')}`));
+    results.push(check('fts5_options', secureDelete(connection) === reference.secureDelete, 'FTS5 secure-delete is on', 'FTS5 secure-delete option differs'));
+  } else {
+    results.push(check('schema_objects', false, '', 'no reference schema for this version or no vector table'));
+  }
+  results.push(integrityCheck(connection, 'fts5_integrity', "PRAGMA integrity_check('fact_fts')"));
+  results.push(integrityCheck(connection, 'quick_check', 'PRAGMA quick_check'));
+  return results;
+}
+
+function integrityCheck(connection: SqliteConnection, name: string, pragma: string): CheckResult {
+  try {
+    const rows = connection.prepare(pragma).pluck().all() as string[];
+    return check(name, rows.length === 1 && rows[0] === 'ok', 'ok', `${rows.length} problem(s) reported`);
+  } catch (error) {
+    return check(name, false, '', `check could not run (${(error as { code?: string }).code ?? 'error'})`);
+  }
+}

@@ -1,0 +1,39 @@
+import t from 'tap';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { assertMigrationStatementsAllowed, loadMigrationFiles, renderMigration, MigrationFileError } from '../../src/storage/migration-files.js';
+
+t.test('shipped migrations load in order with the SHA-256 of their bytes', async (t) => {
+  const files = loadMigrationFiles(MIGRATIONS_DIR);
+  t.equal(files[0]!.version, 1);
+  t.equal(files[0]!.name, 'initial');
+  const bytes = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'));
+  t.equal(files[0]!.checksum, createHash('sha256').update(bytes).digest('hex'));
+  t.match(files[0]!.sql, /\{\{VECTOR_DIMENSION\}\}/, 'placeholder kept in the shipped text');
+  t.match(renderMigration(files[0]!, 384), /float\[384\]/);
+  t.throws(() => renderMigration(files[0]!, 0), RangeError);
+});
+
+t.test('trigger bodies are allowed; transaction control, PRAGMA, VACUUM, ATTACH, DETACH are refused', async (t) => {
+  t.doesNotThrow(() => assertMigrationStatementsAllowed('x.sql',
+    "CREATE TRIGGER a BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'x; BEGIN'); END;\n-- COMMIT in a comment\nCREATE TABLE u (a TEXT DEFAULT 'PRAGMA');"));
+  for (const statement of ['BEGIN', 'begin immediate', 'COMMIT', 'END TRANSACTION', 'ROLLBACK', 'SAVEPOINT s', 'RELEASE s', 'PRAGMA foreign_keys=OFF', 'VACUUM', "ATTACH 'x' AS y", 'DETACH y']) {
+    t.throws(() => assertMigrationStatementsAllowed('bad.sql', `CREATE TABLE a (b TEXT);\n${statement};`), MigrationFileError, statement);
+  }
+});
+
+t.test('misnamed files and version gaps are refused', async (t) => {
+  const dir = t.testdir();
+  const source = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'));
+  mkdirSync(join(dir, 'gap'));
+  writeFileSync(join(dir, 'gap', '0001_initial.sql'), source);
+  writeFileSync(join(dir, 'gap', '0003_later.sql'), 'CREATE TABLE x (a TEXT);');
+  t.throws(() => loadMigrationFiles(join(dir, 'gap')), /without gaps/);
+  mkdirSync(join(dir, 'name'));
+  writeFileSync(join(dir, 'name', '0001_Initial.sql'), source);
+  t.throws(() => loadMigrationFiles(join(dir, 'name')), /NNNN_snake_case/);
+  mkdirSync(join(dir, 'empty'));
+  t.throws(() => loadMigrationFiles(join(dir, 'empty')), /no migration files/);
+});

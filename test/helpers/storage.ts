@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
+import { insertRecord, type NewRecordRow } from '../../src/storage/record-repository.js';
+
+const require = createRequire(import.meta.url);
+/** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
+export const RawDatabase: typeof import('better-sqlite3') = require('better-sqlite3');
+export const sqliteVec: { load(db: unknown): void } = require('sqlite-vec');
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const TEST_DIMENSION = 8;
+export const TEST_BINDING = Object.freeze({
+  vectorDimension: TEST_DIMENSION,
+  bindingJson: JSON.stringify({ profile_id: 'test-profile', vector_dimension: TEST_DIMENSION }),
+});
+
+/** Opens (creating if needed) an engine on `dbPath` with the test binding. */
+export function openEngine(dbPath: string, options: Partial<SQLiteVecEngineOptions> = {}): Promise<SQLiteVecEngine> {
+  return SQLiteVecEngine.open({ dbPath, newDatabaseBinding: async () => TEST_BINDING, ...options });
+}
+
+/** A valid Candidate record row in GLOBAL_USER scope; override any column. */
+export function candidateRow(overrides: Partial<NewRecordRow> = {}): NewRecordRow {
+  return {
+    record_id: randomUUID(), memory_id: randomUUID(), revision: 1, parent_record_id: null,
+    scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null,
+    scope_key: 'scope-global', memory_type: 'USER_FACT', fact: 'the build uses node 20',
+    source_provenance: '{}', source_timestamp: null, created_at: '2026-01-01T00:00:00Z', last_verified_at: null,
+    verified_by: 'UNVERIFIED', authority_role: 'UNRESOLVED', contribution_origin: '{}', freshness_policy: '{}',
+    supersedes: '[]', contradiction_key: randomUUID(), contradiction_state: 'NONE', confidence: 0.5, tags: '[]',
+    lifecycle_state: 'CANDIDATE', native_content_hash: randomUUID(), payload_fingerprint: randomUUID(),
+    idempotency_key: randomUUID(), embedding_profile_id: 'test-profile', embedding_model_digest: 'digest',
+    embedding_output_dimension: TEST_DIMENSION,
+    ...overrides,
+  };
+}
+
+/** A unit vector with a 1 at `hot` (and a little elsewhere), of the test dimension. */
+export function unitVector(hot: number, dimension = TEST_DIMENSION): Float32Array {
+  const v = new Float32Array(dimension).fill(0.01);
+  v[hot % dimension] = 1;
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+/** Stores one record with its FTS and vector rows through the engine; returns its row_id. */
+export function storeRow(engine: SQLiteVecEngine, row: NewRecordRow, hot = 0): Promise<bigint> {
+  return engine.write((trx) => insertRecord(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
+}
+
+/** Row counts of the record, FTS and vector tables, read on a raw read-only connection. */
+export function tableCounts(dbPath: string): { records: number; fts: number; vec: number; meta: number; migrations: number } {
+  const db = new RawDatabase(dbPath, { readonly: true });
+  try {
+    sqliteVec.load(db);
+    const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    return { records: count('adapter_records'), fts: count('fact_fts'), vec: count('fact_vec'), meta: count('adapter_meta'), migrations: count('schema_migrations') };
+  } finally {
+    db.close();
+  }
+}
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+
+/** Spawns a TypeScript helper script from test/helpers with the tap TypeScript loader. */
+export function spawnTsHelper(script: string, args: string[]): ChildProcess {
+  return spawn(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers', script), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/** Resolves with the first stdout line of `child` that matches `pattern`; rejects if it exits first. */
+export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${pattern}; stderr: ${stderr}`)), timeoutMs);
+    child.stderr!.on('data', (chunk) => { stderr += chunk; });
+    child.stdout!.on('data', (chunk) => {
+      buffer += chunk;
+      const line = buffer.split('\n').find((l) => pattern.test(l));
+      if (line !== undefined) {
+        clearTimeout(timer);
+        resolve(line);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`helper exited with ${code} before ${pattern}; stderr: ${stderr}`));
+    });
+  });
+}
