@@ -153,8 +153,8 @@ export class WriteConnection {
   }
 }
 
-/** Reads the pragmas back; anything weaker than the contract refuses the connection. */
-function assertEffectivePragmas(connection: SqliteConnection): void {
+/** Reads the pragmas back; anything weaker than the contract throws BACKEND_COMPATIBILITY_MISMATCH. */
+export function assertEffectivePragmas(connection: SqliteConnection): void {
   const journalMode = String(connection.pragma('journal_mode', { simple: true })).toLowerCase();
   const synchronous = Number(connection.pragma('synchronous', { simple: true }));
   const busyTimeout = Number(connection.pragma('busy_timeout', { simple: true }));

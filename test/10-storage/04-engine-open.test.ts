@@ -1,0 +1,162 @@
+import t from 'tap';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { assertEffectivePragmas } from '../../src/storage/write-connection.js';
+import { candidateRow, openEngine, RawDatabase, storeRow, TEST_BINDING } from '../helpers/storage.js';
+
+/** A migrations folder: the shipped 0001 (optionally altered) plus extra files. */
+function migrationsDir(dir: string, name: string, extra: Record<string, string> = {}, alter?: (sql: string) => string): string {
+  const target = join(dir, name);
+  mkdirSync(target);
+  const initial = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'), 'utf8');
+  writeFileSync(join(target, '0001_initial.sql'), alter ? alter(initial) : initial);
+  for (const [file, sql] of Object.entries(extra)) writeFileSync(join(target, file), sql);
+  return target;
+}
+
+/** Writes the recovery interlock row with a gated raw connection, as the recovery operator would. */
+function writeInterlock(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare("INSERT INTO adapter_meta (key, value) VALUES ('sensitive_recovery_interlock', '{}')").run();
+  raw.close();
+}
+
+t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'a', 'b', 'factlane.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.equal(engine.created, true);
+  t.equal(engine.findings.schemaVersion, 1);
+  const meta = await engine.read((db) => db.selectFrom('adapter_meta').selectAll().execute());
+  const byKey = Object.fromEntries(meta.map((row) => [row.key, row.value]));
+  t.equal(byKey.contract_version, '2');
+  t.match(byKey.database_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  t.match(byKey.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$/);
+  t.match(byKey.created_by, /^factlane \d+\.\d+\.\d+/);
+  t.equal(byKey.embedding_profile, TEST_BINDING.bindingJson);
+  const migrations = await engine.read((db) => db.selectFrom('schema_migrations').selectAll().execute());
+  t.same(migrations.map((m) => [m.version, m.name]), [[1, 'initial']]);
+  t.equal(statSync(dbPath).mode & 0o777, 0o600, 'file mode 0600');
+  t.equal(statSync(join(dir, 'a')).mode & 0o777, 0o700, 'parent mode 0700');
+  t.equal(statSync(join(dir, 'a', 'b')).mode & 0o777, 0o700, 'parent mode 0700');
+  const pragmas = await engine.read(async () => {
+    const raw = new RawDatabase(dbPath, { readonly: true });
+    try {
+      return raw.pragma('journal_mode', { simple: true });
+    } finally {
+      raw.close();
+    }
+  });
+  t.equal(pragmas, 'wal');
+  await engine.close();
+  const again = await openEngine(dbPath, { newDatabaseBinding: async () => t.fail('binding asked for an existing database') as never });
+  t.equal(again.created, false);
+  await again.close();
+});
+
+t.test('a failed first start leaves no database file', async (t) => {
+  const dir = t.testdir();
+  await t.rejects(openEngine(join(dir, 'x.sqlite3'), { newDatabaseBinding: async () => { throw Object.assign(new Error('provider down'), { code: 'EMBEDDING_UNAVAILABLE' }); } }), /provider down/);
+  t.same(readdirSync(dir), [], 'provider failure: nothing created');
+  const broken = migrationsDir(dir, 'broken', { '0002_broken.sql': 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
+  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
+  t.notOk(existsSync(join(dir, 'y.sqlite3')), 'migration failure: no file');
+  t.notOk(existsSync(join(dir, 'y.sqlite3-wal')), 'no wal');
+  t.notOk(existsSync(join(dir, 'y.sqlite3-shm')), 'no shm');
+});
+
+t.test('an older database is refused, naming factlane-migrate up', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'old.sqlite3');
+  await (await openEngine(dbPath)).close();
+  const newer = migrationsDir(dir, 'newer', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\n' });
+  const before = readFileSync(dbPath);
+  await t.rejects(openEngine(dbPath, { migrationsDir: newer }), { code: 'SCHEMA_MISMATCH', message: /older than this release.*factlane-migrate up/ });
+  t.ok(readFileSync(dbPath).equals(before), 'file unchanged');
+});
+
+t.test('a database newer than the release is refused', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'new.sqlite3');
+  const newer = migrationsDir(dir, 'newer', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\n' });
+  await (await openEngine(dbPath, { migrationsDir: newer })).close();
+  await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /newer than this release/ });
+});
+
+t.test('a tampered applied migration is refused', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'tampered.sqlite3');
+  const tampered = migrationsDir(dir, 'tampered', {}, (sql) => `${sql}\n-- one changed byte\n`);
+  await (await openEngine(dbPath, { migrationsDir: tampered })).close();
+  await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /0001 does not match the checksum/ });
+});
+
+t.test('foreign, non-SQLite and non-regular files are refused and left as they were', async (t) => {
+  const dir = t.testdir();
+  const foreign = join(dir, 'foreign.sqlite3');
+  const raw = new RawDatabase(foreign);
+  raw.exec('CREATE TABLE memories (id TEXT)');
+  raw.close();
+  const foreignBytes = readFileSync(foreign);
+  await t.rejects(openEngine(foreign), { code: 'SCHEMA_MISMATCH', message: /did not create/ });
+  t.ok(readFileSync(foreign).equals(foreignBytes), 'foreign database not converted to WAL');
+  t.notOk(existsSync(`${foreign}-wal`));
+
+  const text = join(dir, 'notes.txt');
+  writeFileSync(text, 'this is not a database, just some text that is long enough to have a header'.repeat(10));
+  await t.rejects(openEngine(text), { code: 'BACKEND_CORRUPT' });
+  t.equal(readFileSync(text, 'utf8').slice(0, 10), 'this is no');
+
+  mkdirSync(join(dir, 'a-directory'));
+  await t.rejects(openEngine(join(dir, 'a-directory')), { code: 'BACKEND_UNAVAILABLE' });
+});
+
+t.test('an empty SQLite file (no schema objects) is created in place', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'empty.sqlite3');
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('user_version = 0');
+  raw.exec('VACUUM');
+  raw.close();
+  const engine = await openEngine(dbPath);
+  t.equal(engine.created, true);
+  await engine.close();
+});
+
+t.test('the recovery interlock refuses every ordinary start, across restarts', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'interlocked.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  writeInterlock(dbPath);
+  await t.rejects(openEngine(dbPath), { code: 'MAINTENANCE_IN_PROGRESS', message: /recovery/ });
+  await t.rejects(openEngine(dbPath), { code: 'MAINTENANCE_IN_PROGRESS' }, 'still refused on a second start');
+});
+
+t.test('a vector table that disagrees with the binding is refused', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'dims.sqlite3');
+  await (await openEngine(dbPath)).close();
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare("UPDATE adapter_meta SET value = ? WHERE key = 'embedding_profile'").run(JSON.stringify({ profile_id: 'x', vector_dimension: 768 }));
+  raw.close();
+  await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /dimension 8 does not match.*768/ });
+});
+
+t.test('effective pragmas weaker than WAL / FULL / 5000 ms are refused', async (t) => {
+  const dir = t.testdir();
+  const raw = new RawDatabase(join(dir, 'weak.sqlite3'));
+  t.teardown(() => raw.close());
+  raw.pragma('journal_mode = DELETE');
+  raw.pragma('synchronous = NORMAL');
+  raw.pragma('busy_timeout = 100');
+  t.throws(() => assertEffectivePragmas(raw), { code: 'BACKEND_COMPATIBILITY_MISMATCH', message: /journal_mode is delete.*synchronous is 1.*busy_timeout is 100/ });
+  raw.pragma('journal_mode = WAL');
+  raw.pragma('synchronous = FULL');
+  raw.pragma('busy_timeout = 5000');
+  t.doesNotThrow(() => assertEffectivePragmas(raw));
+});

@@ -1,0 +1,51 @@
+import t from 'tap';
+import { once } from 'node:events';
+import { linkSync } from 'node:fs';
+import { join } from 'node:path';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { candidateRow, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine } from '../helpers/storage.js';
+
+t.test('two engine processes share one database and both write', async (t) => {
+  const dbPath = join(t.testdir(), 'shared.sqlite3');
+  const local = await openEngine(dbPath);
+  const child = spawnTsHelper('engine-process.ts', ['engine', dbPath]);
+  t.teardown(() => { child.kill('SIGKILL'); });
+  await waitForLine(child, /^ready$/);
+  const wrote = waitForLine(child, /^wrote \d+$/);
+  child.stdin!.write('write\n');
+  await wrote;
+  await storeRow(local, candidateRow({ fact: 'from the test process' }));
+  const closed = waitForLine(child, /^closed$/);
+  child.stdin!.write('close\n');
+  await closed;
+  await local.close();
+  t.equal(tableCounts(dbPath).records, 2, 'both writes landed');
+});
+
+t.test('an exclusive lease holder makes open() fail with MAINTENANCE_IN_PROGRESS until it dies', async (t) => {
+  const dbPath = join(t.testdir(), 'maint.sqlite3');
+  await (await openEngine(dbPath)).close();
+  const holder = spawnTsHelper('engine-process.ts', ['exclusive', dbPath]);
+  t.teardown(() => { holder.kill('SIGKILL'); });
+  await waitForLine(holder, /^ready$/);
+  await t.rejects(openEngine(dbPath), { code: 'MAINTENANCE_IN_PROGRESS' });
+  holder.kill('SIGKILL');
+  await once(holder, 'exit');
+  const engine = await openEngine(dbPath);
+  t.equal(engine.created, false, 'opens once the holder is gone');
+  await engine.close();
+});
+
+t.test('a running engine makes an exclusive lease fail, including through a hard-link alias', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  const alias = join(dir, 'alias.sqlite3');
+  linkSync(dbPath, alias);
+  t.throws(() => MaintenanceTarget.open({ dbPath, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  t.throws(() => MaintenanceTarget.open({ dbPath: alias, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' }, 'same inode, same lock');
+  await engine.close();
+  const exclusive = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
+  t.pass('exclusive lease available after close');
+  exclusive.close();
+});

@@ -1,0 +1,68 @@
+import t from 'tap';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { insertRecord } from '../../src/storage/record-repository.js';
+import { candidateRow, openEngine, RawDatabase, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine } from '../helpers/storage.js';
+
+t.test('a foreign writer holding the lock past the retry bound yields retryable BACKEND_BUSY and no partial write', async (t) => {
+  const dbPath = join(t.testdir(), 'busy.sqlite3');
+  // One retry keeps the test near 10 s (two 5 s busy waits); the default policy retries five times.
+  const engine = await openEngine(dbPath, { retry: { retries: 1, baseDelayMs: 10, jitterRatio: 0.1 } });
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  const before = tableCounts(dbPath);
+  const locker = spawnTsHelper('engine-process.ts', ['lock', dbPath]);
+  t.teardown(() => { locker.kill('SIGKILL'); });
+  await waitForLine(locker, /^ready$/);
+  await t.rejects(storeRow(engine, candidateRow()), { code: 'BACKEND_BUSY', retryable: true });
+  locker.kill('SIGKILL');
+  t.same(tableCounts(dbPath), before, 'nothing written');
+  await storeRow(engine, candidateRow());
+  t.equal(tableCounts(dbPath).records, before.records + 1, 'writes work once the lock is gone');
+});
+
+t.test('a busy lock released during the retries succeeds', async (t) => {
+  const dbPath = join(t.testdir(), 'retry.sqlite3');
+  const engine = await openEngine(dbPath, { retry: { retries: 3, baseDelayMs: 50, jitterRatio: 0.1 } });
+  t.teardown(() => engine.close());
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('busy_timeout = 0');
+  raw.exec('BEGIN IMMEDIATE');
+  // Release the lock after the first 5 s busy wait, before the retries run out.
+  setTimeout(() => { raw.exec('ROLLBACK'); raw.close(); }, 5500);
+  await storeRow(engine, candidateRow());
+  t.equal(tableCounts(dbPath).records, 1);
+});
+
+t.test('a full database yields BACKEND_UNAVAILABLE; reads keep working; integrity stays ok', async (t) => {
+  const dbPath = join(t.testdir(), 'full.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  const pages = await engine.read(async (db) => (await sql<{ n: number }>`PRAGMA page_count`.execute(db)).rows[0]!.n);
+  // max_page_count is connection-local: cap this connection's file at its current size.
+  await engine.read((db) => sql.raw(`PRAGMA max_page_count = ${pages}`).execute(db));
+  const before = tableCounts(dbPath);
+  const bigFact = 'x'.repeat(200_000);
+  await t.rejects(engine.write(async (trx) => {
+    for (let i = 0; i < 5; i += 1) await insertRecord(trx, candidateRow({ fact: bigFact }), { searchText: bigFact, embedding: unitVector(i) });
+  }), { code: 'BACKEND_UNAVAILABLE', retryable: true });
+  t.same(tableCounts(dbPath), before, 'nothing half-written');
+  const rows = await engine.read((db) => db.selectFrom('adapter_records').select('fact').execute());
+  t.equal(rows.length, 1, 'reads keep working');
+  const integrity = await engine.read(async (db) => (await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db)).rows);
+  t.same(integrity, [{ integrity_check: 'ok' }]);
+  await storeRow(engine, candidateRow()).then(() => t.pass('a small write may still fit'), (error) => t.equal(error.code, 'BACKEND_UNAVAILABLE'));
+});
+
+t.test('lineage unique violations become VERSION_CONFLICT', async (t) => {
+  const dbPath = join(t.testdir(), 'lineage.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const first = candidateRow();
+  await storeRow(engine, first);
+  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, revision: 2 })), { code: 'VERSION_CONFLICT' }, 'second live record of one memory');
+  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, lifecycle_state: 'SUPERSEDED' })), { code: 'VERSION_CONFLICT' }, 'duplicate revision');
+  await t.rejects(storeRow(engine, candidateRow({ idempotency_key: first.idempotency_key })), (error: { code?: string }) => error.code === 'SQLITE_CONSTRAINT_UNIQUE', 'idempotency key is left to the adapter');
+  t.equal(tableCounts(dbPath).records, 1);
+});
