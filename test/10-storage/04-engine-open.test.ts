@@ -1,27 +1,8 @@
 import t from 'tap';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { assertEffectivePragmas } from '../../src/storage/write-connection.js';
-import { candidateRow, openEngine, RawDatabase, storeRow, TEST_BINDING } from '../helpers/storage.js';
-
-/** A migrations folder: the shipped 0001 (optionally altered) plus extra files. */
-function migrationsDir(dir: string, name: string, extra: Record<string, string> = {}, alter?: (sql: string) => string): string {
-  const target = join(dir, name);
-  mkdirSync(target);
-  const initial = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'), 'utf8');
-  writeFileSync(join(target, '0001_initial.sql'), alter ? alter(initial) : initial);
-  for (const [file, sql] of Object.entries(extra)) writeFileSync(join(target, file), sql);
-  return target;
-}
-
-/** Writes the recovery interlock row with a gated raw connection, as the recovery operator would. */
-function writeInterlock(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-  raw.prepare("INSERT INTO adapter_meta (key, value) VALUES ('sensitive_recovery_interlock', '{}')").run();
-  raw.close();
-}
+import { candidateRow, migrationsDir, openEngine, RawDatabase, storeRow, TEST_BINDING, writeInterlock } from '../helpers/storage.js';
 
 t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
   const dir = t.testdir();

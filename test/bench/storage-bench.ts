@@ -5,7 +5,7 @@ import { openBenchEngine } from './bench-engine.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
 import { roundTo } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
-import { buildQueryDataset, type QueryDataset } from './storage-dataset.js';
+import { buildQueryDataset, measureStorageBreakdown, type QueryDataset } from './storage-dataset.js';
 import { measureFts } from './storage-fts-latency.js';
 import { measureKnn } from './storage-knn-latency.js';
 import { measureWriteTransactions } from './storage-write-latency.js';
@@ -47,6 +47,7 @@ export async function runStorageBench(): Promise<Record<string, unknown>> {
     // Queries run on a reopened engine, as a server starting on an existing database would.
     const engine = await openBenchEngine(dbPath);
     try {
+      const breakdown = await measureStorageBreakdown(engine);
       const rng = new SeededRandom(0x5eed0003);
       log('measurement 2: KNN over 10k vectors');
       const knn10k = await measureKnn(engine, scopeOf(dataset, 'project_10k'), rng);
@@ -57,7 +58,7 @@ export async function runStorageBench(): Promise<Record<string, unknown>> {
       return {
         environment,
         write_transactions: writes,
-        dataset: { ...dataset.report, ...sizes, db_mib: roundTo(sizes.db_bytes / 2 ** 20, 1) },
+        dataset: { ...dataset.report, ...sizes, db_mib: roundTo(sizes.db_bytes / 2 ** 20, 1), size_breakdown: breakdown },
         knn: { scope_10k: knn10k, scope_100k: knn100k, target_met: knn10k.target_met === true && knn100k.target_met === true },
         fts_current_keyword: fts,
         targets_met: { write_overhead: writes.target_met, knn_filtered_not_slower: knn10k.target_met === true && knn100k.target_met === true },

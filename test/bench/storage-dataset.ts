@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord, type BenchRecord, type BenchScope } from './bench-records.js';
 import { FactVocabulary } from './fact-vocabulary.js';
@@ -100,4 +101,24 @@ export async function buildQueryDataset(engine: SQLiteVecEngine, log: (message: 
       scopes: Object.fromEntries([...scopes].map(([label, built]) => [label, built.report])),
     },
   };
+}
+
+/**
+ * Bytes per storage object group (adapter_records with its indexes, fact_fts and fact_vec with their
+ * shadow tables, the rest), read from the dbstat virtual table: says where the file size goes.
+ */
+export async function measureStorageBreakdown(engine: SQLiteVecEngine): Promise<Record<string, number>> {
+  // dbstat names b-trees; sqlite_schema maps each index and shadow table to the table it belongs to.
+  const { rows } = await engine.read((db) =>
+    sql<{ object: string; bytes: number }>`
+      select case
+          when s.tbl_name = 'adapter_records' then 'adapter_records_and_indexes'
+          when s.tbl_name like 'fact_fts%' then 'fact_fts'
+          when s.tbl_name like 'fact_vec%' then 'fact_vec'
+          else 'other' end as object,
+        sum(d.pgsize) as bytes
+      from dbstat d left join sqlite_schema s on s.name = d.name
+      group by object order by bytes desc`.execute(db),
+  );
+  return Object.fromEntries(rows.map((row) => [`${row.object}_mib`, roundTo(row.bytes / 2 ** 20, 1)]));
 }

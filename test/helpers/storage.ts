@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecord, type NewRecordRow } from '../../src/storage/record-repository.js';
@@ -92,3 +94,22 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 30
     });
   });
 }
+
+/** A migrations folder: the shipped 0001 (optionally altered) plus extra files. */
+export function migrationsDir(dir: string, name: string, extra: Record<string, string> = {}, alter?: (sql: string) => string): string {
+  const target = join(dir, name);
+  mkdirSync(target);
+  const initial = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'), 'utf8');
+  writeFileSync(join(target, '0001_initial.sql'), alter ? alter(initial) : initial);
+  for (const [file, sql] of Object.entries(extra)) writeFileSync(join(target, file), sql);
+  return target;
+}
+
+/** Writes the recovery interlock row with a gated raw connection, as the recovery operator would. */
+export function writeInterlock(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare("INSERT INTO adapter_meta (key, value) VALUES ('sensitive_recovery_interlock', '{}')").run();
+  raw.close();
+}
+

@@ -1,0 +1,170 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { SYSTEM_CLOCK } from '../../src/core/time.js';
+import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operations.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { candidateRow, migrationsDir, openEngine, RawDatabase, REPO_ROOT, storeRow, tableCounts, writeInterlock } from '../helpers/storage.js';
+
+const NOTE_MIGRATION = { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n' };
+
+async function seeded(dir: string, dbName = 'db.sqlite3', options: { migrationsDir?: string } = {}): Promise<string> {
+  const dbPath = join(dir, dbName);
+  const engine = await openEngine(dbPath, options);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  return dbPath;
+}
+
+function exclusive(dbPath: string, dir?: string): MaintenanceTarget {
+  return MaintenanceTarget.open({ dbPath, lease: 'exclusive', migrationsDir: dir });
+}
+
+const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+t.test('up applies pending migrations in one transaction after a verified backup', async (t) => {
+  const dir = t.testdir();
+  const dbPath = await seeded(dir);
+  const newer = migrationsDir(dir, 'newer', NOTE_MIGRATION);
+  const target = exclusive(dbPath, newer);
+  t.teardown(() => target.close());
+  t.equal(migrationStatus(target).state, 'PENDING');
+  t.same(migrationStatus(target).pending, [{ version: 2, name: 'add_note' }]);
+  const steps: string[] = [];
+  const backupFile = join(dir, 'before-up.sqlite3');
+  const report = await migrateUp(target, { backupFile, clock: SYSTEM_CLOCK, onStep: (s) => steps.push(`${s.version}_${s.name}`) });
+  t.same(steps, ['2_add_note'], 'one progress line per file');
+  t.same(report.applied, [{ version: 2, name: 'add_note' }]);
+  t.equal(report.schema_version, 2);
+  t.same(report.verification.filter((c) => c.status === 'FAIL'), [], 'verification passes after up');
+  t.equal(migrationStatus(target).state, 'UP_TO_DATE');
+
+  t.ok(existsSync(backupFile), 'backup written');
+  t.notOk(existsSync(`${backupFile}-wal`), 'backup has no wal');
+  const manifest = JSON.parse(readFileSync(`${backupFile}.manifest.json`, 'utf8'));
+  t.equal(manifest.file_sha256, sha(backupFile), 'manifest digest matches the file');
+  t.equal(manifest.schema_version, 1, 'backup taken before the migration');
+  t.same(manifest.lifecycle_counts, { CANDIDATE: 1 });
+  t.equal(manifest.verification.integrity_check, 'PASS');
+  const copy = new RawDatabase(backupFile, { readonly: true });
+  t.equal(copy.pragma('journal_mode', { simple: true }), 'delete', 'backup in rollback-journal mode');
+  copy.close();
+  t.equal(tableCounts(dbPath).records, 1, 'records kept');
+});
+
+t.test('a migration that fails half-way leaves the file byte-identical', async (t) => {
+  const dir = t.testdir();
+  const dbPath = await seeded(dir);
+  const before = sha(dbPath);
+  const broken = migrationsDir(dir, 'broken', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\nINSERT INTO note VALUES (1);\nCREATE TABLE broken (;\n' });
+  const target = exclusive(dbPath, broken);
+  await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }));
+  target.close();
+  t.equal(sha(dbPath), before, 'byte-identical');
+  t.notOk(existsSync(`${dbPath}-wal`), 'no wal left');
+  const engine = await openEngine(dbPath);
+  t.equal(engine.findings.schemaVersion, 1, 'still at version 1 and still opens');
+  await engine.close();
+});
+
+t.test('a migration that breaks verification is rolled back with VERIFY_FAILED', async (t) => {
+  const dir = t.testdir();
+  const dbPath = await seeded(dir);
+  const before = sha(dbPath);
+  // Dropping a fence is valid SQL, so only the verification before commit can catch it.
+  const dropsFence = migrationsDir(dir, 'drops-fence', { '0002_drop_fence.sql': 'DROP TRIGGER factlane_v2_meta_delete_fence;\n' });
+  const target = exclusive(dbPath, dropsFence);
+  t.teardown(() => target.close());
+  await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'VERIFY_FAILED' });
+  target.close();
+  t.equal(sha(dbPath), before, 'byte-identical');
+});
+
+t.test('up refuses newer, tampered, interlocked and busy databases and an existing backup target', async (t) => {
+  const dir = t.testdir();
+  const newerDb = await seeded(dir, 'newer.sqlite3', { migrationsDir: migrationsDir(dir, 'newer', NOTE_MIGRATION) });
+  const newerTarget = exclusive(newerDb);
+  t.equal(migrationStatus(newerTarget).state, 'NEWER_THAN_RELEASE');
+  await t.rejects(migrateUp(newerTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'SCHEMA_MISMATCH' });
+  newerTarget.close();
+
+  const tamperedDb = await seeded(dir, 'tampered.sqlite3', { migrationsDir: migrationsDir(dir, 'tampered', {}, (sql) => `${sql}-- x\n`) });
+  const tamperedTarget = exclusive(tamperedDb);
+  t.equal(migrationStatus(tamperedTarget).state, 'CHECKSUM_MISMATCH');
+  await t.rejects(migrateUp(tamperedTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'SCHEMA_MISMATCH' });
+  tamperedTarget.close();
+
+  const interlocked = await seeded(dir, 'interlocked.sqlite3');
+  writeInterlock(interlocked);
+  const interlockTarget = exclusive(interlocked, migrationsDir(dir, 'pending', NOTE_MIGRATION));
+  await t.rejects(migrateUp(interlockTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  interlockTarget.close();
+
+  const live = await seeded(dir, 'live.sqlite3');
+  const engine = await openEngine(live);
+  t.throws(() => exclusive(live), { code: 'MAINTENANCE_IN_PROGRESS' }, 'a running engine blocks up');
+  await engine.close();
+
+  const taken = join(dir, 'taken.sqlite3');
+  writeFileSync(`${taken}.manifest.json`, '{}');
+  const before = sha(live);
+  const target = exclusive(live, join(dir, 'pending'));
+  await t.rejects(migrateUp(target, { backupFile: taken, clock: SYSTEM_CLOCK }), { code: 'TARGET_EXISTS' });
+  target.close();
+  t.equal(sha(live), before, 'nothing applied when the backup cannot be written');
+});
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+function cli(...args: string[]) {
+  return spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-migrate.ts'), ...args], { encoding: 'utf8' });
+}
+
+t.test('factlane-migrate command line: reports and exit codes', async (t) => {
+  const dir = t.testdir();
+  const dbPath = await seeded(dir);
+  const status = cli('status', '--db', dbPath, '--json');
+  t.equal(status.status, 0, status.stderr);
+  const report = JSON.parse(status.stdout);
+  t.equal(report.state, 'UP_TO_DATE');
+  t.match(report.db_identity, /^[0-9a-f]{64}$/);
+  t.notMatch(status.stdout, dir, 'no path in the report');
+
+  const human = cli('status', '--db', dbPath);
+  t.match(human.stdout, /state\s+UP_TO_DATE/);
+
+  const verify = cli('verify', '--db', dbPath);
+  t.equal(verify.status, 0, verify.stdout);
+  t.match(verify.stdout, /all checks passed/);
+
+  const raw = new RawDatabase(dbPath);
+  raw.exec('DROP TRIGGER factlane_v2_adapter_delete_fence');
+  raw.close();
+  const broken = cli('verify', '--db', dbPath, '--json');
+  t.equal(broken.status, 3, 'problems found → 3');
+  const checks = JSON.parse(broken.stdout).checks as { name: string; status: string }[];
+  t.equal(checks.find((c) => c.name === 'fences_present')?.status, 'FAIL');
+
+  const upToDate = cli('up', '--db', dbPath, '--no-backup');
+  t.match(upToDate.stdout, /nothing to do/);
+
+  const newer = await seeded(dir, 'newer.sqlite3', { migrationsDir: migrationsDir(dir, 'newer', NOTE_MIGRATION) });
+  const newerStatus = cli('status', '--db', newer);
+  t.equal(newerStatus.status, 1);
+  t.match(newerStatus.stdout, /NEWER_THAN_RELEASE/, 'report printed before refusing');
+  t.match(newerStatus.stderr, /^factlane-migrate: SCHEMA_MISMATCH: /m);
+
+  const missing = cli('status', '--db', join(dir, 'missing.sqlite3'));
+  t.equal(missing.status, 1);
+  t.match(missing.stderr, /SOURCE_NOT_FOUND/);
+  t.notOk(existsSync(join(dir, 'missing.sqlite3')), 'no command creates a database');
+
+  t.equal(cli('up', '--db', dbPath).status, 2, 'up without a backup choice is a usage error');
+  t.equal(cli('up', '--db', dbPath, '--backup', 'x', '--no-backup').status, 2);
+  t.equal(cli('frobnicate', '--db', dbPath).status, 2);
+  t.equal(cli('status').status, 2);
+  t.equal(cli('status', '--db', dbPath, '--bogus').status, 2);
+  t.equal(cli('--help').status, 0);
+});
