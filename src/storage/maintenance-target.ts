@@ -71,6 +71,12 @@ export class MaintenanceTarget {
     }
   }
 
+  /** The shipped migrations (for commands that read a file without a lease, such as a backup). */
+  static shippedMigrations(migrationsDir = MIGRATIONS_DIR): readonly MigrationFile[] {
+    probeRuntime();
+    return loadMigrationFiles(migrationsDir);
+  }
+
   static #inspect(path: string, shipped: readonly MigrationFile[]): SchemaFindings {
     if (statSync(path).size === 0) return inspectEmpty();
     return withReadOnly(path, (connection) => inspectSchema(connection, shipped));

@@ -1,0 +1,46 @@
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { candidateRow, openEngine, REPO_ROOT, storeRow } from '../helpers/storage.js';
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+
+t.test('backup of a live database verifies; a changed backup fails its manifest; targets are never overwritten', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  // The server keeps running: backup takes the shared lease beside it.
+  const out = join(dir, 'backup.sqlite3');
+  const backup = admin('backup', '--db', dbPath, '--out', out, '--json');
+  t.equal(backup.status, 0, backup.stderr);
+  const manifest = JSON.parse(backup.stdout).manifest;
+  t.same(manifest.lifecycle_counts, { CANDIDATE: 1 });
+  t.notMatch(backup.stdout, dir, 'no path in the report');
+
+  const verified = admin('verify', '--backup', out, '--json');
+  t.equal(verified.status, 0, verified.stdout);
+  t.equal(JSON.parse(verified.stdout).ok, true);
+
+  const again = admin('backup', '--db', dbPath, '--out', out);
+  t.equal(again.status, 1);
+  t.match(again.stderr, /^factlane-admin: TARGET_EXISTS: /m);
+
+  appendFileSync(out, Buffer.alloc(4096));
+  const tampered = admin('verify', '--backup', out, '--json');
+  t.equal(tampered.status, 3, 'problems → 3');
+  t.equal(JSON.parse(tampered.stdout).checks.find((c: { name: string }) => c.name === 'manifest_matches').status, 'FAIL');
+
+  const live = admin('verify', '--db', dbPath);
+  t.equal(live.status, 0, live.stdout);
+  await engine.close();
+
+  t.equal(admin('backup', '--db', dbPath).status, 2, 'usage');
+  t.equal(admin('restore', '--db', dbPath).status, 2, 'not in this build');
+  const missing = admin('verify', '--db', join(dir, 'nope.sqlite3'));
+  t.equal(missing.status, 1);
+  t.notOk(existsSync(join(dir, 'nope.sqlite3')));
+});
