@@ -1,62 +1,14 @@
-import { CompiledQuery, Kysely, SqliteDialect, type DatabaseConnection, type Driver, type Transaction } from 'kysely';
-import { SqliteDriver } from 'kysely';
+import { Kysely, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { WRITER_FUNCTION_NAME } from '../../schema/constants.js';
 import type { DB } from '../../generated/db.js';
+import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
 /** The busy timeout every FactLane connection sets; weaker effective values are refused. */
 export const BUSY_TIMEOUT_MS = 5000;
-
-/** Opens the writer gate only for the span of a `begin immediate` transaction (STORAGE.md §5, §6). */
-class ImmediateSqliteDriver extends SqliteDriver implements Driver {
-  readonly #connection: SqliteConnection;
-  readonly #gate: { open: boolean };
-
-  constructor(connection: SqliteConnection, gate: { open: boolean }) {
-    super({ database: connection });
-    this.#connection = connection;
-    this.#gate = gate;
-  }
-
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    // IMMEDIATE takes the write lock up front: a deferred read-then-write transaction would fail with
-    // SQLITE_BUSY_SNAPSHOT when another process commits in between.
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
-    this.#gate.open = true;
-  }
-
-  override async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    try {
-      await connection.executeQuery(CompiledQuery.raw('commit'));
-    } finally {
-      if (!this.#connection.inTransaction) this.#gate.open = false;
-    }
-  }
-
-  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    try {
-      // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR); a second rollback
-      // would hide the original error behind "no transaction is active".
-      if (this.#connection.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
-    } finally {
-      this.#gate.open = false;
-    }
-  }
-}
-
-class ImmediateSqliteDialect extends SqliteDialect {
-  readonly #driver: ImmediateSqliteDriver;
-  constructor(connection: SqliteConnection, gate: { open: boolean }) {
-    super({ database: connection });
-    this.#driver = new ImmediateSqliteDriver(connection, gate);
-  }
-  override createDriver(): Driver {
-    return this.#driver;
-  }
-}
 
 /** Work run inside one write transaction: the Kysely transaction and, for multi-statement SQL, the same connection. */
 export type WriteWork<T> = (trx: Transaction<DB>, connection: SqliteConnection) => Promise<T>;

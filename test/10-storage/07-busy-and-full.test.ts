@@ -39,9 +39,10 @@ t.test('a full database yields BACKEND_UNAVAILABLE; reads keep working; integrit
   const engine = await openEngine(dbPath);
   t.teardown(() => engine.close());
   await storeRow(engine, candidateRow());
-  const pages = await engine.read(async (db) => (await sql<{ n: number }>`PRAGMA page_count`.execute(db)).rows[0]!.n);
+  const pages = await engine.read(async (db) => (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count);
   // max_page_count is connection-local: cap this connection's file at its current size.
-  await engine.read((db) => sql.raw(`PRAGMA max_page_count = ${pages}`).execute(db));
+  const capped = await engine.read(async (db) => (await sql<{ max_page_count: number }>`PRAGMA max_page_count = ${sql.raw(String(pages))}`.execute(db)).rows[0]!.max_page_count);
+  t.equal(capped, pages, 'file capped at its current size');
   const before = tableCounts(dbPath);
   const bigFact = 'x'.repeat(200_000);
   await t.rejects(engine.write(async (trx) => {
@@ -63,6 +64,6 @@ t.test('lineage unique violations become VERSION_CONFLICT', async (t) => {
   await storeRow(engine, first);
   await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, revision: 2 })), { code: 'VERSION_CONFLICT' }, 'second live record of one memory');
   await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, lifecycle_state: 'SUPERSEDED' })), { code: 'VERSION_CONFLICT' }, 'duplicate revision');
-  await t.rejects(storeRow(engine, candidateRow({ idempotency_key: first.idempotency_key })), (error: { code?: string }) => error.code === 'SQLITE_CONSTRAINT_UNIQUE', 'idempotency key is left to the adapter');
+  await t.rejects(storeRow(engine, candidateRow({ idempotency_key: first.idempotency_key })), { code: 'SQLITE_CONSTRAINT_UNIQUE', message: /adapter_records\.idempotency_key$/ }, 'idempotency key is left to the adapter');
   t.equal(tableCounts(dbPath).records, 1);
 });

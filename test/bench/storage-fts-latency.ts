@@ -48,7 +48,7 @@ function distribution(values: readonly number[]): Record<string, number> {
 
 /**
  * Measurement 3: CURRENT keyword queries (scope tuple + lifecycle filter before LIMIT, bm25 order) in
- * one scope of the dataset. Terms are drawn with the vocabulary's Zipf weights, so many queries hit tens
+ * one scope of the dataset. Terms are drawn with the vocabulary's Zipf weights, so some queries hit tens
  * of thousands of rows, as popular words do. Match counts (whole index, and eligible after the filters)
  * are taken outside the timed query so the report says how much work each query had.
  */

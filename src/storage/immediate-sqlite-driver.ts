@@ -1,0 +1,155 @@
+import {
+  CompiledQuery, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler,
+  type DatabaseConnection, type DatabaseIntrospector, type Dialect, type DialectAdapter, type Driver, type Kysely,
+  type QueryCompiler, type QueryResult,
+} from 'kysely';
+import type { SqliteConnection } from './native.js';
+
+/** How many prepared statements one connection keeps; FactLane issues a few dozen distinct statements. */
+const STATEMENT_CACHE_SIZE = 256;
+
+// better-sqlite3 binds an array argument as the positional parameter list, as Kysely's own driver relies on.
+interface Statement {
+  readonly reader: boolean;
+  all(parameters: readonly unknown[]): unknown[];
+  run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
+}
+
+/**
+ * A Kysely connection over better-sqlite3 that reuses prepared statements by SQL text. Preparing an
+ * adapter_records insert (a 32-column table with a fence trigger and seven indexes) costs about as much
+ * as running it, and Kysely's own SQLite connection prepares on every call.
+ */
+class CachingConnection implements DatabaseConnection {
+  readonly #connection: SqliteConnection;
+  readonly #statements = new Map<string, Statement>();
+
+  constructor(connection: SqliteConnection) {
+    this.#connection = connection;
+  }
+
+  #prepare(sqlText: string): Statement {
+    let statement = this.#statements.get(sqlText);
+    if (statement) {
+      // Refresh recency: Map iteration order is insertion order, so the first key is the least recent.
+      this.#statements.delete(sqlText);
+    } else {
+      statement = this.#connection.prepare(sqlText) as unknown as Statement;
+      if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
+    }
+    this.#statements.set(sqlText, statement);
+    return statement;
+  }
+
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const statement = this.#prepare(compiledQuery.sql);
+    const parameters = compiledQuery.parameters as unknown[];
+    if (statement.reader) return Promise.resolve({ rows: statement.all(parameters) as R[] });
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return Promise.resolve({ numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] });
+  }
+
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming is not used by FactLane storage');
+  }
+}
+
+/** Serialises use of the one connection, as Kysely's SQLite driver does. */
+class ConnectionMutex {
+  #held: Promise<void> | undefined;
+  #release: (() => void) | undefined;
+
+  async lock(): Promise<void> {
+    while (this.#held) await this.#held;
+    this.#held = new Promise((resolve) => { this.#release = resolve; });
+  }
+
+  unlock(): void {
+    const release = this.#release;
+    this.#held = undefined;
+    this.#release = undefined;
+    release?.();
+  }
+}
+
+/**
+ * The storage driver: one better-sqlite3 connection, statements cached, every transaction `begin
+ * immediate`, and the writer gate open exactly while a transaction is (STORAGE.md §5, §6).
+ */
+class ImmediateSqliteDriver implements Driver {
+  readonly #sqlite: SqliteConnection;
+  readonly #gate: { open: boolean };
+  readonly #mutex = new ConnectionMutex();
+  readonly #connection: CachingConnection;
+
+  constructor(sqlite: SqliteConnection, gate: { open: boolean }) {
+    this.#sqlite = sqlite;
+    this.#gate = gate;
+    this.#connection = new CachingConnection(sqlite);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#mutex.lock();
+    return this.#connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    // IMMEDIATE takes the write lock up front: a deferred read-then-write transaction would fail with
+    // SQLITE_BUSY_SNAPSHOT when another process commits in between.
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    this.#gate.open = true;
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      await connection.executeQuery(CompiledQuery.raw('commit'));
+    } finally {
+      if (!this.#sqlite.inTransaction) this.#gate.open = false;
+    }
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    try {
+      // SQLite may already have rolled back by itself (SQLITE_FULL, SQLITE_IOERR); a second rollback
+      // would hide the original error behind "no transaction is active".
+      if (this.#sqlite.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
+    } finally {
+      this.#gate.open = false;
+    }
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.#mutex.unlock();
+  }
+
+  async destroy(): Promise<void> {
+    if (this.#sqlite.open) this.#sqlite.close();
+  }
+}
+
+/** Kysely dialect for the storage connection: SQLite's compiler and adapter with the driver above. */
+export class ImmediateSqliteDialect implements Dialect {
+  readonly #driver: ImmediateSqliteDriver;
+
+  constructor(sqlite: SqliteConnection, gate: { open: boolean }) {
+    this.#driver = new ImmediateSqliteDriver(sqlite, gate);
+  }
+
+  createDriver(): Driver {
+    return this.#driver;
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+
+  createIntrospector(db: Kysely<unknown>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
