@@ -1,0 +1,50 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+
+const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
+const HOST_LABEL = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+// CONTRACT.md §9.4: what makes a value secret-like.
+const SECRET_PATTERNS: readonly RegExp[] = [
+  /sk-[A-Za-z0-9]{20,}/,
+  /gh[pousr]_\w{20,}/,
+  /bearer\s+[A-Za-z0-9\-._~+/=]{20,}/i,
+  /AIza[A-Za-z0-9_-]{30,}/,
+  /(?:api_key|api-key|apikey|password|secret|token) *[:=] *\S{12,}/i,
+  /-----BEGIN[\s\S]*?PRIVATE KEY-----/,
+];
+
+/** True when `value` contains an API key, token, password assignment or private-key header (CONTRACT.md §9.4). */
+export function isSecretLike(value: string): boolean {
+  return SECRET_PATTERNS.some((pattern) => pattern.test(value));
+}
+
+/** True for a contract identifier (CONTRACT.md §2.4); the secret-like check is separate and comes first. */
+export function isIdentifierFormat(value: string): boolean {
+  return IDENTIFIER.test(value);
+}
+
+/** True for a host label: an identifier without `/`, not secret-like. */
+export function isHostLabel(value: string): boolean {
+  return HOST_LABEL.test(value) && !isSecretLike(value);
+}
+
+/** True for a contract identifier that is not secret-like. */
+export function isIdentifier(value: string): boolean {
+  return IDENTIFIER.test(value) && !isSecretLike(value);
+}
+
+/** True for a UUID in 8-4-4-4-12 hex groups, any case. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/** A new random version-4 UUID, lower case. */
+export function mintUuid(): string {
+  return randomUUID();
+}
+
+/** 32 random lower-case hex digits (a gateway instance id). */
+export function mintInstanceId(): string {
+  return randomBytes(16).toString('hex');
+}

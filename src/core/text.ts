@@ -1,0 +1,37 @@
+// Text normalisation of CONTRACT.md §2.1. Whitespace is ECMAScript \s plus U+001C-U+001F and U+0085.
+const WHITESPACE_RUN = /[\s\u001C-\u001F\u0085]+/u;
+const WHITESPACE_EDGES = /^[\s\u001C-\u001F\u0085]+|[\s\u001C-\u001F\u0085]+$/gu;
+
+/** Length of the UTF-8 encoding. */
+export function utf8Bytes(value: string): number {
+  return Buffer.byteLength(value, 'utf8');
+}
+
+/** Removes leading and trailing whitespace. */
+export function strip(value: string): string {
+  return value.replace(WHITESPACE_EDGES, '');
+}
+
+/** Splits on whitespace runs, drops empty pieces, joins with one space. */
+export function collapse(value: string): string {
+  return value.split(WHITESPACE_RUN).filter(Boolean).join(' ');
+}
+
+/** NFKC, then full upper-case, then full lower-case mapping (locale-independent): `ß`, `SS`, `ss` fold alike. */
+export function fold(value: string): string {
+  return value.normalize('NFKC').toUpperCase().toLowerCase();
+}
+
+/** collapse(fold(s)). */
+export function foldKey(value: string): string {
+  return collapse(fold(value));
+}
+
+/** fold_key(s) with Arabic normalisation: tatweel and harakat removed, alef/yeh/teh marbuta forms unified. */
+export function searchText(value: string): string {
+  return foldKey(value)
+    .replace(/[\u0640\u064B-\u065F\u0670]/gu, '')
+    .replace(/[\u0622\u0623\u0625\u0671]/gu, '\u0627')
+    .replace(/\u0649/gu, '\u064A')
+    .replace(/\u0629/gu, '\u0647');
+}
