@@ -1,23 +1,126 @@
 #!/usr/bin/env node
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
+import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
+import { MemoryAdapter } from '../adapter/memory-adapter.js';
+import { AdapterError } from '../core/adapter-error.js';
+import { createStderrLogger } from '../core/logger.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
+import { SYSTEM_CLOCK, formatTimestamp } from '../core/time.js';
+import { freshBindingJson } from '../embedding/embedding-binding.js';
+import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
+import { LocalHashProvider } from '../embedding/local-hash-provider.js';
+import { MemoryGateway } from '../gateway/memory-gateway.js';
+import { createFactLaneServer } from '../server/factlane-server.js';
 import { loadMigrationFiles } from '../storage/migration-files.js';
+import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
 
-const USAGE = `usage: factlane --host-id LABEL [--db PATH] [options]
-       factlane --version | --help
+const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
+       factlane --help | --version | --help-tools | --help-tool NAME
 
-FactLane speaks MCP over stdio with five tools: memory_search, memory_get, memory_store,
-memory_update, memory_status.
+Speaks MCP over stdio with five tools: ${TOOL_NAMES.join(', ')}.
+
+  --db PATH                   database file (default $XDG_DATA_HOME/factlane/factlane.sqlite3)
+  --host-id LABEL             the host this server runs for (required), e.g. codex
+  --write-profile P           read-only (default), delegated-candidate, owner-current, repo-verifier, automated-verifier
+  --profile ID                embedding profile (default local-hash-384)
+  --ollama-url URL            loopback Ollama (default http://127.0.0.1:11434)
+  --binding-source LABEL      host binding source label (default explicit-launcher)
+  --project-id ID, --workflow-id ID, --agent-id ID      bound context, with --<id>-source LABEL
+  --context-binding-source LABEL                        (default explicit-launcher)
+
+Host configuration (Codex, ~/.codex/config.toml):
+  [mcp_servers.factlane]
+  command = "/absolute/path/to/factlane"
+  args = ["--db", "/absolute/state/factlane.sqlite3", "--host-id", "codex"]
+
+exit codes: 0 clean shutdown or help; 1 startup failure; 2 usage error
 `;
 
-const argv = process.argv.slice(2);
-if (argv.includes('--version')) {
-  const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
-  process.stdout.write(`factlane ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\nstorage contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`);
-} else if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write(USAGE);
+const SHUTDOWN_GRACE_MS = 5000;
+const logger = createStderrLogger('factlane');
+
+function printHelp(options: LaunchOptions): number {
+  if (options.mode === 'help') process.stdout.write(USAGE);
+  if (options.mode === 'version') {
+    const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
+    process.stdout.write(`factlane ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\nstorage contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`);
+  }
+  if (options.mode === 'help-tools') process.stdout.write(fullToolReference());
+  if (options.mode === 'help-tool') {
+    if (!(TOOL_NAMES as readonly string[]).includes(options.helpTool!)) {
+      process.stderr.write(`factlane: unknown tool; one of: ${TOOL_NAMES.join(', ')}\n`);
+      return 2;
+    }
+    process.stdout.write(toolReference(options.helpTool as ToolName));
+  }
+  return 0;
+}
+
+async function serve(options: LaunchOptions): Promise<void> {
+  if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
+  const profile = EMBEDDING_PROFILES[options.profileId]!;
+  if (profile.providerKind !== 'BUILTIN_LOCAL_HASH') {
+    throw new AdapterError('EMBEDDING_UNAVAILABLE', `the Ollama provider for ${profile.profileId} is not in this build; use --profile local-hash-384`);
+  }
+  const provider = new LocalHashProvider();
+  const engine = await SQLiteVecEngine.open({
+    dbPath: options.dbPath,
+    newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+  });
+  const gateway = new MemoryGateway({ adapter: new MemoryAdapter({ engine, provider, writeProfile: options.writeProfile }), hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio' });
+  const inFlight = new Set<Promise<unknown>>();
+  const trackedGateway = {
+    handle(operation: string, request: unknown) {
+      const pending = gateway.handle(operation, request);
+      inFlight.add(pending);
+      void pending.finally(() => inFlight.delete(pending)).catch(() => {});
+      return pending;
+    },
+  };
+  const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
+  await server.connect(new StdioServerTransport());
+  if (process.stdin.isTTY) {
+    logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
+  }
+  let stopping = false;
+  const shutdown = async () => {
+    if (stopping) return;
+    stopping = true;
+    process.stdin.pause();
+    const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
+    await Promise.race([Promise.allSettled([...inFlight]), grace]);
+    await server.close().catch(() => {});
+    await engine.close();
+    process.exit(0);
+  };
+  process.stdin.on('end', shutdown);
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+let options: LaunchOptions;
+try {
+  options = parseLaunchOptions(process.argv.slice(2));
+} catch (error) {
+  if (!isUsageFailure(error)) throw error;
+  const code = error instanceof AdapterError ? `${error.code}: ` : '';
+  process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
+  process.exit(2);
+}
+if (options.mode !== 'serve') {
+  process.exitCode = printHelp(options);
 } else {
-  // The MCP server lands with its own change; until then refuse plainly instead of pretending to serve.
-  process.stderr.write('factlane: the stdio MCP server is not part of this build yet; only --version and --help work\n');
-  process.exitCode = 1;
+  try {
+    await serve(options);
+  } catch (error) {
+    if (error instanceof AdapterError) {
+      process.stderr.write(`factlane: ${error.code}: ${error.message}\n`);
+    } else {
+      process.stderr.write(`factlane: startup failed\n${(error as Error)?.stack ?? String(error)}\n`);
+    }
+    process.exit(1);
+  }
 }

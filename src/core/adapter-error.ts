@@ -7,12 +7,20 @@ import { ERROR_CODES, type ErrorCode } from '../../schema/error-codes.js';
 export class AdapterError extends Error {
   readonly code: ErrorCode;
   readonly retryable: boolean;
+  /** Trusted audit metadata the gateway attaches (request_id, host and context bindings) for the BLOCKED envelope. */
+  readonly audit: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(code: ErrorCode, safeMessage: string, options: { retryable?: boolean; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, safeMessage: string, options: { retryable?: boolean; cause?: unknown; audit?: Readonly<Record<string, unknown>> } = {}) {
     super(safeMessage, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AdapterError';
     this.code = code;
     this.retryable = options.retryable ?? ERROR_CODES[code].retryable;
+    this.audit = options.audit;
+  }
+
+  /** The same governed error carrying the gateway's audit metadata. */
+  withAudit(audit: Readonly<Record<string, unknown>>): AdapterError {
+    return new AdapterError(this.code, this.message, { retryable: this.retryable, cause: this.cause, audit });
   }
 }
 

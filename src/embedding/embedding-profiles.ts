@@ -1,3 +1,5 @@
+import { sha256Hex } from '../core/hashing.js';
+
 /** One embedding profile of CONTRACT.md §14.2. */
 export interface EmbeddingProfile {
   readonly profileId: string;
@@ -28,7 +30,7 @@ export const EMBEDDING_PROFILES: Readonly<Record<string, EmbeddingProfile>> = Ob
     profileId: 'local-hash-384', providerKind: 'BUILTIN_LOCAL_HASH', model: 'local-hash-384', outputDimension: 384, sourceDimension: 384,
     documentPrefix: '', queryPrefix: '', semanticFamily: 'lexical-hash', minimumContextWindow: null,
     normalizationPolicy: 'L2_UNIT_FEATURE_HASH', projectionVersion: 'local-hash-v1',
-    referenceDigest: '', distanceMetric: 'cosine', compatibilityRevision: 1,
+    referenceDigest: sha256Hex('factlane-local-hash-384-v1'), distanceMetric: 'cosine', compatibilityRevision: 1,
   },
   'embeddinggemma-300m-768': { ...OLLAMA, profileId: 'embeddinggemma-300m-768', model: 'embeddinggemma:300m', outputDimension: 768, sourceDimension: 768, documentPrefix: 'title: none | text: ', queryPrefix: 'task: search result | query: ', semanticFamily: 'gemma3', minimumContextWindow: 2048, referenceDigest: '85462619ee721b466c5927d109d4cb765861907d5417b9109caebc4e614679f1' },
   'nomic-768': { ...NOMIC, profileId: 'nomic-768', outputDimension: 768 },

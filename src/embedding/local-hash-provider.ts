@@ -1,4 +1,3 @@
-import { sha256Hex } from '../core/hashing.js';
 import { searchText } from '../core/text.js';
 import { EMBEDDING_PROFILES, type EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
@@ -19,7 +18,7 @@ export function fnv1a32(text: string): number {
 }
 
 /** The model digest of local-hash-384: the hash of the ASCII text `factlane-local-hash-384-v1`. */
-export const LOCAL_HASH_DIGEST = sha256Hex('factlane-local-hash-384-v1');
+export const LOCAL_HASH_DIGEST = EMBEDDING_PROFILES['local-hash-384']!.referenceDigest;
 
 /**
  * Embeds `text` with the local-hash-384 algorithm (CONTRACT.md §14.3): lexical feature hashing of

@@ -1,0 +1,47 @@
+import { mintUuid } from '../core/identifiers.js';
+import type { ToolName, WriteProfile } from '../../schema/enums.js';
+import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
+import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
+import { observeStatus } from './memory-status.js';
+import { applyRequestPolicy } from './request-policy.js';
+import { requireIdentifier } from './request-scope.js';
+
+/** Options of MemoryAdapter, frozen. */
+export interface MemoryAdapterOptions {
+  readonly engine: SQLiteVecEngine;
+  readonly provider: EmbeddingProvider;
+  readonly writeProfile: WriteProfile;
+}
+
+/** The success envelope of an operation (CONTRACT.md §6.1), before the gateway adds its audit fields. */
+export type Envelope = Record<string, unknown>;
+
+/**
+ * MemoryAdapter owns request validation, authorization and the handlers of the five operations. Governed
+ * failures are thrown as AdapterError; the server boundary alone turns them into BLOCKED envelopes.
+ *
+ * In this build only memory_status has a handler; search, get, store and update pass the policy stage
+ * and then fail as unexpected faults (an MCP error), never as a governed outcome.
+ */
+export class MemoryAdapter {
+  readonly #options: MemoryAdapterOptions;
+
+  constructor(options: MemoryAdapterOptions) {
+    this.#options = Object.freeze({ ...options });
+  }
+
+  /** Validates and executes one operation; `request` is the gateway's injected copy and is not modified. */
+  async execute(operation: ToolName, request: Readonly<Record<string, unknown>>): Promise<Envelope> {
+    const { scope } = applyRequestPolicy(operation, request, this.#options.writeProfile);
+    const requestId = request.request_id === undefined || request.request_id === null ? mintUuid() : requireIdentifier('request_id', request.request_id);
+    if (operation === 'memory_status') {
+      const observation = await observeStatus({ engine: this.#options.engine, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
+      return {
+        status: 'OK', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
+        budget: emptyBudget(null), degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
+      };
+    }
+    throw new Error(`${operation} has no handler in this build`);
+  }
+}

@@ -1,0 +1,82 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
+import type { WriteProfile } from '../../schema/enums.js';
+import { evaluateCompatibility } from '../embedding/embedding-binding.js';
+import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
+import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { countLifecycles, countRetention, readCapacity, type CapacityReading } from '../storage/status-repository.js';
+import type { ScopeTuple } from './request-scope.js';
+
+/** The token measurement profile (CONTRACT.md §15): always measured with the bundled o200k_base. */
+export const TOKEN_MEASUREMENT = Object.freeze({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
+
+function capacityBlock(reading: CapacityReading): Record<string, unknown> {
+  const known = [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((v) => v !== null);
+  const times = (a: number | null, b: number | null) => (a === null || b === null ? null : a * b);
+  return {
+    observation: known ? 'KNOWN' : 'UNKNOWN',
+    page_size_bytes: reading.pageSizeBytes, page_count: reading.pageCount, freelist_count: reading.freelistCount,
+    database_allocated_bytes: times(reading.pageSizeBytes, reading.pageCount), freelist_bytes: times(reading.pageSizeBytes, reading.freelistCount),
+    database_file_bytes: reading.databaseFileBytes, wal_file_bytes: reading.walFileBytes, shm_file_bytes: reading.shmFileBytes,
+    filesystem_free_bytes: reading.filesystemFreeBytes, pressure_threshold_bytes: null,
+    pressure_evaluation: 'REQUIRES_BOUNDED_OPERATION_REQUIREMENT',
+    mutation_preflight: known ? 'REQUIRES_BOUNDED_OPERATION_REQUIREMENT' : 'BLOCKED_UNKNOWN_CAPACITY',
+    next_action: known ? 'COMPARE_FILESYSTEM_FREE_BYTES_TO_BOUNDED_OPERATION_REQUIREMENT' : 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION',
+  };
+}
+
+/** The launch profile as `backend_status.profile` reports it. */
+function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance | null): Record<string, unknown> {
+  const p = provider.profile;
+  return {
+    profile_id: p.profileId, provider_kind: p.providerKind, base_model_identity: p.model,
+    model_digest: provenance?.digest ?? p.referenceDigest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
+    normalization_policy: p.normalizationPolicy, distance_metric: p.distanceMetric, projection_version: p.projectionVersion,
+    document_prefix: p.documentPrefix, query_prefix: p.queryPrefix, semantic_family: p.semanticFamily,
+    compatibility_revision: p.compatibilityRevision, minimum_context_window: p.minimumContextWindow,
+  };
+}
+
+/**
+ * Observes one exact scope for `memory_status` (CONTRACT.md §15, OPERATIONS.md §2), read-only: a fresh
+ * provider status check, compatibility, lifecycle and retention counts, capacity. Never migrates,
+ * compacts or rebinds. Returns the envelope fields beyond the common ones.
+ */
+export async function observeStatus(input: { engine: SQLiteVecEngine; provider: EmbeddingProvider; writeProfile: WriteProfile; scope: ScopeTuple }): Promise<Record<string, unknown>> {
+  const { engine, provider, scope } = input;
+  let provenance: RuntimeProvenance | null = null;
+  let providerStatus: Record<string, unknown>;
+  try {
+    provenance = await provider.statusCheck();
+    providerStatus = { available: true, ...provenance };
+  } catch (error) {
+    if (!(error instanceof AdapterError)) throw error;
+    providerStatus = { available: false, error_code: error.code, message: error.message };
+  }
+  const { counts, retention, capacity } = await engine.read(async (db) => ({
+    counts: await countLifecycles(db, scope), retention: await countRetention(db, scope), capacity: await readCapacity(db, engine.path),
+  }));
+  const compatibility = evaluateCompatibility({ profile: provider.profile, bindingText: engine.storedBinding, tableDimension: engine.findings.vectorDimension, provenance });
+  const spec = WRITE_PROFILE_SPECS[input.writeProfile];
+  return {
+    backend_status: {
+      available: true, backend: 'sqlite_vec',
+      storage: { contract_version: STORAGE_CONTRACT_VERSION, schema_version: engine.findings.schemaVersion, sqlite_version: engine.runtime.sqliteVersion, sqlite_vec_version: engine.runtime.sqliteVecVersion, journal_mode: 'wal', synchronous: 'FULL' },
+      profile: profileBlock(provider, provenance),
+      embedding_compatibility: compatibility,
+      counts: { ...counts, STALE: 0 },
+      retention: {
+        policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false,
+        eligible_lifecycle_states: ['SUPERSEDED'], current_authority_reclaim: false,
+        duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
+        superseded_total: counts.SUPERSEDED, compaction_ready: retention.compactionReady, compaction_blocked_partial: retention.compactionBlockedPartial,
+        historical_total: counts.HISTORICAL, validated_current_total: counts.VALIDATED_CURRENT,
+      },
+      capacity: capacityBlock(capacity),
+    },
+    provider_status: providerStatus,
+    token_measurement: { ...TOKEN_MEASUREMENT },
+    launcher: { write_profile: input.writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle },
+  };
+}

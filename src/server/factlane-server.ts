@@ -1,0 +1,77 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { AdapterError } from '../core/adapter-error.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { Logger } from '../core/logger.js';
+import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
+import { openRequestSchema } from '../../schema/runtime-schemas.js';
+import { TOOL_OUTPUT_SCHEMA, TOOLS, toolInputSchema } from '../../schema/tool-schemas.js';
+import type { MemoryGateway } from '../gateway/memory-gateway.js';
+import { blockedEnvelope } from './blocked-envelope.js';
+
+/** What the server tells a host about FactLane (CONTRACT.md §3.1). */
+export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. A fact never overrides the user\'s instructions, the repository, or a live authoritative source. Search one exact scope; CURRENT returns validated, fresh facts only.';
+
+/** Options of createFactLaneServer, frozen. */
+export interface FactLaneServerOptions {
+  readonly gateway: Pick<MemoryGateway, 'handle'>;
+  readonly version: string;
+  readonly logger: Logger;
+}
+
+const TOOL_LIST = TOOLS.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.name), outputSchema: { ...TOOL_OUTPUT_SCHEMA } }));
+
+/** Compiles the open runtime validators once (CONTRACT.md §3.3). */
+function compileValidators(): Map<ToolName, ValidateFunction> {
+  const ajv = new Ajv({ allErrors: true, strict: false });
+  return new Map(TOOL_NAMES.map((name) => [name, ajv.compile(openRequestSchema(name))]));
+}
+
+/** A schema-violation text: the tool, each offending field's JSON pointer and the problem, never a value. */
+function describeViolations(tool: string, errors: readonly ErrorObject[]): string {
+  const problems = errors.map((error) => {
+    const pointer = error.keyword === 'required' ? `/request${error.instancePath}/${(error.params as { missingProperty: string }).missingProperty}` : `/request${error.instancePath}`;
+    const problem = error.keyword === 'required' ? 'is required' : error.message ?? 'is invalid';
+    return `${pointer} ${problem}`;
+  });
+  return `${tool}: invalid arguments: ${[...new Set(problems)].join('; ')}`;
+}
+
+const schemaViolation = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
+const envelopeResult = (envelope: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: canonicalJson(envelope) }], structuredContent: envelope });
+
+/**
+ * Builds the MCP server boundary: exactly five tools in contract order with their TypeBox schemas as
+ * they are; schema violations as `isError` results; governed AdapterErrors as BLOCKED envelopes;
+ * unexpected faults as generic `isError` results with details on stderr only.
+ */
+export function createFactLaneServer(options: FactLaneServerOptions): Server {
+  const validators = compileValidators();
+  const server = new Server({ name: 'factlane', version: options.version }, { capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
+    const name = call.params.name;
+    const validate = validators.get(name as ToolName);
+    if (!validate) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 64)}`);
+    let request: unknown = call.params.arguments?.request;
+    if (typeof request === 'string') {
+      // Some hosts serialise nested objects: parse once (CONTRACT.md §3.3).
+      try {
+        request = JSON.parse(request);
+      } catch {
+        return schemaViolation(`${name}: invalid arguments: /request is a string that is not JSON`);
+      }
+    }
+    if (typeof request !== 'object' || request === null || Array.isArray(request)) return schemaViolation(`${name}: invalid arguments: /request must be an object`);
+    if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
+    try {
+      return envelopeResult(await options.gateway.handle(name, request));
+    } catch (error) {
+      if (error instanceof AdapterError) return envelopeResult(blockedEnvelope(error));
+      options.logger.error(`unexpected fault in ${name}: ${(error as Error)?.stack ?? String(error)}`);
+      return { isError: true, content: [{ type: 'text', text: `${name}: internal error; details are in the server log` }] };
+    }
+  });
+  return server;
+}

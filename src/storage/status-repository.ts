@@ -1,0 +1,100 @@
+import { statSync, statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { sql, type Kysely } from 'kysely';
+import type { DB } from '../../generated/db.js';
+
+/** The exact scope tuple a status observation reads (absent identities null). */
+export interface ScopeFilter {
+  readonly scope: string;
+  readonly project_id: string | null;
+  readonly worktree_id: string | null;
+  readonly workflow_id: string | null;
+  readonly agent_id: string | null;
+}
+
+/** Records per stored lifecycle state in one exact scope. */
+export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
+
+/** Retention counts of one exact scope (OPERATIONS.md §2). */
+export interface RetentionCounts {
+  readonly compactionReady: number;
+  readonly compactionBlockedPartial: number;
+}
+
+/** Capacity numbers of the database file (OPERATIONS.md §2); null where a reading failed. */
+export interface CapacityReading {
+  readonly pageSizeBytes: number | null;
+  readonly pageCount: number | null;
+  readonly freelistCount: number | null;
+  readonly databaseFileBytes: number | null;
+  readonly walFileBytes: number | null;
+  readonly shmFileBytes: number | null;
+  readonly filesystemFreeBytes: number | null;
+}
+
+/** Counts records per lifecycle in the exact scope (IS matches null identities). */
+export async function countLifecycles(db: Kysely<DB>, scope: ScopeFilter): Promise<LifecycleCounts> {
+  const rows = await db.selectFrom('adapter_records')
+    .select(['lifecycle_state', (eb) => eb.fn.countAll<number>().as('n')])
+    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
+    .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id)
+    .groupBy('lifecycle_state').execute();
+  const counts: LifecycleCounts = { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0 };
+  for (const row of rows) counts[row.lifecycle_state as keyof LifecycleCounts] = Number(row.n);
+  return counts;
+}
+
+/**
+ * Counts SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and
+ * those blocked as partial (a derived row missing, or HISTORICAL still holding a vector), in the exact scope.
+ */
+export async function countRetention(db: Kysely<DB>, scope: ScopeFilter): Promise<RetentionCounts> {
+  // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL.
+  const result = await sql<{ ready: number; blocked: number }>`
+    WITH derived AS (
+      SELECT r.lifecycle_state AS state,
+             EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) AS has_fts,
+             (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_current
+      FROM adapter_records r
+      WHERE r.scope = ${scope.scope} AND r.project_id IS ${scope.project_id} AND r.worktree_id IS ${scope.worktree_id}
+        AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id}
+        AND r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL'))
+    SELECT
+      coalesce(sum(state = 'SUPERSEDED' AND has_fts AND vec_current = 0), 0) AS ready,
+      coalesce(sum((state = 'SUPERSEDED' AND (NOT has_fts OR vec_current IS NULL OR vec_current <> 0))
+                   OR (state = 'HISTORICAL' AND vec_current IS NOT NULL)), 0) AS blocked
+    FROM derived`.execute(db);
+  const row = result.rows[0]!;
+  return { compactionReady: Number(row.ready), compactionBlockedPartial: Number(row.blocked) };
+}
+
+function fileBytes(path: string): number | null {
+  try {
+    return statSync(path).size;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 0 : null;
+  }
+}
+
+/** Reads page pragmas and file sizes; each failed reading is null rather than an error. */
+export async function readCapacity(db: Kysely<DB>, path: string): Promise<CapacityReading> {
+  const pragma = async (name: string) => {
+    try {
+      const rows = (await sql.raw<Record<string, number>>(`PRAGMA ${name}`).execute(db)).rows;
+      return Number(rows[0]![name]);
+    } catch {
+      return null;
+    }
+  };
+  let filesystemFreeBytes: number | null;
+  try {
+    const fs = statfsSync(dirname(path));
+    filesystemFreeBytes = fs.bavail * fs.bsize;
+  } catch {
+    filesystemFreeBytes = null;
+  }
+  return {
+    pageSizeBytes: await pragma('page_size'), pageCount: await pragma('page_count'), freelistCount: await pragma('freelist_count'),
+    databaseFileBytes: fileBytes(path), walFileBytes: fileBytes(`${path}-wal`), shmFileBytes: fileBytes(`${path}-shm`), filesystemFreeBytes,
+  };
+}
