@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
@@ -12,7 +11,7 @@ import { freshBindingJson } from '../embedding/embedding-binding.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { LocalHashProvider } from '../embedding/local-hash-provider.js';
 import { MemoryGateway } from '../gateway/memory-gateway.js';
-import { createFactLaneServer } from '../server/factlane-server.js';
+import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
 import { loadMigrationFiles } from '../storage/migration-files.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
@@ -81,7 +80,7 @@ async function serve(options: LaunchOptions): Promise<void> {
     },
   };
   const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
-  await server.connect(new StdioServerTransport());
+  await connectStdio(server);
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
   }

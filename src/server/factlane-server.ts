@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -74,4 +75,9 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
     }
   });
   return server;
+}
+
+/** Connects the server to this process's stdin/stdout; standard output then carries only MCP frames. */
+export async function connectStdio(server: Server): Promise<void> {
+  await server.connect(new StdioServerTransport());
 }
