@@ -9,12 +9,24 @@ export function canonicalJson(value: unknown): string {
     if (!Number.isFinite(value)) throw new TypeError('canonical JSON has no form for a non-finite number');
     return JSON.stringify(value);
   }
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i += 1) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+    return `${out}]`;
+  }
   if (typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-    // Default sort compares UTF-16 code units, which is the canonical order.
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+    const object = value as Record<string, unknown>;
+    // Array.prototype.sort without a comparator orders by UTF-16 code units: the canonical order.
+    const keys = Object.keys(object).sort();
+    let out = '{';
+    let first = true;
+    for (const key of keys) {
+      const item = object[key];
+      if (item === undefined) continue;
+      out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(item)}`;
+      first = false;
+    }
+    return `${out}}`;
   }
   throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
 }

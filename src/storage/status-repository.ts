@@ -78,14 +78,14 @@ function fileBytes(path: string): number | null {
 
 /** Reads page pragmas and file sizes; each failed reading is null rather than an error. */
 export async function readCapacity(db: Kysely<DB>, path: string): Promise<CapacityReading> {
-  const pragma = async (name: string) => {
-    try {
-      const rows = (await sql.raw<Record<string, number>>(`PRAGMA ${name}`).execute(db)).rows;
-      return Number(rows[0]![name]);
-    } catch {
-      return null;
-    }
-  };
+  let pages: { page_size: number; page_count: number; freelist_count: number } | undefined;
+  try {
+    // Pragma table-valued functions read all three numbers in one statement.
+    pages = (await sql<{ page_size: number; page_count: number; freelist_count: number }>`
+      SELECT page_size, page_count, freelist_count FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count()`.execute(db)).rows[0];
+  } catch {
+    pages = undefined;
+  }
   let filesystemFreeBytes: number | null;
   try {
     const fs = statfsSync(dirname(path));
@@ -94,7 +94,7 @@ export async function readCapacity(db: Kysely<DB>, path: string): Promise<Capaci
     filesystemFreeBytes = null;
   }
   return {
-    pageSizeBytes: await pragma('page_size'), pageCount: await pragma('page_count'), freelistCount: await pragma('freelist_count'),
+    pageSizeBytes: pages?.page_size ?? null, pageCount: pages?.page_count ?? null, freelistCount: pages?.freelist_count ?? null,
     databaseFileBytes: fileBytes(path), walFileBytes: fileBytes(`${path}-wal`), shmFileBytes: fileBytes(`${path}-shm`), filesystemFreeBytes,
   };
 }

@@ -9,6 +9,7 @@ export type BenchSuite = () => Promise<unknown>;
  */
 const SUITES: ReadonlyMap<string, BenchSuite> = new Map<string, BenchSuite>([
   ['storage', async () => (await import('./storage-bench.js')).runStorageBench()],
+  ['server', async () => (await import('./server-bench.js')).runServerBench()],
 ]);
 
 /**
