@@ -104,8 +104,11 @@ export function authorizeWrite(operation: 'memory_store' | 'memory_update', requ
     return { verifiedBy: spec.basis! };
   }
   if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may not update');
-  const claimed = isObject(request.verification) ? request.verification.verified_by : undefined;
-  if (claimed !== undefined && claimed !== null && claimed !== spec.basis) throw deny(`verifies as ${spec.basis} only`);
+  // The basis is injected into whichever payload the mode carries; an explicit different value conflicts.
+  for (const payload of [request.verification, request.replacement]) {
+    const claimed = isObject(payload) ? payload.verified_by : undefined;
+    if (claimed !== undefined && claimed !== null && claimed !== spec.basis) throw deny(`verifies as ${spec.basis} only`);
+  }
   return { verifiedBy: spec.basis! };
 }
 

@@ -84,7 +84,9 @@ export class MemoryGateway {
 
   #stamp(envelope: Envelope): Envelope {
     const copy = structuredClone(envelope);
-    copy.audit = { ...(isObject(copy.audit) ? copy.audit : {}), ...this.#bindingAudit() };
+    // The gateway owns both binding fields: an adapter value never survives, bound or not.
+    const { host_binding: _host, context_binding: _context, ...rest } = isObject(copy.audit) ? copy.audit : {};
+    copy.audit = { ...rest, ...this.#bindingAudit() };
     return copy;
   }
 

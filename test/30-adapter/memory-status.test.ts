@@ -1,0 +1,194 @@
+import t from 'tap';
+import { join } from 'node:path';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { scopeDigest, validateScope } from '../../src/adapter/request-scope.js';
+import { AdapterError } from '../../src/core/adapter-error.js';
+import { freshBindingJson, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
+import { LOCAL_HASH_DIGEST, LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
+import type { WriteProfile } from '../../schema/enums.js';
+import { candidateRow, openEngine, storeRow, TEST_BINDING } from '../helpers/storage.js';
+
+// memory_status through MemoryAdapter (CONTRACT.md §5.5, §6.1, §15) on a fresh database per test.
+
+type Json = Record<string, any>;
+const BOUND_AT = '2026-01-01T00:00:00Z';
+
+/** Opens a new database bound to local-hash-384 the way src/cli/factlane.ts does. */
+async function openBoundEngine(dbPath: string): Promise<SQLiteVecEngine> {
+  const provider = new LocalHashProvider();
+  return SQLiteVecEngine.open({
+    dbPath,
+    newDatabaseBinding: async () => ({ vectorDimension: provider.profile.outputDimension, bindingJson: freshBindingJson(provider.profile, await provider.statusCheck(), BOUND_AT) }),
+  });
+}
+
+function adapterFor(engine: SQLiteVecEngine, writeProfile: WriteProfile = 'read-only'): MemoryAdapter {
+  return new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile });
+}
+
+async function status(adapter: MemoryAdapter, request: Record<string, unknown>): Promise<Json> {
+  return (await adapter.execute('memory_status', request)) as Json;
+}
+
+t.test('a fresh, correctly bound database: the full status envelope', async (t) => {
+  const dir = t.testdir();
+  const engine = await openBoundEngine(join(dir, 'status.sqlite3'));
+  t.teardown(() => engine.close());
+  const envelope = await status(adapterFor(engine), { scope: 'PROJECT', project_id: 'p1', agent_id: '', request_id: 'req-1' });
+  const scope = { scope: 'PROJECT', project_id: 'p1', worktree_id: null, workflow_id: null, agent_id: null };
+
+  t.same(Object.keys(envelope).sort(), ['audit', 'backend_status', 'budget', 'contradictions', 'degradation', 'launcher', 'memory_needed', 'provider_status', 'results', 'scope', 'status', 'token_measurement']);
+  t.equal(envelope.status, 'OK');
+  t.equal(envelope.memory_needed, false);
+  t.strictSame(envelope.scope, scope, '"" agent_id normalised to null');
+  t.strictSame(envelope.results, []);
+  t.strictSame(envelope.contradictions, []);
+  t.strictSame(envelope.budget, { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false });
+  t.equal(envelope.degradation, null);
+  t.strictSame(envelope.audit, {
+    request_id: 'req-1', operation: 'memory_status', public_contract_revision: 2, scope_digest: scopeDigest(validateScope(scope)),
+    backend: 'sqlite_vec', external_llm_calls: 0, local_embedding_calls: 0, raw_content_logged: false,
+  });
+
+  const backend = envelope.backend_status;
+  t.equal(backend.available, true);
+  t.equal(backend.backend, 'sqlite_vec');
+  t.match(backend.storage, { contract_version: 2, schema_version: 1, sqlite_version: /^3\.\d+\.\d+$/, sqlite_vec_version: String, journal_mode: 'wal', synchronous: 'FULL' });
+  t.strictSame(backend.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 });
+  t.strictSame(backend.retention, {
+    policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false, eligible_lifecycle_states: ['SUPERSEDED'],
+    current_authority_reclaim: false, duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
+    superseded_total: 0, compaction_ready: 0, compaction_blocked_partial: 0, historical_total: 0, validated_current_total: 0,
+  });
+  const capacity = backend.capacity;
+  t.equal(capacity.observation, 'KNOWN');
+  t.equal(capacity.database_allocated_bytes, capacity.page_size_bytes * capacity.page_count);
+  t.equal(capacity.freelist_bytes, capacity.page_size_bytes * capacity.freelist_count);
+  t.ok(capacity.database_file_bytes > 0 && capacity.filesystem_free_bytes > 0, 'file and free bytes measured');
+  t.equal(capacity.pressure_threshold_bytes, null);
+  t.equal(capacity.mutation_preflight, 'REQUIRES_BOUNDED_OPERATION_REQUIREMENT');
+  const text = JSON.stringify(envelope);
+  t.notOk(text.includes(dir), 'no absolute path in the envelope');
+  t.notOk(text.includes('status.sqlite3'), 'no file name in the envelope');
+  t.notMatch(text, /db_path/);
+
+  t.match(backend.profile, { profile_id: 'local-hash-384', provider_kind: 'BUILTIN_LOCAL_HASH', base_model_identity: 'local-hash-384', model_digest: LOCAL_HASH_DIGEST, source_dimension: 384, output_dimension: 384, normalization_policy: 'L2_UNIT_FEATURE_HASH', projection_version: 'local-hash-v1', semantic_family: 'lexical-hash', distance_metric: 'cosine', compatibility_revision: 1, minimum_context_window: null });
+  const provenance = await new LocalHashProvider().statusCheck();
+  t.strictSame(backend.embedding_compatibility, {
+    state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH', store_key: 'local-hash-384', vector_dimension: 384,
+    binding: JSON.parse(engine.storedBinding!), runtime_fingerprint_matches_bound: true,
+  });
+  t.equal(backend.embedding_compatibility.binding.runtime_fingerprint, runtimeFingerprint(provenance));
+  t.equal(backend.embedding_compatibility.binding.compatibility_proof.bound_at, BOUND_AT);
+
+  t.strictSame(envelope.provider_status, {
+    available: true, local_only: true, provider_kind: 'BUILTIN_LOCAL_HASH', model: 'local-hash-384', digest: LOCAL_HASH_DIGEST, ollama_version: null,
+    semantic_family: 'lexical-hash', size_bytes: null, native_dimension: 384, output_dimension: 384, capabilities: ['embedding'],
+    document_prefix: '', query_prefix: '', distance_metric: 'cosine', effective_context_window: null, truncate_policy: 'NOT_APPLICABLE',
+  });
+  t.strictSame(envelope.token_measurement, { available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
+  t.strictSame(envelope.launcher, { write_profile: 'read-only', permitted_operations: [], max_lifecycle: null });
+});
+
+t.test('the launcher block follows the write profile', async (t) => {
+  const engine = await openBoundEngine(join(t.testdir(), 'launcher.sqlite3'));
+  t.teardown(() => engine.close());
+  const expected: Record<WriteProfile, [string[], string | null]> = {
+    'read-only': [[], null],
+    'delegated-candidate': [['memory_store'], 'CANDIDATE'],
+    'owner-current': [['memory_store', 'memory_update'], 'VALIDATED_CURRENT'],
+    'repo-verifier': [['memory_store', 'memory_update'], 'VALIDATED_CURRENT'],
+    'automated-verifier': [['memory_store', 'memory_update'], 'VALIDATED_CURRENT'],
+  };
+  for (const [profile, [operations, max]] of Object.entries(expected) as [WriteProfile, [string[], string | null]][]) {
+    const envelope = await status(adapterFor(engine, profile), { scope: 'GLOBAL_USER' });
+    t.strictSame(envelope.launcher, { write_profile: profile, permitted_operations: operations, max_lifecycle: max }, profile);
+  }
+});
+
+t.test('counts and retention cover the exact scope only', async (t) => {
+  const engine = await openEngine(join(t.testdir(), 'counts.sqlite3'));
+  t.teardown(() => engine.close());
+  const global = validateScope({ scope: 'GLOBAL_USER' });
+  const project = validateScope({ scope: 'PROJECT', project_id: 'p1' });
+  const projectAgent = validateScope({ scope: 'PROJECT', project_id: 'p1', agent_id: 'codex' });
+  const row = (tuple: typeof global, lifecycle_state: string) => candidateRow({ ...tuple, scope_key: scopeDigest(tuple), lifecycle_state });
+  for (const r of [row(global, 'CANDIDATE'), row(global, 'CANDIDATE'), row(global, 'VALIDATED_CURRENT'),
+    row(project, 'CANDIDATE'), row(project, 'SUPERSEDED'), row(project, 'SUPERSEDED'), row(project, 'HISTORICAL'), row(project, 'QUARANTINED'),
+    row(projectAgent, 'VALIDATED_CURRENT')]) await storeRow(engine, r);
+  const adapter = adapterFor(engine);
+
+  const g = (await status(adapter, { scope: 'GLOBAL_USER' })).backend_status;
+  t.strictSame(g.counts, { CANDIDATE: 2, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
+  t.match(g.retention, { superseded_total: 0, historical_total: 0, validated_current_total: 1, compaction_ready: 0 });
+
+  const p = (await status(adapter, { scope: 'PROJECT', project_id: 'p1' })).backend_status;
+  t.strictSame(p.counts, { CANDIDATE: 1, VALIDATED_CURRENT: 0, SUPERSEDED: 2, QUARANTINED: 1, HISTORICAL: 1, STALE: 0 }, 'the agent-bound PROJECT row is not counted');
+  // storeRow writes FTS and a non-current vector: SUPERSEDED rows are compaction-ready; HISTORICAL still holds a vector.
+  t.match(p.retention, { superseded_total: 2, historical_total: 1, validated_current_total: 0, compaction_ready: 2, compaction_blocked_partial: 1 });
+
+  const pa = (await status(adapter, { scope: 'PROJECT', project_id: 'p1', agent_id: 'codex' })).backend_status;
+  t.strictSame(pa.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
+  const empty = (await status(adapter, { scope: 'PROJECT', project_id: 'p2' })).backend_status;
+  t.equal(Object.values(empty.counts as Record<string, number>).reduce((a, b) => a + b, 0), 0, 'another project sees nothing');
+});
+
+t.test('the 8-dimension test binding is INCOMPATIBLE with local-hash-384', async (t) => {
+  const engine = await openEngine(join(t.testdir(), 'fake.sqlite3'));
+  t.teardown(() => engine.close());
+  const envelope = await status(adapterFor(engine), { scope: 'GLOBAL_USER' });
+  t.strictSame(envelope.backend_status.embedding_compatibility, {
+    state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', store_key: null, vector_dimension: 8,
+    binding: JSON.parse(TEST_BINDING.bindingJson), runtime_fingerprint_matches_bound: false,
+  });
+  t.equal(envelope.status, 'OK', 'memory_status keeps working');
+});
+
+t.test('request_id: echoed, minted, or refused', async (t) => {
+  const engine = await openBoundEngine(join(t.testdir(), 'ids.sqlite3'));
+  t.teardown(() => engine.close());
+  const adapter = adapterFor(engine);
+  t.equal((await status(adapter, { scope: 'GLOBAL_USER', request_id: 'org/req:1' })).audit.request_id, 'org/req:1');
+  for (const request_id of [undefined, null]) {
+    t.match((await status(adapter, { scope: 'GLOBAL_USER', request_id })).audit.request_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, `minted for ${request_id}`);
+  }
+  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `sk-${'Z9'.repeat(12)}` }), { code: 'RAW_OR_SENSITIVE_CONTENT' });
+  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `secret: ${'x'.repeat(12)}` }), { code: 'RAW_OR_SENSITIVE_CONTENT' }, 'secret check before format');
+  for (const bad of ['bad id!', '', 'x'.repeat(129), 12]) {
+    await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: bad }), { code: 'INVALID_ENVELOPE', message: /request_id/ }, JSON.stringify(bad));
+  }
+  await t.rejects(status(adapter, { scope: 'PROJECT', request_id: 'bad id!' }), { code: 'UNKNOWN_PROJECT_ID' }, 'policy precedes the request_id check');
+});
+
+t.test('search, get, store and update have no handler: a plain Error, never a governed AdapterError', async (t) => {
+  const engine = await openBoundEngine(join(t.testdir(), 'handlers.sqlite3'));
+  t.teardown(() => engine.close());
+  const adapter = adapterFor(engine, 'owner-current');
+  const provenance = { source_class: 'repo', source_ref: 'README.md', source_hash: 'ab'.repeat(32), review_ref: 'pr-1', extraction_method: 'manual' };
+  const requests = {
+    memory_search: { scope: 'GLOBAL_USER', query: 'node', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT' },
+    memory_get: { scope: 'GLOBAL_USER', memory_id: '0b6f3b9e-4d0e-4a43-9d3c-6f1a2b3c4d5e' },
+    memory_store: { scope: 'GLOBAL_USER', fact: 'f', memory_type: 'USER_FACT', source_provenance: provenance, freshness_policy: { kind: 'never' }, idempotency_key: 'k1' },
+    memory_update: { scope: 'GLOBAL_USER', memory_id: '0b6f3b9e-4d0e-4a43-9d3c-6f1a2b3c4d5e', expected_revision: 1, mode: 'REVERIFY', idempotency_key: 'k2' },
+  } as const;
+  for (const [operation, request] of Object.entries(requests) as [keyof typeof requests, Record<string, unknown>][]) {
+    const error = await adapter.execute(operation, request).then(() => null, (e: unknown) => e);
+    t.ok(error instanceof Error, `${operation} rejects`);
+    t.notOk(error instanceof AdapterError, `${operation}: not an AdapterError`);
+    t.equal((error as { code?: unknown }).code, undefined, `${operation}: carries no error code`);
+  }
+  await t.rejects(adapter.execute('memory_search', { ...requests.memory_search, bogus: 1 }), { code: 'INVALID_ENVELOPE' }, 'the policy stage still runs first');
+});
+
+t.test('a failing provider check: provider_status unavailable, compatibility UNPROVEN, status still answers', async (t) => {
+  const engine = await openBoundEngine(join(t.testdir(), 'down.sqlite3'));
+  t.teardown(() => engine.close());
+  const down = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new AdapterError('EMBEDDING_UNAVAILABLE', 'the provider did not answer'); } });
+  const envelope = (await new MemoryAdapter({ engine, provider: down, writeProfile: 'read-only' }).execute('memory_status', { scope: 'GLOBAL_USER' })) as Json;
+  t.strictSame(envelope.provider_status, { available: false, error_code: 'EMBEDDING_UNAVAILABLE', message: 'the provider did not answer' });
+  t.match(envelope.backend_status.embedding_compatibility, { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', runtime_fingerprint_matches_bound: false });
+  t.equal(envelope.backend_status.profile.model_digest, LOCAL_HASH_DIGEST, 'reference digest when nothing was observed');
+  const broken = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new TypeError('bug'); } });
+  await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only' }).execute('memory_status', { scope: 'GLOBAL_USER' }), TypeError, 'an unexpected fault is not relabelled');
+});
