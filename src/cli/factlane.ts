@@ -10,6 +10,7 @@ import { SYSTEM_CLOCK, formatTimestamp } from '../core/time.js';
 import { freshBindingJson } from '../embedding/embedding-binding.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { LocalHashProvider } from '../embedding/local-hash-provider.js';
+import { UnavailableProvider } from '../embedding/unavailable-provider.js';
 import { MemoryGateway } from '../gateway/memory-gateway.js';
 import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
 import { loadMigrationFiles } from '../storage/migration-files.js';
@@ -61,10 +62,7 @@ function printHelp(options: LaunchOptions): number {
 async function serve(options: LaunchOptions): Promise<void> {
   if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
   const profile = EMBEDDING_PROFILES[options.profileId]!;
-  if (profile.providerKind !== 'BUILTIN_LOCAL_HASH') {
-    throw new AdapterError('EMBEDDING_UNAVAILABLE', `the Ollama provider for ${profile.profileId} is not in this build; use --profile local-hash-384`);
-  }
-  const provider = new LocalHashProvider();
+  const provider = profile.providerKind === 'BUILTIN_LOCAL_HASH' ? new LocalHashProvider() : new UnavailableProvider(profile);
   const engine = await SQLiteVecEngine.open({
     dbPath: options.dbPath,
     newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),

@@ -1,0 +1,185 @@
+import t, { type Test } from 'tap';
+import { join } from 'node:path';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { insertRecord } from '../../src/storage/record-repository.js';
+import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
+import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
+import { candidateRow } from '../helpers/storage.js';
+
+const GLOBAL = { scope: 'GLOBAL_USER' };
+const SEARCH = { scope: 'GLOBAL_USER', query: 'which node version', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT' };
+const SECRET = `sk-${'Qzxv'.repeat(6)}`;
+
+/** An isError result: one text item, no structuredContent; returns its text. */
+function schemaError(t: Test, result: CallToolResult, pointer: string): string {
+  t.equal(result.isError, true, `isError for ${pointer}`);
+  t.equal(result.structuredContent, undefined, 'no envelope');
+  const text = textOf(result);
+  t.match(text, /^memory_[a-z]+: invalid arguments: /, 'names the tool');
+  t.ok(text.includes(pointer), `names ${pointer}: ${text}`);
+  return text;
+}
+
+/** A governed result: not isError, canonical JSON text equal to structuredContent; returns the envelope. */
+function envelopeOf(t: Test, result: CallToolResult): Record<string, any> {
+  t.notOk(result.isError, 'not isError');
+  const text = textOf(result);
+  const parsed = JSON.parse(text);
+  t.same(result.structuredContent, parsed, 'structuredContent equals the text');
+  t.equal(text, sortedJson(parsed), 'text is canonical JSON');
+  return parsed;
+}
+
+function blocked(t: Test, result: CallToolResult, code: string): Record<string, any> {
+  const envelope = envelopeOf(t, result);
+  t.same(Object.keys(envelope).sort(), ['audit', 'degradation', 'error_code', 'message', 'results', 'status']);
+  t.match(envelope, { status: 'BLOCKED', error_code: code, results: [], degradation: null });
+  return envelope;
+}
+
+t.test('schema violations are isError and name the pointer, never the value', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  schemaError(t, await call(client, 'memory_status', {}), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: 5 }), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: ['GLOBAL_USER'] }), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: null }), '/request');
+  const notJson = schemaError(t, await call(client, 'memory_status', { request: '{scope: QQ_NOT_JSON' }), '/request');
+  t.notMatch(notJson, 'QQ_NOT_JSON');
+  schemaError(t, await call(client, 'memory_status', { request: '"GLOBAL_USER"' }), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: '[1]' }), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: JSON.stringify(JSON.stringify(GLOBAL)) }), '/request');
+  schemaError(t, await call(client, 'memory_status', { request: '{"scope":5}' }), '/request/scope');
+  schemaError(t, await call(client, 'memory_status', { request: {} }), '/request/scope');
+  t.match(schemaError(t, await call(client, 'memory_status', { request: { request_id: 'r1' } }), '/request/scope'), /memory_status.*is required/);
+  t.notMatch(schemaError(t, await call(client, 'memory_status', { request: { scope: 987654321 } }), '/request/scope'), '987654321');
+  t.notMatch(schemaError(t, await call(client, 'memory_status', { request: { ...GLOBAL, request_id: 7777777 } }), '/request/request_id'), '7777777');
+  t.notMatch(schemaError(t, await call(client, 'memory_status', { request: { ...GLOBAL, project_id: ['QQ_ARRAY'] } }), '/request/project_id'), 'QQ_ARRAY');
+  const missing = schemaError(t, await call(client, 'memory_search', { request: { scope: 'GLOBAL_USER' } }), '/request/query');
+  t.ok(missing.includes('/request/intent_class'), 'every missing key is named');
+  for (const topK of [9, 0, 987654]) {
+    const text = schemaError(t, await call(client, 'memory_search', { request: { ...SEARCH, top_k: topK } }), '/request/top_k');
+    t.notMatch(text, 'which node version', 'the query is not echoed');
+    if (topK === 987654) t.notMatch(text, '987654');
+  }
+  schemaError(t, await call(client, 'memory_search', { request: { ...SEARCH, top_k: true } }), '/request/top_k');
+  schemaError(t, await call(client, 'memory_search', { request: { ...SEARCH, max_bytes: 8001 } }), '/request/max_bytes');
+  schemaError(t, await call(client, 'memory_search', { request: { ...SEARCH, max_tokens: 1601 } }), '/request/max_tokens');
+  schemaError(t, await call(client, 'memory_search', { request: { ...SEARCH, max_memories: 2.5 } }), '/request/max_memories');
+  const update = { scope: 'GLOBAL_USER', memory_id: '3f2c9a4e-5b6d-4c7e-8f90-1a2b3c4d5e6f', mode: 'REVERIFY', idempotency_key: 'k1' };
+  schemaError(t, await call(client, 'memory_update', { request: { ...update, expected_revision: 0 } }), '/request/expected_revision');
+  schemaError(t, await call(client, 'memory_update', { request: { ...update, expected_revision: 1, verification: 'QQ_STR' } }), '/request/verification');
+  schemaError(t, await call(client, 'memory_store', { request: { scope: 'GLOBAL_USER', tags: Array(13).fill('t') } }), '/request/tags');
+});
+
+t.test('a JSON string request is parsed once; extra arguments are ignored; null identity is absent', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const fromString = envelopeOf(t, await call(client, 'memory_status', { request: JSON.stringify({ ...GLOBAL, request_id: 'as-string' }) }));
+  t.match(fromString, { status: 'OK', audit: { request_id: 'as-string', operation: 'memory_status' } });
+  const extra = envelopeOf(t, await call(client, 'memory_status', { request: GLOBAL, other: 'ignored' }));
+  t.equal(extra.status, 'OK');
+  const nulls = envelopeOf(t, await call(client, 'memory_status', { request: { ...GLOBAL, project_id: null, request_id: null } }));
+  t.equal(nulls.status, 'OK', 'null project_id counts as absent in GLOBAL_USER');
+  t.match(nulls.audit.request_id, UUID_V4, 'null request_id gets a minted id');
+});
+
+t.test('governed failures are BLOCKED envelopes, not isError', async (t) => {
+  const { client, hostBinding } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const badEnum = blocked(t, await call(client, 'memory_status', { request: { scope: 'NOPE', request_id: 'req-1' } }), 'INVALID_ENUM');
+  t.same(badEnum.audit, { host_binding: hostBinding, raw_content_logged: false, request_id: 'req-1', retryable: false }, 'exact audit, no context_binding');
+  t.match(badEnum.message, /GLOBAL_USER/, 'names the choices');
+  t.notMatch(JSON.stringify(badEnum), 'NOPE', 'not the submitted value');
+
+  const unknownKey = blocked(t, await call(client, 'memory_status', { request: { ...GLOBAL, colour_zq: 'QQ_VALUE_ZQ' } }), 'INVALID_ENVELOPE');
+  t.match(unknownKey.message, 'colour_zq', 'names the unknown key');
+  t.notMatch(JSON.stringify(unknownKey), 'QQ_VALUE_ZQ', 'never its value');
+  t.match(unknownKey.audit.request_id, UUID_V4, 'minted id echoed when none was sent');
+
+  const secretKey = blocked(t, await call(client, 'memory_status', { request: { ...GLOBAL, [SECRET]: 1 } }), 'INVALID_ENVELOPE');
+  t.match(secretKey.message, '[redacted]', 'a secret-like unknown key is redacted');
+  t.notMatch(JSON.stringify(secretKey), SECRET);
+  blocked(t, await call(client, 'memory_status', { request: { ...GLOBAL, host_id: 'test-host' } }), 'HOST_IDENTITY_CLAIM_DENIED');
+  blocked(t, await call(client, 'memory_status', { request: { ...GLOBAL, authority_role: 'OWNER_CURRENT' } }), 'WRITE_AUTHORIZATION_DENIED');
+  blocked(t, await call(client, 'memory_status', { request: { scope: '' } }), 'UNKNOWN_SCOPE');
+  blocked(t, await call(client, 'memory_status', { request: { scope: 'PROJECT' } }), 'UNKNOWN_PROJECT_ID');
+  blocked(t, await call(client, 'memory_status', { request: { ...GLOBAL, project_id: 'p1' } }), 'CROSS_SCOPE_DENIED');
+});
+
+t.test('request_id: valid echoed, invalid or secret-like nulled and nowhere in the response', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const ok = envelopeOf(t, await call(client, 'memory_status', { request: { ...GLOBAL, request_id: 'req-ok.1:a/b' } }));
+  t.equal(ok.audit.request_id, 'req-ok.1:a/b');
+  for (const [requestId, code] of [['has space', 'INVALID_ENVELOPE'], [SECRET, 'RAW_OR_SENSITIVE_CONTENT']] as const) {
+    const result = await call(client, 'memory_status', { request: { ...GLOBAL, request_id: requestId } });
+    const envelope = blocked(t, result, code);
+    t.equal(envelope.audit.request_id, null, `${code}: request_id null`);
+    t.notOk(JSON.stringify(result).includes(requestId), `${code}: rejected value appears nowhere`);
+  }
+  const leaky = await call(client, 'memory_status', { request: { scope: 'NOPE', request_id: SECRET } });
+  t.equal(blocked(t, leaky, 'INVALID_ENUM').audit.request_id, null, 'a secret request_id is nulled on any BLOCKED');
+  t.notOk(JSON.stringify(leaky).includes(SECRET));
+});
+
+t.test('a bound context is stamped into BLOCKED and OK envelopes', async (t) => {
+  const { client, contextBinding } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { context: { projectId: 'p1' } });
+  const envelope = blocked(t, await call(client, 'memory_status', { request: { scope: 'PROJECT', project_id: 'p2' } }), 'BOUND_CONTEXT_IDENTITY_MISMATCH');
+  t.same(Object.keys(envelope.audit).sort(), ['context_binding', 'host_binding', 'raw_content_logged', 'request_id', 'retryable']);
+  t.same(envelope.audit.context_binding, { binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher' });
+  t.same(envelope.audit.context_binding, contextBinding);
+  const ok = envelopeOf(t, await call(client, 'memory_status', { request: { scope: 'PROJECT' } }));
+  t.match(ok, { status: 'OK', scope: { scope: 'PROJECT', project_id: 'p1' }, audit: { context_binding: contextBinding } });
+});
+
+t.test('an unknown tool is a JSON-RPC -32602 error', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const error = await client.callTool({ name: 'memory_delete', arguments: { request: GLOBAL } }).then(() => null, (e: unknown) => e);
+  t.type(error, McpError);
+  t.equal((error as McpError).code, -32602);
+});
+
+t.test('an unexpected fault is a generic isError; details go to the log only, without request content', async (t) => {
+  const fault = new TypeError('QQ_FAULT_DETAIL at /srv/secret/path.sqlite3');
+  const { client, logger } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { gateway: { handle: async () => { throw fault; } } });
+  const result = await call(client, 'memory_search', { request: { ...SEARCH, request_id: 'QQ-REQUEST-MARK' } });
+  t.equal(result.isError, true);
+  t.equal(result.structuredContent, undefined);
+  const text = textOf(result);
+  t.match(text, /^memory_search: internal error/);
+  for (const leak of ['QQ_FAULT_DETAIL', '/srv/secret', 'TypeError', 'at ', 'QQ-REQUEST-MARK', '.ts', '.js']) t.notOk(text.includes(leak), `no ${leak} in the result`);
+  const logged = logger.lines.join('\n');
+  t.match(logged, 'QQ_FAULT_DETAIL', 'the fault is logged');
+  t.match(logged, /\n\s+at /, 'with its stack');
+  t.notMatch(logged, 'QQ-REQUEST-MARK', 'without request content');
+});
+
+t.test('memory_status OK reports the exact-scope counts and the launcher', async (t) => {
+  const { client, engine, hostBinding } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { writeProfile: 'owner-current' });
+  const rows = [
+    candidateRow(), candidateRow(),
+    candidateRow({ lifecycle_state: 'VALIDATED_CURRENT', authority_role: 'OWNER_CURRENT' }),
+    candidateRow({ agent_id: 'a1' }),
+    candidateRow({ scope: 'PROJECT', project_id: 'p1', lifecycle_state: 'VALIDATED_CURRENT', authority_role: 'PROJECT_CURRENT' }),
+  ];
+  for (const row of rows) {
+    const record = { ...row, embedding_profile_id: 'local-hash-384', embedding_output_dimension: 384 };
+    await engine.write((trx) => insertRecord(trx, record, { searchText: row.fact, embedding: localHashEmbedding(row.fact) }));
+  }
+  const counts = async (request: Record<string, unknown>) => envelopeOf(t, await call(client, 'memory_status', { request })).backend_status.counts;
+  const global = envelopeOf(t, await call(client, 'memory_status', { request: { ...GLOBAL, request_id: 'status-1' } }));
+  t.match(global, {
+    status: 'OK', memory_needed: false, results: [], contradictions: [], degradation: null,
+    scope: { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null },
+    budget: { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false },
+    audit: { request_id: 'status-1', operation: 'memory_status', public_contract_revision: 2, backend: 'sqlite_vec', external_llm_calls: 0, raw_content_logged: false, host_binding: hostBinding },
+    launcher: { write_profile: 'owner-current', max_lifecycle: 'VALIDATED_CURRENT' },
+    provider_status: { available: true },
+    token_measurement: { available: true, encoding: 'o200k_base' },
+  });
+  t.notOk('context_binding' in global.audit, 'no context_binding without a bound context');
+  t.same(global.backend_status.counts, { CANDIDATE: 2, VALIDATED_CURRENT: 1, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 });
+  t.equal(global.backend_status.embedding_compatibility.state, 'COMPATIBLE');
+  t.match(await counts({ ...GLOBAL, agent_id: 'a1' }), { CANDIDATE: 1, VALIDATED_CURRENT: 0 }, 'agent_id is part of the exact scope');
+  t.match(await counts({ scope: 'PROJECT', project_id: 'p1' }), { CANDIDATE: 0, VALIDATED_CURRENT: 1 });
+  t.match(await counts({ scope: 'PROJECT', project_id: 'p2' }), { CANDIDATE: 0, VALIDATED_CURRENT: 0 });
+  t.notMatch(JSON.stringify(global), 'x.sqlite3', 'no database path reported');
+});

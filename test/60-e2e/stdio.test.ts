@@ -1,0 +1,229 @@
+import t, { type Test } from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
+import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { loadMigrationFiles } from '../../src/storage/migration-files.js';
+import { FACTLANE_BIN, launchSandbox, sortedJson, textOf } from '../helpers/mcp.js';
+import { RawDatabase } from '../helpers/storage.js';
+
+const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
+const modeOf = (path: string) => statSync(path).mode & 0o777;
+const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/** Starts the built launcher through the SDK stdio client; exposes the child to observe its exit. */
+async function startServer(t: Test, args: string[]) {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr!.on('data', (chunk) => { stderr += chunk; });
+  const client = new Client({ name: 'factlane-e2e', version: '0.0.0' });
+  await client.connect(transport);
+  // The SDK keeps the ChildProcess private; the exit code and any kill() it sends are only visible there.
+  const child = (transport as unknown as { _process: ChildProcess })._process;
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const kills: unknown[] = [];
+  const kill = child.kill.bind(child);
+  child.kill = (signal?: NodeJS.Signals | number) => { kills.push(signal); return kill(signal); };
+  t.teardown(() => client.close());
+  return { client, child, exited, kills, stderr: () => stderr };
+}
+
+function leaseIsFree(dbPath: string): boolean {
+  try {
+    MaintenanceTarget.open({ dbPath, lease: 'exclusive' }).close();
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'MAINTENANCE_IN_PROGRESS') return false;
+    throw error;
+  }
+}
+
+t.test('the built launcher serves MCP on stdio and exits 0 when its stdin closes', async (t) => {
+  const dbPath = join(t.testdir(), 'x.sqlite3');
+  const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e']);
+  t.equal(server.client.getServerVersion()?.name, 'factlane');
+  const { tools } = await server.client.listTools();
+  t.same(tools.map((tool) => tool.name), TOOL_ORDER);
+
+  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'e2e-1' } } })) as CallToolResult;
+  t.notOk(result.isError);
+  const text = textOf(result);
+  t.equal(text, sortedJson(JSON.parse(text)), 'canonical JSON text');
+  t.same(result.structuredContent, JSON.parse(text));
+  t.match(result.structuredContent, {
+    status: 'OK',
+    launcher: { write_profile: 'read-only', permitted_operations: [], max_lifecycle: null },
+    audit: { request_id: 'e2e-1', host_binding: { host_id: 'e2e', transport: 'stdio', binding_source: 'explicit-launcher', gateway_instance_id: /^[0-9a-f]{32}$/ } },
+    backend_status: { counts: { CANDIDATE: 0, VALIDATED_CURRENT: 0 }, embedding_compatibility: { state: 'COMPATIBLE' } },
+  });
+
+  t.ok(existsSync(dbPath), 'database created');
+  t.equal(modeOf(dbPath), 0o600, 'database file is 0600');
+  t.notOk(leaseIsFree(dbPath), 'the running server holds its lease');
+
+  await server.client.close();
+  t.same(await server.exited, { code: 0, signal: null }, 'exit 0 on stdin close');
+  t.same(server.kills, [], 'the client never had to signal it');
+  t.equal(server.stderr(), '', 'nothing on stderr when stdin is not a terminal');
+  t.ok(leaseIsFree(dbPath), 'lease released: an exclusive maintenance lease is granted');
+});
+
+t.test('launcher bindings reach every envelope', async (t) => {
+  const dbPath = join(t.testdir(), 'x.sqlite3');
+  const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--binding-source', 'ci', '--project-id', 'p1', '--agent-id', 'a1', '--agent-id-source', 'cfg']);
+  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'PROJECT' } } })) as CallToolResult;
+  t.match(result.structuredContent, { status: 'OK', scope: { scope: 'PROJECT', project_id: 'p1', agent_id: null } });
+  t.same((result.structuredContent as { audit: Record<string, unknown> }).audit.context_binding, {
+    binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher', agent_id: 'a1', agent_id_source: 'cfg',
+  });
+  t.match(result.structuredContent, { audit: { host_binding: { host_id: 'e2e', binding_source: 'ci' } } });
+});
+
+t.test('an existing database starts under an unreachable Ollama profile and reports it', async (t) => {
+  const dbPath = join(t.testdir(), 'x.sqlite3');
+  const first = await startServer(t, ['--db', dbPath, '--host-id', 'e2e']);
+  await first.client.close();
+  await first.exited;
+  const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--profile', 'nomic-768']);
+  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } })) as CallToolResult;
+  t.match(result.structuredContent, {
+    status: 'OK',
+    provider_status: { available: false, error_code: 'EMBEDDING_UNAVAILABLE' },
+    backend_status: { profile: { profile_id: 'nomic-768' }, embedding_compatibility: { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' } },
+  });
+});
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  t.test(`${signal} shuts the server down cleanly with exit 0`, async (t) => {
+    const dbPath = join(t.testdir(), 'x.sqlite3');
+    const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'owner-current']);
+    const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } })) as CallToolResult;
+    t.match(result.structuredContent, { status: 'OK', launcher: { write_profile: 'owner-current' } });
+    server.child.kill(signal);
+    t.same(await server.exited, { code: 0, signal: null }, `exit 0 on ${signal}`);
+    t.ok(leaseIsFree(dbPath), 'lease released');
+  });
+}
+
+t.test('without --db the database goes under $XDG_DATA_HOME, else ~/.local/share', async (t) => {
+  for (const [label, unsetXdg] of [['XDG_DATA_HOME', false], ['HOME', true]] as const) {
+    const box = launchSandbox(t.testdir());
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: box.home, ...(unsetXdg ? {} : { XDG_DATA_HOME: box.xdg }) };
+    const child = spawn(process.execPath, [FACTLANE_BIN, '--host-id', 'me'], { cwd: box.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    let stdout = '';
+    const answered = new Promise<void>((resolve) => child.stdout.on('data', (chunk) => { stdout += chunk; if (stdout.includes('\n')) resolve(); }));
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })}\n`);
+    await Promise.race([answered, exited]);
+    child.stdin.end();
+    t.same(await exited, { code: 0, signal: null }, `${label}: exit 0 after stdin closes`);
+    const lines = stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
+    t.match(lines, [{ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'factlane' } } }], `${label}: stdout carries only the JSON-RPC answer`);
+    const dataHome = unsetXdg ? join(box.home, '.local', 'share') : box.xdg;
+    const dbPath = join(dataHome, 'factlane', 'factlane.sqlite3');
+    t.ok(existsSync(dbPath), `${label}: default database created`);
+    t.equal(modeOf(join(dataHome, 'factlane')), 0o700, `${label}: parent directory is 0700`);
+    t.equal(modeOf(dbPath), 0o600, `${label}: database file is 0600`);
+    if (!unsetXdg) t.same(box.tree().filter((p) => p.startsWith('home/') || p.startsWith('cwd/')), [], 'nothing under HOME or the working directory');
+  }
+});
+
+t.test('--tokenizer-path is accepted with one notice; stdin closed at once exits 0', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const run = box.run(['--db', join(box.root, 'x.sqlite3'), '--host-id', 'h', '--tokenizer-path', join(box.root, 'none.json')]);
+  t.equal(run.status, 0, run.stderr);
+  t.match(run.stderr, /^factlane: info: --tokenizer-path is accepted and ignored[^\n]*\n$/, 'exactly one notice');
+  t.equal(run.stdout, '', 'no output without a request');
+  t.ok(existsSync(join(box.root, 'x.sqlite3')));
+});
+
+t.test('--help-tools and --help-tool print the reference without --db or --host-id and create nothing', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const before = box.tree();
+  const all = box.run(['--help-tools']);
+  t.equal(all.status, 0, all.stderr);
+  t.equal(all.stdout, fullToolReference(), 'the reference generated from the schemas');
+  t.match(all.stdout, /^# FactLane tools \(public contract revision 2\)/);
+  for (const name of TOOL_ORDER) t.match(all.stdout, `\n## ${name}\n`, `lists ${name}`);
+  t.match(all.stdout, '## CROSS_PROJECT_WORKFLOW matrix');
+  const one = box.run(['--help-tool', 'memory_store']);
+  t.equal(one.status, 0, one.stderr);
+  t.equal(one.stdout, toolReference('memory_store'));
+  t.match(one.stdout, /^## memory_store\n/);
+  t.match(one.stdout, '{"request":{"scope":"PROJECT"', 'minimal example wrapped in request');
+  t.notMatch(one.stdout, '## memory_search', 'only the one tool');
+  const unknown = box.run(['--help-tool', 'nope']);
+  t.equal(unknown.status, 2, 'unknown tool exits 2');
+  t.equal(unknown.stdout, '');
+  t.match(unknown.stderr, TOOL_ORDER.join(', '));
+  const help = box.run(['--help']);
+  t.equal(help.status, 0);
+  t.match(help.stdout, /^usage: factlane --host-id LABEL/);
+  t.same(box.tree(), before, 'no file or directory created');
+});
+
+t.test('--version prints four version lines', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const version = box.run(['--version']);
+  t.equal(version.status, 0);
+  t.same(version.stdout.split('\n'), [
+    `factlane ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2', `schema version ${loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version}`, '',
+  ]);
+});
+
+t.test('usage errors exit 2 before any file is touched', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const db = join(box.root, 'new', 'x.sqlite3');
+  const before = box.tree();
+  const secret = `sk-${'Qzxv'.repeat(6)}`;
+  const cases: [string, string[], RegExp][] = [
+    ['missing --host-id', ['--db', db], /--host-id LABEL is required/],
+    ['unknown flag', ['--db', db, '--host-id', 'h', '--bogus'], /bogus/],
+    ['host label with a slash', ['--db', db, '--host-id', 'a/b'], /^factlane: INVALID_HOST_BINDING: /],
+    ['bad write profile', ['--db', db, '--host-id', 'h', '--write-profile', 'root'], /--write-profile must be one of/],
+    ['unknown profile', ['--db', db, '--host-id', 'h', '--profile', 'nope'], /--profile must be one of/],
+    ['non-loopback Ollama URL', ['--db', db, '--host-id', 'h', '--ollama-url', 'http://localhost:11434'], /--ollama-url/],
+    ['workflow without project', ['--db', db, '--host-id', 'h', '--workflow-id', 'w'], /^factlane: INVALID_CONTEXT_BINDING: /],
+    ['secret-like host id', ['--db', db, '--host-id', secret], /^factlane: RAW_OR_SENSITIVE_CONTENT: /],
+    ['empty --db', ['--db', '', '--host-id', 'h'], /--db/],
+  ];
+  for (const [label, args, stderr] of cases) {
+    const run = box.run(args);
+    t.equal(run.status, 2, `${label}: exit 2`);
+    t.match(run.stderr, stderr, `${label}: says why`);
+    t.match(run.stderr, /usage: factlane/, `${label}: prints the usage`);
+    t.equal(run.stdout, '', `${label}: nothing on stdout`);
+    t.notOk(run.stderr.includes(secret), `${label}: no secret echoed`);
+  }
+  t.same(box.tree(), before, 'no file or directory created');
+});
+
+t.test('startup failures exit 1 with one stderr line and leave files as they were', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const foreign = join(box.root, 'foreign.sqlite3');
+  const raw = new RawDatabase(foreign);
+  raw.exec('CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES (1)');
+  raw.close();
+  const text = join(box.root, 'notes.txt');
+  writeFileSync(text, 'this is not a database\n'.repeat(200));
+  const cases: [string, string[], string][] = [
+    ['foreign SQLite file', ['--db', foreign, '--host-id', 'h'], 'SCHEMA_MISMATCH'],
+    ['text file', ['--db', text, '--host-id', 'h'], 'BACKEND_CORRUPT'],
+    ['Ollama profile on a new database', ['--db', join(box.root, 'new', 'x.sqlite3'), '--host-id', 'h', '--profile', 'nomic-768'], 'EMBEDDING_UNAVAILABLE'],
+  ];
+  for (const [label, args, code] of cases) {
+    const before = box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']);
+    const run = box.run(args);
+    t.equal(run.status, 1, `${label}: exit 1`);
+    t.match(run.stderr, new RegExp(`^factlane: ${code}: \\S[^\\n]*\\n$`), `${label}: exactly one line naming ${code}`);
+    t.equal(run.stdout, '', `${label}: no MCP output`);
+    t.same(box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']), before, `${label}: files unchanged, nothing created`);
+  }
+});
