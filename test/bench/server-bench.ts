@@ -9,7 +9,7 @@ import { roundTo, summarizeLatencies } from './latency-stats.js';
 
 const ROUND_TRIPS = 1000;
 const COLD_STARTS = 10;
-const FACTLANE = fileURLToPath(new URL('../../src/cli/factlane.js', import.meta.url));
+const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
 const ECHO = fileURLToPath(new URL('./echo-server.js', import.meta.url));
 
 async function connect(args: string[]): Promise<{ client: Client; startupMs: number }> {
@@ -54,11 +54,16 @@ export async function runServerBench(): Promise<Record<string, unknown>> {
     await roundTrips(echo, 'echo', statusRequest, 100);
     process.stderr.write('server bench: measuring round trips\n');
     // Interleave blocks so machine noise hits both sides alike.
+    // A second baseline echoes a memory_status envelope, so its response is as large as FactLane's:
+    // it separates FactLane's own work from the cost of moving a bigger result over stdio.
+    const envelope = (await factlane.callTool({ name: 'memory_status', arguments: { request: statusRequest } })).structuredContent as Record<string, unknown>;
     const statusSamples: number[] = [];
     const echoSamples: number[] = [];
+    const sizedEchoSamples: number[] = [];
     for (let block = 0; block < 10; block += 1) {
       statusSamples.push(...(await roundTrips(factlane, 'memory_status', statusRequest, ROUND_TRIPS / 10)));
       echoSamples.push(...(await roundTrips(echo, 'echo', statusRequest, ROUND_TRIPS / 10)));
+      sizedEchoSamples.push(...(await roundTrips(echo, 'echo', envelope, ROUND_TRIPS / 10)));
     }
     await factlane.close();
     await echo.close();
@@ -69,6 +74,8 @@ export async function runServerBench(): Promise<Record<string, unknown>> {
     return {
       memory_status_round_trip: status,
       sdk_echo_round_trip: baseline,
+      sdk_echo_status_sized_round_trip: summarizeLatencies(sizedEchoSamples, 'ms'),
+      status_envelope_bytes: Buffer.byteLength(JSON.stringify(envelope)),
       p50_ratio_to_echo: ratio,
       p50_target_ratio: 2,
       p50_target_met: ratio <= 2,

@@ -90,7 +90,7 @@ export function sortedJson(value: unknown): string {
   return JSON.stringify(value);
 }
 
-export const FACTLANE_BIN = join(REPO_ROOT, 'dist/src/cli/factlane.js');
+export const FACTLANE_BIN = join(REPO_ROOT, 'dist/bin/factlane.js');
 
 /** A private HOME, XDG_DATA_HOME and working directory under `root`, to prove what a launch creates. */
 export function launchSandbox(root: string) {

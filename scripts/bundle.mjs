@@ -1,0 +1,21 @@
+// Bundles the three command-line entry points into dist/bin/ (one file each). Loading kysely, the MCP
+// SDK, ajv and TypeBox as hundreds of separate ESM modules took ~250 ms of every start; one bundled file
+// loads in a fraction of that. Native packages stay external: they load their .node binaries by path.
+import { build } from 'esbuild';
+
+await build({
+  entryPoints: {
+    factlane: 'dist/src/cli/factlane.js',
+    'factlane-migrate': 'dist/src/cli/factlane-migrate.js',
+    'factlane-admin': 'dist/src/cli/factlane-admin.js',
+  },
+  outdir: 'dist/bin',
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external: ['better-sqlite3', 'sqlite-vec', 'fs-ext'],
+  // Bundled CommonJS dependencies call require(); give the ESM bundle one.
+  banner: { js: "import { createRequire as __factlaneCreateRequire } from 'node:module'; const require = __factlaneCreateRequire(import.meta.url);" },
+  logLevel: 'warning',
+});
