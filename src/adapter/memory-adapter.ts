@@ -1,4 +1,8 @@
 import { mintUuid } from '../core/identifiers.js';
+import { SYSTEM_CLOCK, type Clock } from '../core/time.js';
+import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
+import { storeMemory } from './memory-store.js';
+import { updateMemory } from './memory-update.js';
 import type { ToolName, WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
@@ -12,6 +16,9 @@ export interface MemoryAdapterOptions {
   readonly engine: SQLiteVecEngine;
   readonly provider: EmbeddingProvider;
   readonly writeProfile: WriteProfile;
+  /** The launcher's `--host-id`: the `contributor_ref` of what this process writes. */
+  readonly hostId: string;
+  readonly clock?: Clock;
 }
 
 /** The success envelope of an operation (CONTRACT.md §6.1), before the gateway adds its audit fields. */
@@ -21,8 +28,8 @@ export type Envelope = Record<string, unknown>;
  * MemoryAdapter owns request validation, authorization and the handlers of the five operations. Governed
  * failures are thrown as AdapterError; the server boundary alone turns them into BLOCKED envelopes.
  *
- * In this build only memory_status has a handler; search, get, store and update pass the policy stage
- * and then fail as unexpected faults (an MCP error), never as a governed outcome.
+ * In this build memory_search and memory_get have no handler yet: they pass the policy stage and then
+ * fail as unexpected faults (an MCP error), never as a governed outcome.
  */
 export class MemoryAdapter {
   readonly #options: MemoryAdapterOptions;
@@ -33,7 +40,7 @@ export class MemoryAdapter {
 
   /** Validates and executes one operation; `request` is the gateway's injected copy and is not modified. */
   async execute(operation: ToolName, request: Readonly<Record<string, unknown>>): Promise<Envelope> {
-    const { scope } = applyRequestPolicy(operation, request, this.#options.writeProfile);
+    const { scope, authorization } = applyRequestPolicy(operation, request, this.#options.writeProfile);
     const requestId = request.request_id === undefined || request.request_id === null ? mintUuid() : requireIdentifier('request_id', request.request_id);
     if (operation === 'memory_status') {
       const observation = await observeStatus({ engine: this.#options.engine, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
@@ -41,6 +48,13 @@ export class MemoryAdapter {
         status: 'OK', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
         budget: emptyBudget(null), degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
       };
+    }
+    if (operation === 'memory_store' || operation === 'memory_update') {
+      const options = this.#options;
+      const deps = { engine: options.engine, provider: options.provider, clock: options.clock ?? SYSTEM_CLOCK };
+      const context = { contributorClass: WRITE_PROFILE_SPECS[options.writeProfile].contributorClass, contributorRef: options.hostId };
+      const input = { request, scope, requestId, authorization: authorization!, context };
+      return operation === 'memory_store' ? storeMemory(deps, input) : updateMemory(deps, input);
     }
     throw new Error(`${operation} has no handler in this build`);
   }

@@ -3,6 +3,7 @@ import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '../../schema
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
 import { MemoryAdapter } from '../adapter/memory-adapter.js';
+import { warmUpTokenizer } from '../adapter/token-measure.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { createStderrLogger } from '../core/logger.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
@@ -67,7 +68,7 @@ async function serve(options: LaunchOptions): Promise<void> {
     dbPath: options.dbPath,
     newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
   });
-  const gateway = new MemoryGateway({ adapter: new MemoryAdapter({ engine, provider, writeProfile: options.writeProfile }), hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio' });
+  const gateway = new MemoryGateway({ adapter: new MemoryAdapter({ engine, provider, writeProfile: options.writeProfile, hostId: options.hostBinding!.host_id }), hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio' });
   const inFlight = new Set<Promise<unknown>>();
   const trackedGateway = {
     handle(operation: string, request: unknown) {
@@ -79,6 +80,7 @@ async function serve(options: LaunchOptions): Promise<void> {
   };
   const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
   await connectStdio(server);
+  warmUpTokenizer();
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
   }

@@ -1,10 +1,23 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { AdapterError } from '../core/adapter-error.js';
 import type { AdapterRecords, DB } from '../../generated/db.js';
+import { assertRecordInvariants } from './record-invariants.js';
 
 /** A stored record row as read back. */
-export type RecordRow = Selectable<AdapterRecords>;
+export type RecordRow = Selectable<AdapterRecords> & { row_id: number };
 /** A record row to insert; `row_id` is assigned by SQLite. */
-export type NewRecordRow = Omit<Insertable<AdapterRecords>, 'row_id'>;
+export type NewRecordRow = Omit<Insertable<AdapterRecords>, 'row_id'> & { parent_record_id: string | null; supersedes: string; project_id: string | null; worktree_id: string | null; workflow_id: string | null; agent_id: string | null; source_timestamp: string | null; last_verified_at: string | null };
+/** Reads run on the root handle or inside a transaction. */
+export type Reader = Kysely<DB> | Transaction<DB>;
+
+/** The exact scope tuple, absent identities null. */
+export interface ScopeColumns {
+  readonly scope: string;
+  readonly project_id: string | null;
+  readonly worktree_id: string | null;
+  readonly workflow_id: string | null;
+  readonly agent_id: string | null;
+}
 
 /** The derived rows stored beside a record (STORAGE.md §4.5). */
 export interface DerivedRows {
@@ -14,11 +27,27 @@ export interface DerivedRows {
   readonly embedding: Float32Array;
 }
 
+function inScope(reader: Reader, scope: ScopeColumns) {
+  return reader.selectFrom('adapter_records').selectAll()
+    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
+    .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id);
+}
+
 /**
- * Inserts one record with its FTS5 row and its vector row (same `row_id`, the record's `scope_key`,
- * `is_current` 1 exactly for VALIDATED_CURRENT) inside the caller's write transaction. Returns the row_id.
+ * Inserts one record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
+ * `is_current` 1 exactly for VALIDATED_CURRENT) inside the caller's write transaction, after the
+ * storage-level checks of STORAGE.md §7.3. Returns the row_id.
  */
-export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows): Promise<bigint> {
+export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null): Promise<bigint> {
+  assertRecordInvariants(record, parent);
+  return insertRecordUnchecked(trx, record, derived);
+}
+
+/**
+ * The rows of insertRecord without the §7.3 checks: for test fixtures and benchmarks that need states
+ * only compaction or recovery produce. Product code calls insertRecord.
+ */
+export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows): Promise<bigint> {
   const inserted = await trx.insertInto('adapter_records').values(record).returning('row_id').executeTakeFirstOrThrow();
   const rowId = BigInt(inserted.row_id!);
   // The FTS rowid must equal the record's row_id; the generated type has no rowid column, hence raw SQL.
@@ -29,7 +58,81 @@ export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, d
   return rowId;
 }
 
-/** Reads one record by `record_id`, or undefined. */
-export async function findRecord(trx: Transaction<DB> | Kysely<DB>, recordId: string): Promise<RecordRow | undefined> {
-  return trx.selectFrom('adapter_records').selectAll().where('record_id', '=', recordId).executeTakeFirst();
+/**
+ * Compare-and-swap of STORAGE.md §7.2 step 3: marks `live` SUPERSEDED only if its row, revision and
+ * lifecycle are unchanged, and clears its vector's `is_current`. VERSION_CONFLICT when no row matched.
+ */
+export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Promise<void> {
+  const result = await trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' })
+    .where('row_id', '=', live.row_id).where('revision', '=', live.revision).where('lifecycle_state', '=', live.lifecycle_state)
+    .executeTakeFirst();
+  if (result.numUpdatedRows !== 1n) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
+  await sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${BigInt(live.row_id)}`.execute(trx);
+}
+
+/** Reads one record by `record_id`. */
+export async function findRecord(reader: Reader, recordId: string): Promise<RecordRow | undefined> {
+  return (await reader.selectFrom('adapter_records').selectAll().where('record_id', '=', recordId).executeTakeFirst()) as RecordRow | undefined;
+}
+
+/** The record that an idempotency key created, if any. */
+export async function findByIdempotencyKey(reader: Reader, key: string): Promise<RecordRow | undefined> {
+  return (await reader.selectFrom('adapter_records').selectAll().where('idempotency_key', '=', key).executeTakeFirst()) as RecordRow | undefined;
+}
+
+/**
+ * A DUPLICATE match (CONTRACT.md §13.2): a non-quarantined record of the exact scope with the same
+ * content hash; the current one, else the newest Candidate, else the newest.
+ */
+export async function findDuplicate(reader: Reader, scope: ScopeColumns, contentHash: string): Promise<RecordRow | undefined> {
+  return (await inScope(reader, scope).where('native_content_hash', '=', contentHash).where('lifecycle_state', '!=', 'QUARANTINED')
+    .orderBy(sql`CASE lifecycle_state WHEN 'VALIDATED_CURRENT' THEN 0 WHEN 'CANDIDATE' THEN 1 ELSE 2 END`)
+    .orderBy('created_at', 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+}
+
+/** A current record of the exact scope with `contradictionKey` and the same content hash (`same`) or another, optionally outside one memory. */
+export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, contradictionKey: string, contentHash: string, same: boolean, excludeMemoryId: string | null = null): Promise<RecordRow | undefined> {
+  let query = inScope(reader, scope).where('contradiction_key', '=', contradictionKey).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+    .where('native_content_hash', same ? '=' : '!=', contentHash);
+  if (excludeMemoryId !== null) query = query.where('memory_id', '!=', excludeMemoryId);
+  return (await query.orderBy('created_at', 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+}
+
+/** The live record of a memory in the exact scope, if any. */
+export async function findLiveRecord(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<RecordRow | undefined> {
+  return (await inScope(reader, scope).where('memory_id', '=', memoryId).where('lifecycle_state', 'in', ['CANDIDATE', 'VALIDATED_CURRENT']).executeTakeFirst()) as RecordRow | undefined;
+}
+
+/** Where a memory exists: in the exact scope (any lifecycle), and anywhere at all. */
+export async function memoryPresence(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<{ inScope: boolean; anywhere: boolean }> {
+  const inScopeRow = await inScope(reader, scope).where('memory_id', '=', memoryId).executeTakeFirst();
+  const anyRow = inScopeRow ?? (await reader.selectFrom('adapter_records').select('row_id').where('memory_id', '=', memoryId).executeTakeFirst());
+  return { inScope: inScopeRow !== undefined, anywhere: anyRow !== undefined };
+}
+
+/** One item of the contradiction summary (CONTRACT.md §6.5). */
+export interface ContradictionItem {
+  readonly record_id: string;
+  readonly memory_id: string;
+  readonly contradiction_key: string;
+  readonly contradiction_state: string;
+  readonly lifecycle_state: string;
+  readonly authority_role: string;
+  readonly source_class: string;
+}
+
+/**
+ * The contradiction summary of the exact scope: UNRESOLVED records whose conflict is live (a current
+ * record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
+ */
+export async function contradictionSummary(reader: Reader, scope: ScopeColumns): Promise<ContradictionItem[]> {
+  const rows = (await inScope(reader, scope).where('contradiction_state', '=', 'UNRESOLVED').where('lifecycle_state', '!=', 'QUARANTINED')
+    .where(({ exists, selectFrom }) => exists(selectFrom('adapter_records as c').select('c.row_id')
+      .whereRef('c.scope_key', '=', 'adapter_records.scope_key').whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
+      .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash').where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
+    .orderBy('created_at').orderBy('record_id').limit(16).execute()) as RecordRow[];
+  return rows.map((row) => ({
+    record_id: row.record_id, memory_id: row.memory_id, contradiction_key: row.contradiction_key, contradiction_state: row.contradiction_state,
+    lifecycle_state: row.lifecycle_state, authority_role: row.authority_role, source_class: (JSON.parse(row.source_provenance) as { source_class: string }).source_class,
+  }));
 }

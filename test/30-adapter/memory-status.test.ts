@@ -24,7 +24,7 @@ async function openBoundEngine(dbPath: string): Promise<SQLiteVecEngine> {
 }
 
 function adapterFor(engine: SQLiteVecEngine, writeProfile: WriteProfile = 'read-only'): MemoryAdapter {
-  return new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile });
+  return new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile, hostId: 'test-host' });
 }
 
 async function status(adapter: MemoryAdapter, request: Record<string, unknown>): Promise<Json> {
@@ -161,16 +161,13 @@ t.test('request_id: echoed, minted, or refused', async (t) => {
   await t.rejects(status(adapter, { scope: 'PROJECT', request_id: 'bad id!' }), { code: 'UNKNOWN_PROJECT_ID' }, 'policy precedes the request_id check');
 });
 
-t.test('search, get, store and update have no handler: a plain Error, never a governed AdapterError', async (t) => {
+t.test('search and get have no handler yet: a plain Error, never a governed AdapterError', async (t) => {
   const engine = await openBoundEngine(join(t.testdir(), 'handlers.sqlite3'));
   t.teardown(() => engine.close());
   const adapter = adapterFor(engine, 'owner-current');
-  const provenance = { source_class: 'repo', source_ref: 'README.md', source_hash: 'ab'.repeat(32), review_ref: 'pr-1', extraction_method: 'manual' };
   const requests = {
     memory_search: { scope: 'GLOBAL_USER', query: 'node', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT' },
     memory_get: { scope: 'GLOBAL_USER', memory_id: '0b6f3b9e-4d0e-4a43-9d3c-6f1a2b3c4d5e' },
-    memory_store: { scope: 'GLOBAL_USER', fact: 'f', memory_type: 'USER_FACT', source_provenance: provenance, freshness_policy: { kind: 'never' }, idempotency_key: 'k1' },
-    memory_update: { scope: 'GLOBAL_USER', memory_id: '0b6f3b9e-4d0e-4a43-9d3c-6f1a2b3c4d5e', expected_revision: 1, mode: 'REVERIFY', idempotency_key: 'k2' },
   } as const;
   for (const [operation, request] of Object.entries(requests) as [keyof typeof requests, Record<string, unknown>][]) {
     const error = await adapter.execute(operation, request).then(() => null, (e: unknown) => e);

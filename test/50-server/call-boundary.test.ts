@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { insertRecord } from '../../src/storage/record-repository.js';
+import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import { candidateRow } from '../helpers/storage.js';
@@ -162,7 +162,7 @@ t.test('memory_status OK reports the exact-scope counts and the launcher', async
   ];
   for (const row of rows) {
     const record = { ...row, embedding_profile_id: 'local-hash-384', embedding_output_dimension: 384 };
-    await engine.write((trx) => insertRecord(trx, record, { searchText: row.fact, embedding: localHashEmbedding(row.fact) }));
+    await engine.write((trx) => insertRecordUnchecked(trx, record, { searchText: row.fact, embedding: localHashEmbedding(row.fact) }));
   }
   const counts = async (request: Record<string, unknown>) => envelopeOf(t, await call(client, 'memory_status', { request })).backend_status.counts;
   const global = envelopeOf(t, await call(client, 'memory_status', { request: { ...GLOBAL, request_id: 'status-1' } }));

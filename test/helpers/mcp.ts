@@ -53,7 +53,7 @@ export async function connectClient(t: Teardown, dbPath: string, options: Connec
   const engine = await openLocalHashEngine(dbPath);
   const hostBinding = createHostBinding(options.hostId ?? 'test-host');
   const contextBinding = options.context ? createContextBinding(options.context) : null;
-  const adapter = new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: options.writeProfile ?? 'read-only' });
+  const adapter = new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: options.writeProfile ?? 'read-only', hostId: options.hostId ?? 'test-host' });
   const gateway = options.gateway ?? new MemoryGateway({ adapter, hostBinding, contextBinding, transport: 'stdio' });
   const logger = recordingLogger();
   const server = createFactLaneServer({ gateway, version: PACKAGE_VERSION, logger });

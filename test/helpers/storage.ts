@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
-import { insertRecord, type NewRecordRow } from '../../src/storage/record-repository.js';
+import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
 
 const require = createRequire(import.meta.url);
 /** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
@@ -49,9 +49,9 @@ export function unitVector(hot: number, dimension = TEST_DIMENSION): Float32Arra
   return v.map((x) => x / norm);
 }
 
-/** Stores one record with its FTS and vector rows through the engine; returns its row_id. */
+/** Stores one fixture record (any lifecycle) with its FTS and vector rows through the engine's gated write; returns its row_id. */
 export function storeRow(engine: SQLiteVecEngine, row: NewRecordRow, hot = 0): Promise<bigint> {
-  return engine.write((trx) => insertRecord(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
+  return engine.write((trx) => insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
 }
 
 /** Row counts of the record, FTS and vector tables, read on a raw read-only connection. */

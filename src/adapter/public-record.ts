@@ -1,0 +1,39 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import { utf8Bytes } from '../core/text.js';
+import type { RecordRow } from '../storage/record-repository.js';
+import { countTokens } from './token-measure.js';
+
+/** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
+export function publicRecord(row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null): Record<string, unknown> {
+  return {
+    memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, parent_record_id: row.parent_record_id,
+    scope: { scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id, agent_id: row.agent_id },
+    memory_type: row.memory_type, fact: row.fact, source_provenance: JSON.parse(row.source_provenance),
+    source_timestamp: row.source_timestamp, created_at: row.created_at, last_verified_at: row.last_verified_at,
+    verified_by: row.verified_by, authority_role: row.authority_role, contribution_origin: JSON.parse(row.contribution_origin),
+    freshness_policy: JSON.parse(row.freshness_policy), supersedes: JSON.parse(row.supersedes),
+    contradiction_state: row.contradiction_state, confidence: row.confidence, tags: JSON.parse(row.tags),
+    lifecycle_state: row.lifecycle_state,
+    relevance_score: search ? Number(search.relevance_score.toFixed(6)) : null, retrieval_rank: search?.retrieval_rank ?? null,
+  };
+}
+
+/** A single record's budget (CONTRACT.md §13.1): what every tool can return alone with default budgets. */
+export const MAX_RECORD_BYTES = 5800;
+export const MAX_RECORD_TOKENS = 1150;
+
+/** INVALID_ENVELOPE when the record's public canonical JSON exceeds 5800 bytes or 1150 tokens. */
+export async function assertRecordFitsBudget(record: Record<string, unknown>): Promise<void> {
+  const text = canonicalJson(record);
+  if (utf8Bytes(text) > MAX_RECORD_BYTES || (await countTokens(text)) > MAX_RECORD_TOKENS) {
+    throw new AdapterError('INVALID_ENVELOPE', `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; shorten the fact, tags or provenance`);
+  }
+}
+
+/** The budget of a write envelope: measured, never trimmed, truncated false (CONTRACT.md §6.1). */
+export async function measuredBudget(results: readonly Record<string, unknown>[]): Promise<Record<string, unknown>> {
+  if (results.length === 0) return { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false };
+  const text = canonicalJson(results);
+  return { requested_top_k: null, returned: results.length, serialized_bytes: utf8Bytes(text), serialized_tokens: await countTokens(text), truncated: false };
+}

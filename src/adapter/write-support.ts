@@ -1,0 +1,94 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
+import { evaluateCompatibility, runtimeFingerprint } from '../embedding/embedding-binding.js';
+import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
+import { isIdempotencyKeyViolation } from '../storage/sqlite-errors.js';
+import { adapterAudit, envelopeScope } from './envelope.js';
+import { measuredBudget, publicRecord } from './public-record.js';
+import type { ScopeTuple } from './request-scope.js';
+import type { ToolName } from '../../schema/enums.js';
+
+/** What every write handler needs. */
+export interface WriteDeps {
+  readonly engine: SQLiteVecEngine;
+  readonly provider: EmbeddingProvider;
+}
+
+/**
+ * The compatibility step of store and update (CONTRACT.md §14.6): a fresh status check, then
+ * PROFILE_MISMATCH unless COMPATIBLE. Returns the runtime fingerprint to compare after embedding and the
+ * observed model digest (embedding provenance of the record).
+ */
+export async function requireCompatible(deps: WriteDeps): Promise<{ fingerprint: string; digest: string }> {
+  let provenance = null;
+  try {
+    provenance = await deps.provider.statusCheck();
+  } catch (error) {
+    if (!(error instanceof AdapterError)) throw error;
+  }
+  const state = evaluateCompatibility({ profile: deps.provider.profile, bindingText: deps.engine.storedBinding, tableDimension: deps.engine.findings.vectorDimension, provenance });
+  if (state.state !== 'COMPATIBLE' || provenance === null) {
+    throw new AdapterError('PROFILE_MISMATCH', `the embedding profile is ${state.state} (${state.reason}) with this database; writes need a compatible profile (see memory_status)`);
+  }
+  return { fingerprint: runtimeFingerprint(provenance), digest: provenance.digest };
+}
+
+/** Embeds one document outside any transaction; PROFILE_MISMATCH if the runtime changed meanwhile. */
+export async function embedDocument(deps: WriteDeps, text: string, fingerprintBefore: string): Promise<Float32Array> {
+  const [vector] = await deps.provider.embedDocuments([text]);
+  const after = await requireCompatible(deps);
+  if (after.fingerprint !== fingerprintBefore || !vector) throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');
+  return vector;
+}
+
+/** The idempotency decision: a replay of the record the key created, a conflict, or nothing yet. */
+export async function idempotencyDecision(reader: Reader, key: string, fingerprint: string): Promise<RecordRow | null> {
+  const existing = await findByIdempotencyKey(reader, key);
+  if (!existing) return null;
+  if (existing.payload_fingerprint !== fingerprint) {
+    throw new AdapterError('IDEMPOTENCY_CONFLICT', 'idempotency_key was already used for a different request; use a new key');
+  }
+  return existing;
+}
+
+/**
+ * Runs the write transaction; a lost race on the idempotency key is decided again as idempotency
+ * (replay or IDEMPOTENCY_CONFLICT), else WRITE_UNCONFIRMED.
+ */
+export async function writeOrReplay<T>(deps: WriteDeps, key: string, fingerprint: string, write: () => Promise<T>): Promise<T | RecordRow> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!isIdempotencyKeyViolation(error)) throw error;
+    const replay = await deps.engine.read((db) => idempotencyDecision(db, key, fingerprint));
+    if (replay) return replay;
+    throw new AdapterError('WRITE_UNCONFIRMED', 'the write could not be confirmed; read the memory before retrying');
+  }
+}
+
+/** Reads the committed record back; WRITE_UNCONFIRMED when it is missing or differs. */
+export async function readBack(deps: WriteDeps, written: NewRecordRow): Promise<RecordRow> {
+  const row = await deps.engine.read((db) => findRecord(db, written.record_id));
+  const { row_id: _rowId, ...stored } = row ?? ({} as RecordRow);
+  if (!row || canonicalJson(stored) !== canonicalJson({ ...written })) {
+    throw new AdapterError('WRITE_UNCONFIRMED', 'the committed record could not be read back unchanged; read the memory before retrying');
+  }
+  return row;
+}
+
+/** A write envelope (CONTRACT.md §6.1): measured budget, never trimmed. */
+export async function writeEnvelope(input: {
+  deps: WriteDeps; operation: ToolName; requestId: string; scope: ScopeTuple; status: string; record: RecordRow;
+  withSummary: boolean; replay?: boolean; embeddingCalls: number;
+}): Promise<Record<string, unknown>> {
+  const results = [publicRecord(input.record)];
+  const contradictions = input.withSummary ? await input.deps.engine.read((db) => contradictionSummary(db, input.scope)) : [];
+  return {
+    status: input.status, memory_needed: true, scope: envelopeScope(input.scope), results, contradictions,
+    budget: await measuredBudget(results), degradation: null,
+    audit: adapterAudit(input.operation, input.requestId, input.scope, input.embeddingCalls),
+    ...(input.replay ? { idempotent_replay: true } : {}),
+  };
+}
