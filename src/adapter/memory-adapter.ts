@@ -1,6 +1,8 @@
 import { mintUuid } from '../core/identifiers.js';
 import { SYSTEM_CLOCK, type Clock } from '../core/time.js';
 import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
+import { getMemory } from './memory-get.js';
+import { searchMemory } from './memory-search.js';
 import { storeMemory } from './memory-store.js';
 import { updateMemory } from './memory-update.js';
 import type { ToolName, WriteProfile } from '../../schema/enums.js';
@@ -27,9 +29,7 @@ export type Envelope = Record<string, unknown>;
 /**
  * MemoryAdapter owns request validation, authorization and the handlers of the five operations. Governed
  * failures are thrown as AdapterError; the server boundary alone turns them into BLOCKED envelopes.
- *
- * In this build memory_search and memory_get have no handler yet: they pass the policy stage and then
- * fail as unexpected faults (an MCP error), never as a governed outcome.
+
  */
 export class MemoryAdapter {
   readonly #options: MemoryAdapterOptions;
@@ -49,13 +49,12 @@ export class MemoryAdapter {
         budget: emptyBudget(null), degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
       };
     }
-    if (operation === 'memory_store' || operation === 'memory_update') {
-      const options = this.#options;
-      const deps = { engine: options.engine, provider: options.provider, clock: options.clock ?? SYSTEM_CLOCK };
-      const context = { contributorClass: WRITE_PROFILE_SPECS[options.writeProfile].contributorClass, contributorRef: options.hostId };
-      const input = { request, scope, requestId, authorization: authorization!, context };
-      return operation === 'memory_store' ? storeMemory(deps, input) : updateMemory(deps, input);
-    }
-    throw new Error(`${operation} has no handler in this build`);
+    const options = this.#options;
+    const deps = { engine: options.engine, provider: options.provider, clock: options.clock ?? SYSTEM_CLOCK };
+    if (operation === 'memory_search') return searchMemory(deps, { request, scope, requestId });
+    if (operation === 'memory_get') return getMemory(deps, { request, scope, requestId });
+    const context = { contributorClass: WRITE_PROFILE_SPECS[options.writeProfile].contributorClass, contributorRef: options.hostId };
+    const input = { request, scope, requestId, authorization: authorization!, context };
+    return operation === 'memory_store' ? storeMemory(deps, input) : updateMemory(deps, input);
   }
 }

@@ -35,3 +35,8 @@ export function searchText(value: string): string {
     .replace(/\u0649/gu, '\u064A')
     .replace(/\u0629/gu, '\u0647');
 }
+
+/** Maximal runs of letters, numbers, marks and private-use characters: the FTS5 token categories (STORAGE.md §4.4). */
+export function tokenRuns(value: string): string[] {
+  return value.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? [];
+}

@@ -1,10 +1,9 @@
-import { searchText } from '../core/text.js';
+import { searchText, tokenRuns } from '../core/text.js';
 import { EMBEDDING_PROFILES, type EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
 
 const FNV_OFFSET = 2166136261;
 const FNV_PRIME = 16777619;
-const TOKEN = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
 const encoder = new TextEncoder();
 
 /** FNV-1a-32 of the UTF-8 bytes of `text`. */
@@ -26,7 +25,8 @@ export const LOCAL_HASH_DIGEST = EMBEDDING_PROFILES['local-hash-384']!.reference
  */
 export function localHashEmbedding(text: string, dimension = 384): Float32Array {
   const s = searchText(text);
-  const tokens = s.match(TOKEN) ?? s.split(' ').filter(Boolean);
+  const runs = tokenRuns(s);
+  const tokens = runs.length > 0 ? runs : s.split(' ').filter(Boolean);
   const vector = new Float64Array(dimension);
   const add = (feature: string, weight: number) => {
     const sign = (fnv1a32(`~${feature}`) & 1) === 0 ? 1 : -1;

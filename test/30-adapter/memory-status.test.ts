@@ -161,23 +161,6 @@ t.test('request_id: echoed, minted, or refused', async (t) => {
   await t.rejects(status(adapter, { scope: 'PROJECT', request_id: 'bad id!' }), { code: 'UNKNOWN_PROJECT_ID' }, 'policy precedes the request_id check');
 });
 
-t.test('search and get have no handler yet: a plain Error, never a governed AdapterError', async (t) => {
-  const engine = await openBoundEngine(join(t.testdir(), 'handlers.sqlite3'));
-  t.teardown(() => engine.close());
-  const adapter = adapterFor(engine, 'owner-current');
-  const requests = {
-    memory_search: { scope: 'GLOBAL_USER', query: 'node', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT' },
-    memory_get: { scope: 'GLOBAL_USER', memory_id: '0b6f3b9e-4d0e-4a43-9d3c-6f1a2b3c4d5e' },
-  } as const;
-  for (const [operation, request] of Object.entries(requests) as [keyof typeof requests, Record<string, unknown>][]) {
-    const error = await adapter.execute(operation, request).then(() => null, (e: unknown) => e);
-    t.ok(error instanceof Error, `${operation} rejects`);
-    t.notOk(error instanceof AdapterError, `${operation}: not an AdapterError`);
-    t.equal((error as { code?: unknown }).code, undefined, `${operation}: carries no error code`);
-  }
-  await t.rejects(adapter.execute('memory_search', { ...requests.memory_search, bogus: 1 }), { code: 'INVALID_ENVELOPE' }, 'the policy stage still runs first');
-});
-
 t.test('a failing provider check: provider_status unavailable, compatibility UNPROVEN, status still answers', async (t) => {
   const engine = await openBoundEngine(join(t.testdir(), 'down.sqlite3'));
   t.teardown(() => engine.close());

@@ -1,0 +1,100 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { searchText, tokenRuns } from '../core/text.js';
+import { contractNow } from '../core/timestamps.js';
+import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
+import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { contradictionSummary, type RecordRow } from '../storage/record-repository.js';
+import { exactHits, keywordHits, scopeHasHistorical, semanticHits, type ChannelHit } from '../storage/retrieval-repository.js';
+import { fitBudget } from './budget-fitting.js';
+import { nativeContentHash } from './derived-identities.js';
+import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
+import { rowIsFresh } from './memory-get.js';
+import { publicRecord } from './public-record.js';
+import { scopeDigest, type ScopeTuple } from './request-scope.js';
+import { selectDiverse } from './source-diversity.js';
+import { routeSearch, type SearchPlan } from './truth-router.js';
+import { requireCompatible } from './write-support.js';
+
+interface Scored { row: RecordRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
+
+/** Candidates of the plan's channel(s), scored (CONTRACT.md §12.2) and sorted by score desc, then record_id. */
+async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider }, plan: SearchPlan, scope: ScopeTuple): Promise<{ scored: Scored[]; embeddingCalls: number }> {
+  const currentOnly = plan.mode === 'CURRENT';
+  const scores = new Map<number, { row: RecordRow; vector?: number; keyword?: number }>();
+  const add = (hits: ChannelHit[], channel: 'vector' | 'keyword') => {
+    for (const hit of hits) {
+      const entry = scores.get(hit.row.row_id) ?? { row: hit.row };
+      entry[channel] = channel === 'vector' ? Math.max(0, 1 - hit.distance! / 2) : 1 / hit.rank;
+      scores.set(hit.row.row_id, entry);
+    }
+  };
+  let embeddingCalls = 0;
+  if (plan.kind === 'EXACT') {
+    const hits = await deps.engine.read((db) => exactHits(db, scope, nativeContentHash(scope, plan.query), currentOnly, plan.pool));
+    return { scored: hits.map((hit) => scoredOf(hit.row, 1)), embeddingCalls };
+  }
+  if (plan.usesVectors) {
+    // The compatibility step precedes any retrieval (CONTRACT.md §11); the embedding runs outside storage.
+    const runtime = await requireCompatible(deps);
+    const embedding = await deps.provider.embedQuery(plan.query);
+    embeddingCalls = 1;
+    if ((await requireCompatible(deps)).fingerprint !== runtime.fingerprint) throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');
+    add(await deps.engine.read((db) => semanticHits(db, scopeDigest(scope), embedding, currentOnly, plan.pool)), 'vector');
+  }
+  if (plan.kind === 'KEYWORD' || plan.kind === 'HYBRID') {
+    const terms = tokenRuns(searchText(plan.query));
+    add(await deps.engine.read((db) => keywordHits(db, scope, terms, currentOnly, plan.pool)), 'keyword');
+  }
+  const scored = [...scores.values()].map(({ row, vector, keyword }) => scoredOf(row,
+    vector !== undefined && keyword !== undefined ? 0.6 * vector + 0.4 * keyword : (vector ?? keyword ?? 0)));
+  return { scored, embeddingCalls };
+}
+
+function scoredOf(row: RecordRow, score: number): Scored {
+  const provenance = JSON.parse(row.source_provenance) as Scored['source'];
+  return { row, score, source: { source_class: provenance.source_class, source_ref: provenance.source_ref, source_hash: provenance.source_hash } };
+}
+
+/**
+ * memory_search (CONTRACT.md §5.1, §12): TruthRouter validation, NO_MEMORY_NEEDED short-circuit, the
+ * channel(s) of the kind, CURRENT eligibility and freshness, source diversity for CURRENT SEMANTIC and
+ * HYBRID, budget fitting, and the status and degradation precedence of §12.6.
+ */
+export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider; clock: () => Date }, input: { request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string }): Promise<Record<string, unknown>> {
+  const { scope } = input;
+  const plan = routeSearch(input.request);
+  if (plan.noMemoryNeeded) {
+    const audit = adapterAudit('memory_search', input.requestId, scope, 0);
+    return {
+      status: 'NO_MEMORY_NEEDED', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
+      budget: emptyBudget(plan.topK), degradation: null,
+      audit: { request_id: audit.request_id, operation: audit.operation, scope_digest: audit.scope_digest, public_contract_revision: audit.public_contract_revision, raw_content_logged: false },
+    };
+  }
+  const now = contractNow(deps.clock());
+  const { scored, embeddingCalls } = await scoredCandidates(deps, plan, scope);
+  scored.sort((a, b) => b.score - a.score || (a.row.record_id < b.row.record_id ? -1 : a.row.record_id > b.row.record_id ? 1 : 0));
+  let staleDropped = 0;
+  const eligible = plan.mode === 'REVIEW_HISTORY' ? scored : scored.filter(({ row }) => {
+    if (row.lifecycle_state !== 'VALIDATED_CURRENT' || (row.contradiction_state !== 'NONE' && row.contradiction_state !== 'RESOLVED')) return false;
+    if (rowIsFresh(row, now.epochMicros)) return true;
+    staleDropped += 1;
+    return false;
+  });
+  const diversify = plan.mode === 'CURRENT' && plan.usesVectors;
+  const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
+  const results = selected.map((candidate, index) => publicRecord(candidate.row, { relevance_score: candidate.score, retrieval_rank: index + 1 }));
+  const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens);
+  const contradictions = await deps.engine.read((db) => contradictionSummary(db, scope));
+  let status = 'OK';
+  let degradation: string | null = null;
+  if (results.length === 0 && staleDropped > 0) [status, degradation] = ['DEGRADED', 'STALE_ONLY'];
+  else if (results.length === 0 && contradictions.length > 0) [status, degradation] = ['CONTRADICTION', 'CONTRADICTION_UNRESOLVED'];
+  else if (plan.mode === 'REVIEW_HISTORY' && plan.usesVectors && (await deps.engine.read((db) => scopeHasHistorical(db, scope)))) [status, degradation] = ['DEGRADED', 'HISTORY_SEMANTIC_PARTIAL'];
+  if (fitted.truncated && degradation === null) [status, degradation] = ['DEGRADED', 'BUDGET_EXCEEDED'];
+  return {
+    status, memory_needed: true, scope: envelopeScope(scope), results: fitted.results, contradictions,
+    budget: { requested_top_k: plan.topK, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes, serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated, max_bytes: plan.maxBytes, max_tokens: plan.maxTokens },
+    degradation, audit: adapterAudit('memory_search', input.requestId, scope, embeddingCalls),
+  };
+}
