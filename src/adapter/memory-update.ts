@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson, isJsonObject } from '../core/canonical-json.js';
 import { canonicalDigest } from '../core/hashing.js';
 import { isUuid, mintUuid } from '../core/identifiers.js';
 import { searchText } from '../core/text.js';
@@ -20,7 +20,6 @@ import {
 } from './write-fields.js';
 import { embedDocument, idempotencyDecision, readBack, requireCompatible, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const REPLACE_REQUIRED = ['fact', 'source_provenance', 'freshness_policy', 'source_timestamp'] as const;
 
 /** A normalised verification or replacement payload; absent fields are undefined. */
@@ -104,7 +103,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
   const other = mode === 'REVERIFY' ? 'replacement' : 'verification';
   if (request[other] !== undefined && request[other] !== null) throw new AdapterError('INVALID_ENVELOPE', `${other} does not belong to mode ${mode}`);
   const rawPayload = mode === 'REVERIFY' ? request.verification : request.replacement;
-  if (rawPayload !== undefined && rawPayload !== null && !isObject(rawPayload)) throw new AdapterError('INVALID_ENVELOPE', `${mode === 'REVERIFY' ? 'verification' : 'replacement'} must be an object`);
+  if (rawPayload !== undefined && rawPayload !== null && !isJsonObject(rawPayload)) throw new AdapterError('INVALID_ENVELOPE', `${mode === 'REVERIFY' ? 'verification' : 'replacement'} must be an object`);
   const raw = (rawPayload ?? {}) as Record<string, unknown>;
   if (mode === 'REPLACE') {
     const missing = REPLACE_REQUIRED.filter((key) => raw[key] === undefined || raw[key] === null);

@@ -1,4 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { strip } from '../core/text.js';
 import { TRUST_CLAIM_KEYS } from '../../schema/reserved-keys.js';
@@ -21,7 +22,6 @@ const TRUST_CLAIMS = new Set<string>(TRUST_CLAIM_KEYS);
 const MAX_NAMED_KEYS = 8;
 const MAX_KEY_CHARS = 64;
 
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Names unknown keys safely (CONTRACT.md §6.3): at most 8, each cut to 64 characters, secret-like ones redacted. */
 export function describeKeys(keys: readonly string[]): string {
@@ -35,7 +35,7 @@ function unknownKeys(object: Json, known: ReadonlySet<string>): string[] {
 
 function containsTrustClaim(value: unknown): boolean {
   if (Array.isArray(value)) return value.some(containsTrustClaim);
-  if (!isObject(value)) return false;
+  if (!isJsonObject(value)) return false;
   return Object.entries(value).some(([key, nested]) => TRUST_CLAIMS.has(key) || containsTrustClaim(nested));
 }
 
@@ -44,12 +44,12 @@ function nestedPayloads(request: Json): [string, Json, ReadonlySet<string>][] {
   const found: [string, Json, ReadonlySet<string>][] = [];
   const visit = (path: string, object: Json) => {
     for (const name of ['source_provenance', 'freshness_policy'] as const) {
-      if (isObject(object[name])) found.push([`${path}${name}`, object[name] as Json, NESTED[name]]);
+      if (isJsonObject(object[name])) found.push([`${path}${name}`, object[name] as Json, NESTED[name]]);
     }
   };
   visit('', request);
   for (const name of ['verification', 'replacement'] as const) {
-    if (isObject(request[name])) {
+    if (isJsonObject(request[name])) {
       found.push([name, request[name] as Json, NESTED[name]]);
       visit(`${name}.`, request[name] as Json);
     }
@@ -64,11 +64,11 @@ export function checkCrossProjectWrite(fields: { memory_type: unknown; source_pr
   if (fields.memory_type !== 'WORKFLOW_RULE' && fields.memory_type !== 'DECISION_RATIONALE') {
     throw new AdapterError('SCOPE_TYPE_MISMATCH', 'CROSS_PROJECT_WORKFLOW stores only WORKFLOW_RULE and DECISION_RATIONALE memories');
   }
-  const provenance = isObject(fields.source_provenance) ? fields.source_provenance : {};
+  const provenance = isJsonObject(fields.source_provenance) ? fields.source_provenance : {};
   if (provenance.source_fingerprint !== undefined && provenance.source_fingerprint !== null) {
     throw new AdapterError('SCOPE_FRESHNESS_MISMATCH', 'CROSS_PROJECT_WORKFLOW facts carry no source_provenance.source_fingerprint');
   }
-  const freshness = isObject(fields.freshness_policy) ? fields.freshness_policy : {};
+  const freshness = isJsonObject(fields.freshness_policy) ? fields.freshness_policy : {};
   const blank = (value: unknown) => typeof value !== 'string' || strip(value) === '';
   if (freshness.kind === 'manual' && blank(freshness.recheck_ref) && blank(freshness.source_fingerprint)) {
     throw new AdapterError('INVALID_FRESHNESS', 'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
@@ -106,7 +106,7 @@ export function authorizeWrite(operation: 'memory_store' | 'memory_update', requ
   if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may not update');
   // The basis is injected into whichever payload the mode carries; an explicit different value conflicts.
   for (const payload of [request.verification, request.replacement]) {
-    const claimed = isObject(payload) ? payload.verified_by : undefined;
+    const claimed = isJsonObject(payload) ? payload.verified_by : undefined;
     if (claimed !== undefined && claimed !== null && claimed !== spec.basis) throw deny(`verifies as ${spec.basis} only`);
   }
   return { verifiedBy: spec.basis! };

@@ -1,4 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { collapse, foldKey, strip, utf8Bytes } from '../core/text.js';
 import { parseTimestamp } from '../core/timestamps.js';
@@ -32,7 +33,6 @@ const MAX_SUBJECT_BYTES = 96;
 const MAX_TTL_SECONDS = 31_536_000;
 const HEX64 = /^[0-9a-fA-F]{64}$/;
 const RAW_PHRASES = ['full transcript', 'hidden reasoning', 'whole repository'];
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const present = (value: unknown) => value !== undefined && value !== null;
 
 function sensitive(field: string): AdapterError {
@@ -70,7 +70,7 @@ function hex64(field: string, value: unknown, code: 'PROVENANCE_REQUIRED' | 'INV
 
 /** source_provenance: five required keys (PROVENANCE_REQUIRED lists missing ones), optional fingerprint. */
 export function normalizeProvenance(value: unknown, field = 'source_provenance'): SourceProvenance {
-  if (!isObject(value)) throw new AdapterError('PROVENANCE_REQUIRED', `${field} must be an object with source_class, source_ref, source_hash, review_ref, extraction_method`);
+  if (!isJsonObject(value)) throw new AdapterError('PROVENANCE_REQUIRED', `${field} must be an object with source_class, source_ref, source_hash, review_ref, extraction_method`);
   const required = ['source_class', 'source_ref', 'source_hash', 'review_ref', 'extraction_method'];
   const missing = required.filter((key) => !present(value[key]));
   if (missing.length > 0) throw new AdapterError('PROVENANCE_REQUIRED', `${field} is missing ${missing.map((key) => `${field}.${key}`).join(', ')}`);
@@ -87,7 +87,7 @@ export function normalizeProvenance(value: unknown, field = 'source_provenance')
 
 /** freshness_policy: kind, ttl_seconds only (and always) for ttl, optional recheck_ref and fingerprint. */
 export function normalizeFreshness(value: unknown, field = 'freshness_policy'): FreshnessPolicy {
-  if (!isObject(value)) throw new AdapterError('INVALID_ENVELOPE', `${field} must be an object with kind`);
+  if (!isJsonObject(value)) throw new AdapterError('INVALID_ENVELOPE', `${field} must be an object with kind`);
   if (typeof value.kind !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field}.kind is required`);
   const kind = requireEnum(`${field}.kind`, value.kind, FRESHNESS_KINDS);
   const ttl = value.ttl_seconds;

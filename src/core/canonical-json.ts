@@ -30,3 +30,8 @@ export function canonicalJson(value: unknown): string {
   }
   throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
 }
+
+/** True for a plain JSON object: not null, not an array. */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,4 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
 import { isIdentifier, mintUuid } from '../core/identifiers.js';
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '../../schema/reserved-keys.js';
@@ -19,7 +20,6 @@ const GOVERNED: Readonly<Record<string, readonly ('project_id' | 'workflow_id' |
   PROJECT: ['project_id'], WORKFLOW: ['project_id', 'workflow_id'], TOOL_ENVIRONMENT: ['agent_id'],
 };
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * MemoryGateway receives the five operations from the server: it refuses identity claims and top-level
@@ -45,7 +45,7 @@ export class MemoryGateway {
     const mintedId = mintUuid();
     try {
       if (!(TOOL_NAMES as readonly string[]).includes(operation)) throw new AdapterError('INVALID_OPERATION', 'unknown operation');
-      if (!isObject(request)) throw new AdapterError('INVALID_ENVELOPE', 'request must be a JSON object');
+      if (!isJsonObject(request)) throw new AdapterError('INVALID_ENVELOPE', 'request must be a JSON object');
       const claims = IDENTITY_CLAIM_KEYS.filter((key) => Object.hasOwn(request, key));
       if (claims.length > 0) throw new AdapterError('HOST_IDENTITY_CLAIM_DENIED', `the request cannot claim host identity: ${claims.join(', ')}`);
       if (TRUST_CLAIM_KEYS.some((key) => Object.hasOwn(request, key))) throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
@@ -85,14 +85,14 @@ export class MemoryGateway {
   #stamp(envelope: Envelope): Envelope {
     const copy = structuredClone(envelope);
     // The gateway owns both binding fields: an adapter value never survives, bound or not.
-    const { host_binding: _host, context_binding: _context, ...rest } = isObject(copy.audit) ? copy.audit : {};
+    const { host_binding: _host, context_binding: _context, ...rest } = isJsonObject(copy.audit) ? copy.audit : {};
     copy.audit = { ...rest, ...this.#bindingAudit() };
     return copy;
   }
 
   /** request_id echoes a valid caller value, the minted id when none was sent, else null (CONTRACT.md §6.3). */
   #blockedAudit(request: unknown, mintedId: string, error: AdapterError): Record<string, unknown> {
-    const sent = isObject(request) ? request.request_id : undefined;
+    const sent = isJsonObject(request) ? request.request_id : undefined;
     const requestId = sent === undefined || sent === null ? mintedId : typeof sent === 'string' && isIdentifier(sent) ? sent : null;
     return { ...this.#bindingAudit(), raw_content_logged: false, request_id: requestId, retryable: error.retryable };
   }

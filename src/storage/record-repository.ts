@@ -27,7 +27,8 @@ export interface DerivedRows {
   readonly embedding: Float32Array;
 }
 
-function inScope(reader: Reader, scope: ScopeColumns) {
+/** Records of the exact scope tuple (IS matches null identities); the base of every scoped query. */
+export function inScope(reader: Reader, scope: ScopeColumns) {
   return reader.selectFrom('adapter_records').selectAll()
     .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
     .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id);

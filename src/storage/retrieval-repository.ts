@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Reader, RecordRow, ScopeColumns } from './record-repository.js';
+import { inScope, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
 
 // The retrieval channels of CONTRACT.md §12.2. Every query matches the exact scope tuple; for CURRENT the
 // eligibility filter sits inside the same SQL, before LIMIT (or, for vectors, before k).
@@ -9,12 +9,6 @@ export interface ChannelHit {
   readonly row: RecordRow;
   readonly rank: number;
   readonly distance: number | null;
-}
-
-function inScope(reader: Reader, scope: ScopeColumns) {
-  return reader.selectFrom('adapter_records').selectAll()
-    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
-    .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id);
 }
 
 /** EXACT: records whose content hash equals the query's, newest first; CURRENT filter before the limit. */
