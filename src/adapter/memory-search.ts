@@ -85,7 +85,7 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
   const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
   const results = selected.map((candidate, index) => publicRecord(candidate.row, { relevance_score: candidate.score, retrieval_rank: index + 1 }));
   const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens);
-  const contradictions = await deps.engine.read((db) => contradictionSummary(db, scope));
+  const contradictions = await deps.engine.read((db) => contradictionSummary(db, scopeDigest(scope)));
   let status = 'OK';
   let degradation: string | null = null;
   if (results.length === 0 && staleDropped > 0) [status, degradation] = ['DEGRADED', 'STALE_ONLY'];

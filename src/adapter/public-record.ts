@@ -26,7 +26,9 @@ export const MAX_RECORD_TOKENS = 1150;
 /** INVALID_ENVELOPE when the record's public canonical JSON exceeds 5800 bytes or 1150 tokens. */
 export async function assertRecordFitsBudget(record: Record<string, unknown>): Promise<void> {
   const text = canonicalJson(record);
-  if (utf8Bytes(text) > MAX_RECORD_BYTES || (await countTokens(text)) > MAX_RECORD_TOKENS) {
+  const bytes = utf8Bytes(text);
+  // A token is at least one byte, so a text of at most MAX_RECORD_TOKENS bytes cannot exceed the token budget.
+  if (bytes > MAX_RECORD_BYTES || (bytes > MAX_RECORD_TOKENS && (await countTokens(text)) > MAX_RECORD_TOKENS)) {
     throw new AdapterError('INVALID_ENVELOPE', `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; shorten the fact, tags or provenance`);
   }
 }

@@ -7,7 +7,7 @@ import { contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordR
 import { isIdempotencyKeyViolation } from '../storage/sqlite-errors.js';
 import { adapterAudit, envelopeScope } from './envelope.js';
 import { measuredBudget, publicRecord } from './public-record.js';
-import type { ScopeTuple } from './request-scope.js';
+import { scopeDigest, type ScopeTuple } from './request-scope.js';
 import type { ToolName } from '../../schema/enums.js';
 
 /** What every write handler needs. */
@@ -84,7 +84,7 @@ export async function writeEnvelope(input: {
   withSummary: boolean; replay?: boolean; embeddingCalls: number;
 }): Promise<Record<string, unknown>> {
   const results = [publicRecord(input.record)];
-  const contradictions = input.withSummary ? await input.deps.engine.read((db) => contradictionSummary(db, input.scope)) : [];
+  const contradictions = input.withSummary ? await input.deps.engine.read((db) => contradictionSummary(db, scopeDigest(input.scope))) : [];
   return {
     status: input.status, memory_needed: true, scope: envelopeScope(input.scope), results, contradictions,
     budget: await measuredBudget(results), degradation: null,

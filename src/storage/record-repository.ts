@@ -123,11 +123,13 @@ export interface ContradictionItem {
 }
 
 /**
- * The contradiction summary of the exact scope: UNRESOLVED records whose conflict is live (a current
+ * The contradiction summary of the exact scope (by its `scope_key`): UNRESOLVED records whose conflict is live (a current
  * record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
  */
-export async function contradictionSummary(reader: Reader, scope: ScopeColumns): Promise<ContradictionItem[]> {
-  const rows = (await inScope(reader, scope).where('contradiction_state', '=', 'UNRESOLVED').where('lifecycle_state', '!=', 'QUARANTINED')
+export async function contradictionSummary(reader: Reader, scopeKey: string): Promise<ContradictionItem[]> {
+  // scope_key is the digest of the exact tuple: idx_adapter_scope_key answers this without scanning the scope.
+  const rows = (await reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', scopeKey)
+    .where('contradiction_state', '=', 'UNRESOLVED').where('lifecycle_state', '!=', 'QUARANTINED')
     .where(({ exists, selectFrom }) => exists(selectFrom('adapter_records as c').select('c.row_id')
       .whereRef('c.scope_key', '=', 'adapter_records.scope_key').whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
       .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash').where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
