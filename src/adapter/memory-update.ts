@@ -42,7 +42,9 @@ function normalizePayload(name: string, raw: Record<string, unknown>, basis: str
   payload.verified_by = basis;
   if (has('confidence')) payload.confidence = normalizeConfidence(raw.confidence, `${name}.confidence`)!;
   if (has('tags')) payload.tags = normalizeTags(raw.tags, `${name}.tags`)!;
-  if (Object.hasOwn(raw, 'subject')) payload.subject = normalizeSubject(raw.subject, `${name}.subject`);
+  // null and "" mean absent (CONTRACT.md §2.1, §5.3): they leave no key, so they fingerprint alike.
+  const subject = normalizeSubject(raw.subject, `${name}.subject`);
+  if (subject !== null) payload.subject = subject;
   return payload;
 }
 
@@ -62,8 +64,8 @@ async function targetRecord(reader: Reader, scope: ScopeTuple, memoryId: string,
 
 type Decision = { kind: 'write'; live: RecordRow } | { kind: 'already_current'; row: RecordRow };
 
-/** Promotion and identity checks on the live record, and the successor's contradiction check. */
-async function decide(reader: Reader, scope: ScopeTuple, live: RecordRow, mode: string, expectedRecordId: string | null, successorKey: string, successorHash: string): Promise<Decision> {
+/** Promotion checks on the live record (CONTRACT.md §13.4 steps 1-3); REPLACE of a Candidate is refused. */
+async function promotionDecision(reader: Reader, scope: ScopeTuple, live: RecordRow, mode: string, expectedRecordId: string | null): Promise<Decision> {
   if (live.lifecycle_state === 'CANDIDATE') {
     if (mode === 'REPLACE') throw new AdapterError('CANDIDATE_REPLACE_DENIED', 'a Candidate cannot be replaced; promote it with REVERIFY or store a new fact');
     if (expectedRecordId === null) throw new AdapterError('INVALID_ENVELOPE', 'promoting a Candidate needs expected_record_id');
@@ -73,11 +75,15 @@ async function decide(reader: Reader, scope: ScopeTuple, live: RecordRow, mode: 
     const equivalent = await findCurrentWithKey(reader, scope, live.contradiction_key, live.native_content_hash, true);
     if (equivalent) return { kind: 'already_current', row: equivalent };
   }
+  return { kind: 'write', live };
+}
+
+/** CONTRADICTION when another current record of the scope has the successor's key and another fact. */
+async function assertNoContradiction(reader: Reader, scope: ScopeTuple, live: RecordRow, successor: NewRecordRow): Promise<void> {
   // The live record itself is being superseded, so it never conflicts with its successor.
-  if (await findCurrentWithKey(reader, scope, successorKey, successorHash, false, live.memory_id)) {
+  if (await findCurrentWithKey(reader, scope, successor.contradiction_key, successor.native_content_hash, false, live.memory_id)) {
     throw new AdapterError('CONTRADICTION', 'another current fact of this scope has the same subject and a different fact; REPLACE it instead');
   }
-  return { kind: 'write', live };
 }
 
 /**
@@ -122,16 +128,18 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
 
   const now = contractNow(deps.clock());
   const live = await deps.engine.read((db) => targetRecord(db, scope, memoryId, expectedRevision, expectedRecordId));
-  const successor = buildSuccessor({ live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest });
-  const decision = await deps.engine.read((db) => decide(db, scope, live, mode, expectedRecordId, successor.contradiction_key, successor.native_content_hash));
+  const decision = await deps.engine.read((db) => promotionDecision(db, scope, live, mode, expectedRecordId));
   if (decision.kind === 'already_current') {
     return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: decision.row, withSummary: false, embeddingCalls: 0 });
   }
+  const successor = buildSuccessor({ live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest });
+  // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction, admission freshness.
   const provenance = JSON.parse(successor.source_provenance) as SourceProvenance;
   const freshness = JSON.parse(successor.freshness_policy) as FreshnessPolicy;
   if (scope.scope === 'CROSS_PROJECT_WORKFLOW') checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
   checkOnChange(freshness, provenance);
   if (successor.source_timestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
+  await deps.engine.read((db) => assertNoContradiction(db, scope, live, successor));
   if (!isFresh({ verified_by: successor.verified_by, last_verified_at: successor.last_verified_at, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
     throw new AdapterError('UNVERIFIED_CURRENT', 'the successor would be stale at admission; check last_verified_at and freshness_policy');
   }
@@ -143,8 +151,9 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     if (lockedReplay) return { kind: 'replay' as const, row: lockedReplay };
     const lockedLive = await targetRecord(trx, scope, memoryId, expectedRevision, expectedRecordId);
     if (lockedLive.row_id !== live.row_id) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
-    const locked = await decide(trx, scope, lockedLive, mode, expectedRecordId, successor.contradiction_key, successor.native_content_hash);
+    const locked = await promotionDecision(trx, scope, lockedLive, mode, expectedRecordId);
     if (locked.kind === 'already_current') return { kind: 'already_current' as const, row: locked.row };
+    await assertNoContradiction(trx, scope, lockedLive, successor);
     await supersedeRecord(trx, lockedLive);
     await insertRecord(trx, successor, { searchText: searchText(successor.fact), embedding }, lockedLive);
     return { kind: 'written' as const };

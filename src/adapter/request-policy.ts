@@ -73,8 +73,10 @@ export function checkCrossProjectWrite(fields: { memory_type: unknown; source_pr
   if (freshness.kind === 'manual' && blank(freshness.recheck_ref) && blank(freshness.source_fingerprint)) {
     throw new AdapterError('INVALID_FRESHNESS', 'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
   }
-  if (freshness.kind === 'on_change' && !blank(freshness.recheck_ref) && typeof freshness.source_fingerprint === 'string' &&
-    typeof provenance.source_hash === 'string' && freshness.source_fingerprint.toLowerCase() === provenance.source_hash.toLowerCase()) {
+  // Values are compared as they will be stored: stripped, hex in lower case (CONTRACT.md §5.6).
+  const hex = (value: unknown) => (typeof value === 'string' ? strip(value).toLowerCase() : null);
+  if (freshness.kind === 'on_change' && !blank(freshness.recheck_ref) && hex(freshness.source_fingerprint) !== null &&
+    hex(freshness.source_fingerprint) === hex(provenance.source_hash)) {
     throw new AdapterError('INVALID_FRESHNESS', 'CROSS_PROJECT_WORKFLOW on_change freshness cannot follow a project source; use manual with recheck_ref');
   }
 }

@@ -10,8 +10,9 @@ export interface ContractTime {
 
 /** Formats epoch microseconds as `YYYY-MM-DDTHH:MM:SSZ`, with six fraction digits only when non-zero. */
 export function formatMicros(epochMicros: bigint): string {
-  const millis = epochMicros / 1000n;
+  // Floor (not truncating) division, so instants before 1970 land in the right second.
   const micros = Number(((epochMicros % 1_000_000n) + 1_000_000n) % 1_000_000n);
+  const millis = (epochMicros - BigInt(micros)) / 1000n;
   const base = new Date(Number(millis)).toISOString().slice(0, 19);
   return micros === 0 ? `${base}Z` : `${base}.${String(micros).padStart(6, '0')}Z`;
 }
@@ -48,6 +49,8 @@ export function parseTimestamp(value: string): ContractTime | null {
   date.setUTCFullYear(year, month - 1, day);
   date.setUTCHours(hour, minute, second, 0);
   date.setTime(date.getTime() - offsetMinutes * 60_000);
+  // An offset can move the instant outside years 0000-9999, which the output format cannot show.
+  if (date.getUTCFullYear() < 0 || date.getUTCFullYear() > 9999) return null;
   const micros = BigInt((m[7] ?? '').padEnd(6, '0').slice(0, 6) || '0');
   const epochMicros = BigInt(date.getTime()) * 1000n + micros;
   return { epochMicros, text: formatMicros(epochMicros) };

@@ -27,6 +27,16 @@ export interface DerivedRows {
   readonly embedding: Float32Array;
 }
 
+/**
+ * created_at as a sortable key: the contract prints whole seconds without a fraction (`…:00Z`), which
+ * would sort after `…:00.500000Z` as text; padding the short form to six fraction digits fixes that.
+ */
+export function createdAtKey(column = 'created_at') {
+  const ref = sql.ref(column);
+  return sql<string>`CASE WHEN length(${ref}) = 20 THEN substr(${ref}, 1, 19) || '.000000Z' ELSE ${ref} END`;
+}
+const CREATED_AT_ORDER = createdAtKey();
+
 /** Records of the exact scope tuple (IS matches null identities); the base of every scoped query. */
 export function inScope(reader: Reader, scope: ScopeColumns) {
   return reader.selectFrom('adapter_records').selectAll()
@@ -88,7 +98,7 @@ export async function findByIdempotencyKey(reader: Reader, key: string): Promise
 export async function findDuplicate(reader: Reader, scope: ScopeColumns, contentHash: string): Promise<RecordRow | undefined> {
   return (await inScope(reader, scope).where('native_content_hash', '=', contentHash).where('lifecycle_state', '!=', 'QUARANTINED')
     .orderBy(sql`CASE lifecycle_state WHEN 'VALIDATED_CURRENT' THEN 0 WHEN 'CANDIDATE' THEN 1 ELSE 2 END`)
-    .orderBy('created_at', 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+    .orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
 }
 
 /** A current record of the exact scope with `contradictionKey` and the same content hash (`same`) or another, optionally outside one memory. */
@@ -96,7 +106,7 @@ export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, co
   let query = inScope(reader, scope).where('contradiction_key', '=', contradictionKey).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
     .where('native_content_hash', same ? '=' : '!=', contentHash);
   if (excludeMemoryId !== null) query = query.where('memory_id', '!=', excludeMemoryId);
-  return (await query.orderBy('created_at', 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+  return (await query.orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
 }
 
 /** The live record of a memory in the exact scope, if any. */
@@ -133,7 +143,7 @@ export async function contradictionSummary(reader: Reader, scopeKey: string): Pr
     .where(({ exists, selectFrom }) => exists(selectFrom('adapter_records as c').select('c.row_id')
       .whereRef('c.scope_key', '=', 'adapter_records.scope_key').whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
       .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash').where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
-    .orderBy('created_at').orderBy('record_id').limit(16).execute()) as RecordRow[];
+    .orderBy(CREATED_AT_ORDER).orderBy('record_id').limit(16).execute()) as RecordRow[];
   return rows.map((row) => ({
     record_id: row.record_id, memory_id: row.memory_id, contradiction_key: row.contradiction_key, contradiction_state: row.contradiction_state,
     lifecycle_state: row.lifecycle_state, authority_role: row.authority_role, source_class: (JSON.parse(row.source_provenance) as { source_class: string }).source_class,

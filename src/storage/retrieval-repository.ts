@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { inScope, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
+import { createdAtKey, inScope, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
 
 // The retrieval channels of CONTRACT.md §12.2. Every query matches the exact scope tuple; for CURRENT the
 // eligibility filter sits inside the same SQL, before LIMIT (or, for vectors, before k).
@@ -15,7 +15,7 @@ export interface ChannelHit {
 export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash: string, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   let query = inScope(reader, scope).where('native_content_hash', '=', contentHash);
   if (currentOnly) query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT').where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
-  const rows = (await query.orderBy('created_at', 'desc').orderBy('record_id', 'asc').limit(limit).execute()) as RecordRow[];
+  const rows = (await query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(limit).execute()) as RecordRow[];
   return rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
 }
 
@@ -33,7 +33,7 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
       SELECT r.* FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
       WHERE fact_fts MATCH ${match} AND r.scope = ${scope.scope} AND r.project_id IS ${scope.project_id}
         AND r.worktree_id IS ${scope.worktree_id} AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id} ${current}
-      ORDER BY bm25(fact_fts) ASC, r.created_at DESC, r.record_id ASC LIMIT ${limit}`.execute(reader);
+      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${limit}`.execute(reader);
     return result.rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
   } catch (error) {
     if ((error as { code?: string }).code === 'SQLITE_ERROR') return [];
