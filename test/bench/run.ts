@@ -10,6 +10,7 @@ export type BenchSuite = () => Promise<unknown>;
 const SUITES: ReadonlyMap<string, BenchSuite> = new Map<string, BenchSuite>([
   ['storage', async () => (await import('./storage-bench.js')).runStorageBench()],
   ['server', async () => (await import('./server-bench.js')).runServerBench()],
+  ['search', async () => (await import('./search-bench.js')).runSearchBench()],
   ['write', async () => (await import('./write-bench.js')).runWriteBench()],
 ]);
 
