@@ -10,8 +10,7 @@ import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp } from '../core/time.js';
 import { freshBindingJson } from '../embedding/embedding-binding.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
-import { LocalHashProvider } from '../embedding/local-hash-provider.js';
-import { UnavailableProvider } from '../embedding/unavailable-provider.js';
+import { createProvider } from '../embedding/provider-factory.js';
 import { MemoryGateway } from '../gateway/memory-gateway.js';
 import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
 import { loadMigrationFiles } from '../storage/migration-files.js';
@@ -63,7 +62,7 @@ function printHelp(options: LaunchOptions): number {
 async function serve(options: LaunchOptions): Promise<void> {
   if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
   const profile = EMBEDDING_PROFILES[options.profileId]!;
-  const provider = profile.providerKind === 'BUILTIN_LOCAL_HASH' ? new LocalHashProvider() : new UnavailableProvider(profile);
+  const provider = createProvider(profile.profileId, options.ollamaUrl);
   const engine = await SQLiteVecEngine.open({
     dbPath: options.dbPath,
     newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
