@@ -1,7 +1,7 @@
 import { EMBEDDING_PROFILES } from './embedding-profiles.js';
 import type { EmbeddingProvider } from './embedding-provider.js';
 import { LocalHashProvider } from './local-hash-provider.js';
-import { UnavailableProvider } from './unavailable-provider.js';
+import { OllamaProvider } from './ollama-provider.js';
 
 /**
  * The provider serving `profileId` (a key of EMBEDDING_PROFILES): the built-in local-hash-384, or the
@@ -12,6 +12,5 @@ export function createProvider(profileId: string, ollamaUrl: string): EmbeddingP
   const profile = EMBEDDING_PROFILES[profileId];
   if (!profile) throw new RangeError(`unknown embedding profile ${profileId}`);
   if (profile.providerKind === 'BUILTIN_LOCAL_HASH') return new LocalHashProvider();
-  void ollamaUrl;
-  return new UnavailableProvider(profile);
+  return new OllamaProvider(profile, ollamaUrl);
 }
