@@ -8,13 +8,22 @@ const encoder = new TextEncoder();
 
 /** FNV-1a-32 of the UTF-8 bytes of `text`. */
 export function fnv1a32(text: string): number {
-  let hash = FNV_OFFSET;
-  for (const byte of encoder.encode(text)) {
-    hash ^= byte;
-    hash = Math.imul(hash, FNV_PRIME) >>> 0;
-  }
-  return hash >>> 0;
+  return fnvBytes(FNV_OFFSET, encoder.encode(text), 0, -1);
 }
+
+/** Continues an FNV-1a-32 state over `bytes[from..to)` (to = -1: to the end). */
+function fnvBytes(state: number, bytes: ArrayLike<number>, from: number, to: number): number {
+  let hash = state;
+  const end = to < 0 ? bytes.length : to;
+  for (let i = from; i < end; i += 1) hash = Math.imul(hash ^ bytes[i]!, FNV_PRIME) >>> 0;
+  return hash;
+}
+
+// FNV states after the feature prefixes, so a feature's hash continues from them without building strings.
+const WORD = fnvBytes(FNV_OFFSET, encoder.encode('w:'), 0, -1);
+const SIGNED_WORD = fnvBytes(FNV_OFFSET, encoder.encode('~w:'), 0, -1);
+const GRAM = fnvBytes(FNV_OFFSET, encoder.encode('g:'), 0, -1);
+const SIGNED_GRAM = fnvBytes(FNV_OFFSET, encoder.encode('~g:'), 0, -1);
 
 /** The model digest of local-hash-384: the hash of the ASCII text `factlane-local-hash-384-v1`. */
 export const LOCAL_HASH_DIGEST = EMBEDDING_PROFILES['local-hash-384']!.referenceDigest;
@@ -22,24 +31,39 @@ export const LOCAL_HASH_DIGEST = EMBEDDING_PROFILES['local-hash-384']!.reference
 /**
  * Embeds `text` with the local-hash-384 algorithm (CONTRACT.md §14.3): lexical feature hashing of
  * search_text tokens and their code-point 3- and 4-grams, signed, L2-normalised to a unit vector.
+ * Features are hashed over the UTF-8 bytes of ` token ` in place (offsets per code point) rather than
+ * as concatenated strings; the result is the same as hashing `w:token`, `g:gram`, `~…` literally.
  */
 export function localHashEmbedding(text: string, dimension = 384): Float32Array {
   const s = searchText(text);
   const runs = tokenRuns(s);
   const tokens = runs.length > 0 ? runs : s.split(' ').filter(Boolean);
   const vector = new Float64Array(dimension);
-  const add = (feature: string, weight: number) => {
-    const sign = (fnv1a32(`~${feature}`) & 1) === 0 ? 1 : -1;
-    vector[fnv1a32(feature) % dimension]! += sign * weight;
+  const add = (indexState: number, signState: number, bytes: Uint8Array, from: number, to: number, weight: number) => {
+    // One pass over the feature's bytes feeds both hashes (index and sign).
+    let index = indexState;
+    let sign = signState;
+    for (let i = from; i < to; i += 1) {
+      index = Math.imul(index ^ bytes[i]!, FNV_PRIME) >>> 0;
+      sign = Math.imul(sign ^ bytes[i]!, FNV_PRIME) >>> 0;
+    }
+    vector[index % dimension]! += ((sign & 1) === 0 ? 1 : -1) * weight;
   };
   for (const token of tokens) {
-    add(`w:${token}`, 1.0);
-    const padded = [...` ${token} `];
+    const bytes = encoder.encode(` ${token} `);
+    // Byte offset where each code point starts, plus the end.
+    const starts: number[] = [];
+    for (let i = 0; i < bytes.length; i += 1) if ((bytes[i]! & 0xc0) !== 0x80) starts.push(i);
+    starts.push(bytes.length);
+    const codePoints = starts.length - 1;
+    add(WORD, SIGNED_WORD, bytes, 1, bytes.length - 1, 1.0);
     for (const size of [3, 4]) {
-      for (let i = 0; i + size <= padded.length; i += 1) add(`g:${padded.slice(i, i + size).join('')}`, 0.5);
+      for (let i = 0; i + size <= codePoints; i += 1) add(GRAM, SIGNED_GRAM, bytes, starts[i]!, starts[i + size]!, 0.5);
     }
   }
-  let norm = Math.hypot(...vector);
+  let sumSquares = 0;
+  for (let i = 0; i < dimension; i += 1) sumSquares += vector[i]! * vector[i]!;
+  let norm = Math.sqrt(sumSquares);
   if (norm === 0) {
     vector[fnv1a32(s) % dimension] = 1;
     norm = 1;
