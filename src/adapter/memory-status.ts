@@ -31,7 +31,7 @@ function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance
   const p = provider.profile;
   return {
     profile_id: p.profileId, provider_kind: p.providerKind, base_model_identity: p.model,
-    model_digest: provenance?.digest ?? p.referenceDigest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
+    model_digest: provenance?.digest ?? provider.lastObservedDigest ?? p.referenceDigest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
     normalization_policy: p.normalizationPolicy, distance_metric: p.distanceMetric, projection_version: p.projectionVersion,
     document_prefix: p.documentPrefix, query_prefix: p.queryPrefix, semantic_family: p.semanticFamily,
     compatibility_revision: p.compatibilityRevision, minimum_context_window: p.minimumContextWindow,

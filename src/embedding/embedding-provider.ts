@@ -26,6 +26,8 @@ export interface RuntimeProvenance {
  */
 export interface EmbeddingProvider {
   readonly profile: EmbeddingProfile;
+  /** The model digest of the last good status check, or null before one succeeded. */
+  readonly lastObservedDigest: string | null;
   statusCheck(): Promise<RuntimeProvenance>;
   embedDocuments(texts: readonly string[]): Promise<Float32Array[]>;
   embedQuery(text: string): Promise<Float32Array>;

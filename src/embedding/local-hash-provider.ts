@@ -74,6 +74,7 @@ export function localHashEmbedding(text: string, dimension = 384): Float32Array 
 /** The built-in, offline, lexical provider. Its status check always succeeds with constant provenance. */
 export class LocalHashProvider implements EmbeddingProvider {
   readonly profile: EmbeddingProfile = EMBEDDING_PROFILES['local-hash-384']!;
+  readonly lastObservedDigest: string = LOCAL_HASH_DIGEST;
 
   async statusCheck(): Promise<RuntimeProvenance> {
     return {

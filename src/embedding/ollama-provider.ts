@@ -34,6 +34,7 @@ function singleValue(info: Record<string, unknown>, suffix: string): unknown {
 export class OllamaProvider implements EmbeddingProvider {
   readonly profile: EmbeddingProfile;
   readonly #baseUrl: string;
+  #lastObservedDigest: string | null = null;
 
   constructor(profile: EmbeddingProfile, baseUrl: string) {
     this.profile = profile;
@@ -50,6 +51,8 @@ export class OllamaProvider implements EmbeddingProvider {
         headers: body === undefined ? undefined : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        // A redirect could send facts and queries off the loopback address: refuse it.
+        redirect: 'error',
       });
     } catch (error) {
       throw unavailable(`Ollama did not answer ${path}; is it running on the --ollama-url address?`, error);
@@ -86,6 +89,7 @@ export class OllamaProvider implements EmbeddingProvider {
     if (!capabilities.includes('embedding')) throw unavailable(`${p.model} has no embedding capability`);
     const context = info[`${p.semanticFamily}.context_length`] ?? singleValue(info, '.context_length') ?? singleValue(info, '.max_position_embeddings');
     if (typeof context !== 'number' || context < (p.minimumContextWindow ?? 0)) throw drift(`${p.model} has a context window below ${p.minimumContextWindow}`);
+    this.#lastObservedDigest = entry.digest;
     return {
       local_only: true, provider_kind: p.providerKind, model: p.model, digest: entry.digest, ollama_version: version as string,
       semantic_family: p.semanticFamily, size_bytes: typeof entry.size === 'number' ? entry.size : null,
@@ -113,6 +117,11 @@ export class OllamaProvider implements EmbeddingProvider {
       if (Math.abs(Math.hypot(...values) - 1) > NORM_TOLERANCE) throw drift('Ollama returned an embedding that is not unit length');
       return Float32Array.from(values);
     });
+  }
+
+  /** The model digest of the last good status check, or null before one succeeded. */
+  get lastObservedDigest(): string | null {
+    return this.#lastObservedDigest;
   }
 
   embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {
