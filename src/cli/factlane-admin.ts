@@ -1,16 +1,22 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
+import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
+import { createProvider } from '../embedding/provider-factory.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
+import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, runCommand } from './cli-support.js';
+import { isLoopbackOllamaUrl } from './launcher-options.js';
 
 const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
   factlane-admin verify (--db PATH | --backup FILE) [--json]
+  factlane-admin reembed --db PATH --profile ID [--ollama-url URL] [--dry-run] [--json]
 
-restore, audit, housekeep, reembed and recover are not in this build yet.
+reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
+restore, audit, housekeep and recover are not in this build yet.
 exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify found problems
 `;
 
@@ -22,6 +28,7 @@ function parse() {
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
       db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
     } });
   } catch (error) {
     throw new UsageError((error as Error).message);
@@ -29,7 +36,16 @@ function parse() {
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
-  if (command === 'backup') {
+  const reembedFlags = ['profile', 'ollama-url', 'dry-run'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  if (command !== 'reembed' && reembedFlags.length > 0) throw new UsageError(`--${reembedFlags[0]} belongs to reembed`);
+  if (command === 'reembed') {
+    const { db, profile, out, backup } = parsed.values;
+    if (!db || !profile || out || backup) throw new UsageError('reembed needs --db PATH and --profile ID');
+    if (!Object.hasOwn(EMBEDDING_PROFILES, profile)) throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
+    if (parsed.values['ollama-url'] !== undefined && !isLoopbackOllamaUrl(parsed.values['ollama-url'])) {
+      throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
+    }
+  } else if (command === 'backup') {
     if (!parsed.values.db || !parsed.values.out || parsed.values.backup) throw new UsageError('backup needs --db PATH and --out FILE');
   } else if (command === 'verify') {
     if (Boolean(parsed.values.db) === Boolean(parsed.values.backup) || parsed.values.out) throw new UsageError('verify needs exactly one of --db PATH and --backup FILE');
@@ -44,10 +60,35 @@ function printVerify(report: VerifyReport): void {
   for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
 }
 
+function printProgress(progress: ReembedProgress): void {
+  if (wantsJson()) {
+    process.stderr.write(`${JSON.stringify(progress)}\n`);
+    return;
+  }
+  const percent = progress.total === 0 ? 100 : Math.floor((progress.done / progress.total) * 100);
+  process.stderr.write(`reembed: batch ${progress.batch}: ${progress.done}/${progress.total} records (${percent}%), ${progress.records_per_second}/s, about ${progress.seconds_left} s left\n`);
+}
+
+const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.ceil(ms / 1000)} s`);
+
+function printReembed(report: ReembedReport): void {
+  if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else if (report.dry_run) {
+    process.stdout.write(`reembed --dry-run: ${report.records_to_embed} records would be embedded under ${report.to_profile} in ${report.batches} batch(es), about ${formatDuration(report.estimated_ms ?? 0)}; nothing changed\n`);
+  } else {
+    process.stdout.write(`reembed: ${report.records_embedded} records embedded in ${report.batches} batch(es), ${report.elapsed_ms} ms; bound ${report.from_profile ?? '(no valid binding)'} -> ${report.to_profile}\n`);
+  }
+}
+
 await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   const { command, values } = parse();
   if (command === 'help') {
     process.stdout.write(USAGE);
+    return EXIT.OK;
+  }
+  if (command === 'reembed') {
+    const provider = createProvider(values.profile!, values['ollama-url'] ?? 'http://127.0.0.1:11434');
+    printReembed(await reembedDatabase({ dbPath: values.db!, provider, dryRun: values['dry-run'] === true, onProgress: printProgress }));
     return EXIT.OK;
   }
   if (command === 'verify' && values.backup) {

@@ -1,0 +1,211 @@
+import t from 'tap';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { evaluateCompatibility, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
+import { LocalHashProvider, localHashEmbedding, LOCAL_HASH_DIGEST } from '../../src/embedding/local-hash-provider.js';
+import { reembedDatabase, type ReembedProgress } from '../../src/maintenance/reembed-operation.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
+import { FaultyProvider, fixture, rawWrite, readDb, storedEmbedding } from '../helpers/reembed.js';
+import { candidateRow, openEngine, REPO_ROOT, storeRow, TEST_BINDING, unitVector, writeInterlock } from '../helpers/storage.js';
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+const ADMIN = [join(REPO_ROOT, 'src/cli/factlane-admin.ts')];
+const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, ...ADMIN, ...args], { encoding: 'utf8' });
+
+const withoutProvenance = (rows: Record<string, unknown>[]) => rows.map(({ embedding_profile_id: _p, embedding_model_digest: _d, embedding_output_dimension: _o, ...rest }) => rest);
+
+t.test('reembed from the 8-dim test profile to local-hash-384 keeps every record and rebinds', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const before = readDb(dbPath);
+  const progress: ReembedProgress[] = [];
+  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 3, onProgress: (p) => progress.push(p) });
+  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', dry_run: false, records_to_embed: 4, records_embedded: 4, batches: 2, switched: true });
+  t.same(progress.map((p) => [p.done, p.total]), [[3, 4], [4, 4]], 'progress per committed batch');
+
+  const after = readDb(dbPath);
+  t.same(withoutProvenance(after.records), withoutProvenance(before.records), 'records keep their rows and content');
+  t.same(after.vec.map(({ dim: _d, ...v }) => v), before.vec.map(({ dim: _d, ...v }) => v), 'same rowid, scope_key, is_current');
+  t.ok(after.vec.every((v) => v.dim === 384), '384-dimension vectors');
+  const first = after.records[0]!;
+  t.same([...storedEmbedding(dbPath, first.row_id as number)], [...localHashEmbedding(first.fact as string)], 'document embedding of the fact');
+  const vectored = new Set(after.vec.map((v) => v.rowid));
+  for (const record of after.records) {
+    const expected = vectored.has(record.row_id as number) ? ['local-hash-384', LOCAL_HASH_DIGEST, 384] : ['test-profile', 'digest', 8];
+    t.same([record.embedding_profile_id, record.embedding_model_digest, record.embedding_output_dimension], expected, `provenance of ${record.lifecycle_state}`);
+  }
+  const provenance = await new LocalHashProvider().statusCheck();
+  t.match(after.binding, { profile_id: 'local-hash-384', vector_dimension: 384, compatibility_proof: { basis: 'OPERATOR_REEMBED' }, runtime_fingerprint: runtimeFingerprint(provenance) });
+  t.notOk(after.hasNext, 'fact_vec_next dropped');
+
+  const target = MaintenanceTarget.open({ dbPath, lease: 'shared' });
+  t.same(target.verify().filter((c) => c.status !== 'PASS'), [], 'verify passes at the new dimension');
+  target.close();
+  const engine = await openLocalHashEngine(dbPath);
+  const state = evaluateCompatibility({ profile: LOCAL_HASH, bindingText: engine.storedBinding, tableDimension: engine.findings.vectorDimension, provenance });
+  t.equal(state.state, 'COMPATIBLE');
+  const hits = await engine.write(async (_trx, raw) => raw.prepare("SELECT rowid FROM fact_vec WHERE embedding MATCH ? AND k = 1 AND scope_key = 'scope-a'")
+    .pluck().all(Buffer.from(localHashEmbedding('deploys on friday').buffer)));
+  t.same(hits, [before.records[1]!.row_id], 'KNN in the new table finds the matching fact');
+  await engine.close();
+});
+
+t.test('a running engine or the recovery interlock refuses reembed with MAINTENANCE_IN_PROGRESS', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const engine = await openEngine(dbPath);
+  await t.rejects(reembedDatabase({ dbPath, provider: new LocalHashProvider() }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  await engine.close();
+  writeInterlock(dbPath);
+  const bytes = readFileSync(dbPath);
+  await t.rejects(reembedDatabase({ dbPath, provider: new LocalHashProvider() }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  t.ok(readFileSync(dbPath).equals(bytes), 'nothing changed');
+});
+
+t.test('a failing status check stops reembed before anything changes', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const bytes = readFileSync(dbPath);
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failStatus: true }) }), { code: 'EMBEDDING_UNAVAILABLE' });
+  t.ok(readFileSync(dbPath).equals(bytes), 'byte-identical');
+});
+
+t.test('an interrupted fill leaves the old binding and table in use; a rerun drops the leftover and succeeds', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const before = readDb(dbPath);
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failOnCall: 2 }), batchSize: 2 }), { code: 'EMBEDDING_UNAVAILABLE' });
+  const interrupted = readDb(dbPath);
+  t.equal(interrupted.bindingText, before.bindingText, 'old binding');
+  t.same(interrupted.vec, before.vec, 'old vectors');
+  t.same(interrupted.records, before.records, 'records untouched');
+  t.ok(interrupted.hasNext, 'the committed batch stays in fact_vec_next');
+
+  const engine = await openEngine(dbPath);
+  t.equal(engine.storedBinding, TEST_BINDING.bindingJson);
+  await storeRow(engine, candidateRow({ fact: 'written after the interruption', scope_key: 'scope-a' }), 5);
+  await engine.close();
+
+  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
+  t.match(report, { switched: true, records_embedded: 5, batches: 3 });
+  const after = readDb(dbPath);
+  t.notOk(after.hasNext);
+  t.ok(after.vec.length === 5 && after.vec.every((v) => v.dim === 384));
+  const target = MaintenanceTarget.open({ dbPath, lease: 'shared' });
+  t.same(target.verify().filter((c) => c.status !== 'PASS'), []);
+  target.close();
+});
+
+t.test('a runtime fingerprint that changes before the switch fails with PROFILE_MISMATCH and switches nothing', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const before = readDb(dbPath);
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ driftAfterFirstCheck: true }) }), { code: 'PROFILE_MISMATCH' });
+  const after = readDb(dbPath);
+  t.equal(after.bindingText, before.bindingText);
+  t.same(after.vec, before.vec);
+  t.same(after.records, before.records);
+});
+
+t.test('records changed during the fill are re-embedded before the switch', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const current = readDb(dbPath).vec.find((v) => v.is_current === 1)!;
+  let injected = false;
+  const report = await reembedDatabase({
+    dbPath, provider: new LocalHashProvider(), batchSize: 2,
+    onProgress: () => {
+      if (injected) return;
+      injected = true;
+      rawWrite(dbPath, candidateRow({ fact: 'stored during the reembed', scope_key: 'scope-d' }), current.rowid);
+    },
+  });
+  t.match(report, { switched: true, records_to_embed: 4, records_embedded: 5 });
+  const after = readDb(dbPath);
+  t.equal(after.vec.length, 5);
+  t.ok(after.vec.every((v) => v.dim === 384));
+  t.equal(after.vec.find((v) => v.rowid === current.rowid)!.is_current, 0, 'the superseded record lost is_current');
+  t.equal(after.vec.find((v) => v.scope_key === 'scope-d')?.dim, 384, 'the new record has a new vector');
+});
+
+t.test('--dry-run reports the work and changes nothing', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const bytes = readFileSync(dbPath);
+  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), dryRun: true, batchSize: 3 });
+  t.match(report, { dry_run: true, records_to_embed: 4, records_embedded: 0, batches: 2, switched: false });
+  t.type(report.estimated_ms, 'number');
+  t.ok(readFileSync(dbPath).equals(bytes), 'byte-identical');
+  t.notOk(readDb(dbPath).hasNext);
+});
+
+t.test('the CLI: usage errors exit 2, refusals exit 1, success prints the report', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'db.sqlite3');
+  await fixture(dbPath);
+  for (const args of [['--profile', 'local-hash-384'], ['--db', dbPath], ['--db', dbPath, '--profile', 'nope'],
+    ['--db', dbPath, '--profile', 'nomic-768', '--ollama-url', 'http://localhost:11434'], ['--db', dbPath, '--profile', 'local-hash-384', '--out', 'x']]) {
+    t.equal(admin('reembed', ...args).status, 2, args.join(' '));
+  }
+  t.equal(admin('verify', '--db', dbPath, '--profile', 'local-hash-384').status, 2, 'reembed flags belong to reembed');
+
+  const engine = await openEngine(dbPath);
+  const busy = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384');
+  t.equal(busy.status, 1);
+  t.match(busy.stderr, /^factlane-admin: MAINTENANCE_IN_PROGRESS: /m);
+  await engine.close();
+
+  const port = await new Promise<number>((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port: free } = server.address() as { port: number };
+      server.close(() => resolve(free));
+    });
+  });
+  const down = admin('reembed', '--db', dbPath, '--profile', 'nomic-768', '--ollama-url', `http://127.0.0.1:${port}`);
+  t.equal(down.status, 1, 'Ollama not reachable');
+  t.match(down.stderr, /^factlane-admin: EMBEDDING_UNAVAILABLE: /m);
+
+  const dry = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--dry-run', '--json');
+  t.equal(dry.status, 0, dry.status === 0 ? 'dry run exits 0' : dry.stderr);
+  t.match(JSON.parse(dry.stdout), { dry_run: true, records_to_embed: 4, switched: false });
+
+  const run = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
+  t.equal(run.status, 0, run.status === 0 ? 'exit 0' : run.stderr);
+  const report = JSON.parse(run.stdout);
+  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', records_embedded: 4, batches: 1, switched: true });
+  t.type(report.db_identity, 'string');
+  t.type(report.elapsed_ms, 'number');
+  t.notMatch(run.stdout, dir, 'no path in the report');
+  t.same(run.stderr.trim().split('\n').map((line) => JSON.parse(line)).map((p: ReembedProgress) => [p.done, p.total]), [[4, 4]], 'one JSON progress line per batch');
+  t.equal(admin('verify', '--db', dbPath).status, 0);
+});
+
+t.test('a killed CLI run leaves the old binding usable and a rerun succeeds', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  const engine = await openEngine(dbPath);
+  await engine.write(async (trx) => {
+    const { insertRecordUnchecked } = await import('../../src/storage/record-repository.js');
+    for (let i = 0; i < 5000; i += 1) await insertRecordUnchecked(trx, candidateRow({ fact: `fact ${i} about the build`, scope_key: `scope-${i % 7}` }), { searchText: `fact ${i}`, embedding: unitVector(i) });
+  });
+  await engine.close();
+  const before = readDb(dbPath);
+  const child = spawn(process.execPath, ['--import', TS_IMPORT, ...ADMIN, 'reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Killed right after its first committed batch: the fill is under way, the switch far off.
+  await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => { if (chunk.includes('"batch"')) resolve(); }));
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.once('exit', resolve));
+  const killed = readDb(dbPath);
+  t.equal(killed.bindingText, before.bindingText, 'old binding');
+  t.same(killed.vec, before.vec, 'old vectors');
+  t.ok(killed.hasNext, 'killed during the fill');
+  const reopened = await openEngine(dbPath);
+  await storeRow(reopened, candidateRow({ scope_key: 'scope-1' }));
+  await reopened.close();
+  const rerun = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
+  t.equal(rerun.status, 0, rerun.status === 0 ? 'rerun exits 0' : rerun.stderr);
+  t.match(JSON.parse(rerun.stdout), { records_embedded: 5001, switched: true });
+});
