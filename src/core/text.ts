@@ -37,6 +37,9 @@ export function searchText(value: string): string {
 }
 
 /** Maximal runs of letters, numbers, marks and private-use characters: the FTS5 token categories (STORAGE.md §4.4). */
+export const TOKEN_RUN = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
+
+/** The token runs of `value` (TOKEN_RUN), in order. */
 export function tokenRuns(value: string): string[] {
-  return value.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? [];
+  return value.match(TOKEN_RUN) ?? [];
 }

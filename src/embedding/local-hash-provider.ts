@@ -1,4 +1,4 @@
-import { searchText, tokenRuns } from '../core/text.js';
+import { TOKEN_RUN, searchText } from '../core/text.js';
 import { EMBEDDING_PROFILES, type EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
 
@@ -28,37 +28,86 @@ const SIGNED_GRAM = fnvBytes(FNV_OFFSET, encoder.encode('~g:'), 0, -1);
 /** The model digest of local-hash-384: the hash of the ASCII text `factlane-local-hash-384-v1`. */
 export const LOCAL_HASH_DIGEST = EMBEDDING_PROFILES['local-hash-384']!.referenceDigest;
 
+const SPACE = 0x20;
+
+/** [start, end) UTF-16 ranges of the tokens of `s`: its token runs, else its space-separated pieces. */
+function tokenRanges(s: string): [number, number][] {
+  const ranges: [number, number][] = [];
+  for (const match of s.matchAll(TOKEN_RUN)) ranges.push([match.index, match.index + match[0].length]);
+  if (ranges.length > 0) return ranges;
+  let from = 0;
+  for (const piece of s.split(' ')) {
+    if (piece !== '') ranges.push([from, from + piece.length]);
+    from += piece.length + 1;
+  }
+  return ranges;
+}
+
 /**
  * Embeds `text` with the local-hash-384 algorithm (CONTRACT.md §14.3): lexical feature hashing of
- * search_text tokens and their code-point 3- and 4-grams, signed, L2-normalised to a unit vector.
- * Features are hashed over the UTF-8 bytes of ` token ` in place (offsets per code point) rather than
- * as concatenated strings; the result is the same as hashing `w:token`, `g:gram`, `~…` literally.
+ * search_text tokens and their code-point 3- and 4-grams of ` token `, signed, L2-normalised to a unit
+ * vector. For speed the text is UTF-8 encoded once and every feature is hashed over byte ranges in place
+ * (the padding spaces as single 0x20 bytes), which gives exactly the hashes of the literal feature
+ * strings `w:…`, `g:…` and `~…`.
  */
 export function localHashEmbedding(text: string, dimension = 384): Float32Array {
   const s = searchText(text);
-  const runs = tokenRuns(s);
-  const tokens = runs.length > 0 ? runs : s.split(' ').filter(Boolean);
+  const bytes = encoder.encode(s);
+  // UTF-16 index -> UTF-8 byte offset, so token ranges from the regex map onto `bytes`.
+  const byteAt = new Int32Array(s.length + 1);
+  for (let i = 0, offset = 0; i <= s.length; ) {
+    byteAt[i] = offset;
+    if (i === s.length) break;
+    const codePoint = s.codePointAt(i)!;
+    const units = codePoint > 0xffff ? 2 : 1;
+    if (units === 2) byteAt[i + 1] = offset;
+    offset += codePoint < 0x80 ? 1 : codePoint < 0x800 ? 2 : codePoint < 0x10000 ? 3 : 4;
+    i += units;
+  }
   const vector = new Float64Array(dimension);
-  const add = (indexState: number, signState: number, bytes: Uint8Array, from: number, to: number, weight: number) => {
-    // One pass over the feature's bytes feeds both hashes (index and sign).
-    let index = indexState;
-    let sign = signState;
-    for (let i = from; i < to; i += 1) {
-      index = Math.imul(index ^ bytes[i]!, FNV_PRIME) >>> 0;
-      sign = Math.imul(sign ^ bytes[i]!, FNV_PRIME) >>> 0;
+  // Element k of the padded token: 0 and n + 1 are the spaces, 1..n its code points at starts[k - 1].
+  const starts: number[] = [];
+  let index = 0;
+  let sign = 0;
+  let n = 0;
+  const feed = (k: number) => {
+    if (k === 0 || k === n + 1) {
+      index = Math.imul(index ^ SPACE, FNV_PRIME) >>> 0;
+      sign = Math.imul(sign ^ SPACE, FNV_PRIME) >>> 0;
+      return;
     }
+    for (let b = starts[k - 1]!, end = starts[k]!; b < end; b += 1) {
+      index = Math.imul(index ^ bytes[b]!, FNV_PRIME) >>> 0;
+      sign = Math.imul(sign ^ bytes[b]!, FNV_PRIME) >>> 0;
+    }
+  };
+  // Weights are multiples of 0.5, so the float sums are exact whatever the order of features.
+  const add = (weight: number) => {
     vector[index % dimension]! += ((sign & 1) === 0 ? 1 : -1) * weight;
   };
-  for (const token of tokens) {
-    const bytes = encoder.encode(` ${token} `);
-    // Byte offset where each code point starts, plus the end.
-    const starts: number[] = [];
-    for (let i = 0; i < bytes.length; i += 1) if ((bytes[i]! & 0xc0) !== 0x80) starts.push(i);
-    starts.push(bytes.length);
-    const codePoints = starts.length - 1;
-    add(WORD, SIGNED_WORD, bytes, 1, bytes.length - 1, 1.0);
-    for (const size of [3, 4]) {
-      for (let i = 0; i + size <= codePoints; i += 1) add(GRAM, SIGNED_GRAM, bytes, starts[i]!, starts[i + size]!, 0.5);
+  for (const [from16, to16] of tokenRanges(s)) {
+    const from = byteAt[from16]!;
+    const to = byteAt[to16]!;
+    starts.length = 0;
+    for (let b = from; b < to; b += 1) if ((bytes[b]! & 0xc0) !== 0x80) starts.push(b);
+    n = starts.length;
+    starts.push(to);
+    index = WORD;
+    sign = SIGNED_WORD;
+    for (let k = 1; k <= n; k += 1) feed(k);
+    add(1.0);
+    // The 4-gram starting at k extends the 3-gram starting at k by one element: hash it once.
+    for (let k = 0; k + 3 <= n + 2; k += 1) {
+      index = GRAM;
+      sign = SIGNED_GRAM;
+      feed(k);
+      feed(k + 1);
+      feed(k + 2);
+      add(0.5);
+      if (k + 4 <= n + 2) {
+        feed(k + 3);
+        add(0.5);
+      }
     }
   }
   let sumSquares = 0;
