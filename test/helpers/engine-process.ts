@@ -21,14 +21,16 @@ if (mode === 'engine') {
     }
   }
 } else if (mode === 'exclusive') {
-  MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
+  const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
   process.stdout.write('ready\n');
-  setInterval(() => {}, 1 << 30);
+  // Keep the lease descriptor reachable for the life of the process.
+  setInterval(() => target.path, 1 << 30);
 } else if (mode === 'lock') {
   const raw = new RawDatabase(dbPath);
   raw.exec('BEGIN IMMEDIATE');
   process.stdout.write('ready\n');
-  setInterval(() => {}, 1 << 30);
+  // The timer keeps a reference to the connection: a collected connection would close and drop the lock.
+  setInterval(() => raw.inTransaction, 1 << 30);
 } else {
   throw new Error(`unknown mode ${mode}`);
 }
