@@ -11,6 +11,9 @@ await build({
   },
   outdir: 'dist/bin',
   bundle: true,
+  // Dynamic imports (the o200k_base tables, ~5 MB) become chunks loaded on first use, not at start.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   platform: 'node',
   format: 'esm',
   target: 'node20',
