@@ -7,7 +7,7 @@ import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
-import { inspectSchema } from '../storage/schema-inspection.js';
+import { bindingProfileId, inspectSchema } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
@@ -32,15 +32,6 @@ function fsyncPath(path: string): void {
     fsyncSync(fd);
   } finally {
     closeSync(fd);
-  }
-}
-
-function profileId(bindingText: string | null): string | null {
-  try {
-    const id = bindingText === null ? null : (JSON.parse(bindingText) as { profile_id?: unknown }).profile_id;
-    return typeof id === 'string' ? id : null;
-  } catch {
-    return null;
   }
 }
 
@@ -84,7 +75,7 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
       database_id: findings.meta.database_id ?? null,
       schema_version: findings.schemaVersion,
       contract_version: findings.contractVersion,
-      embedding_profile_id: profileId(findings.bindingText),
+      embedding_profile_id: bindingProfileId(findings.bindingText),
       vector_dimension: findings.vectorDimension,
       created_at: formatTimestamp(clock()),
       file_bytes: statSync(file).size,

@@ -10,7 +10,7 @@ import {
   readDocuments, readVectorRows, recreateNextTable, switchVectorTable, vectorTableDefinitions, writeNextVectors,
   type VectorChanges, type VectorDocument, type VectorRow,
 } from '../storage/reembed-repository.js';
-import { schemaRefusal } from '../storage/schema-inspection.js';
+import { bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
 import { WriteConnection } from '../storage/write-connection.js';
 
 /** Records embedded per committed batch unless told otherwise. */
@@ -67,15 +67,6 @@ export function reembedBindingJson(profile: EmbeddingProfile, provenance: Runtim
   return canonicalJson({ ...binding, compatibility_proof: { basis: 'OPERATOR_REEMBED', bound_at: boundAt } });
 }
 
-function boundProfileId(bindingText: string | null): string | null {
-  try {
-    const id = bindingText === null ? null : (JSON.parse(bindingText) as { profile_id?: unknown }).profile_id;
-    return typeof id === 'string' ? id : null;
-  } catch {
-    return null;
-  }
-}
-
 /** Document embeddings of `documents`, checked for count and dimension (SCHEMA_MISMATCH otherwise). */
 async function embed(provider: EmbeddingProvider, documents: readonly VectorDocument[]): Promise<{ row: VectorRow; embedding: Float32Array }[]> {
   if (documents.length === 0) return [];
@@ -117,7 +108,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     const startProvenance = await provider.statusCheck();
     const fingerprint = runtimeFingerprint(startProvenance);
     const plan = target.withReadOnly(readVectorRows);
-    const report = { db_identity: target.dbIdentity, dry_run: options.dryRun === true, from_profile: boundProfileId(findings.bindingText), to_profile: profile.profileId, records_to_embed: plan.length };
+    const report = { db_identity: target.dbIdentity, dry_run: options.dryRun === true, from_profile: bindingProfileId(findings.bindingText), to_profile: profile.profileId, records_to_embed: plan.length };
     const progress = new ProgressMeter(plan.length, options.onProgress);
 
     if (options.dryRun) {

@@ -1,3 +1,4 @@
+export { withReadOnly } from './write-connection.js';
 import { createHash } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -11,8 +12,7 @@ import type { SqliteConnection } from './native.js';
 import { probeRuntime, type RuntimeProbeOptions } from './runtime-probe.js';
 import { inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
-import { translateSqliteError } from './sqlite-errors.js';
-import { WriteConnection, openReadOnlyConnection } from './write-connection.js';
+import { WriteConnection, withReadOnly } from './write-connection.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
 
 /** Options of MaintenanceTarget.open. */
@@ -140,16 +140,4 @@ export class MaintenanceTarget {
 
 function inspectEmpty(): SchemaFindings {
   return { kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null, interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null };
-}
-
-/** Opens a read-only connection, runs `work`, closes it; SQLite errors are translated. */
-export function withReadOnly<T>(path: string, work: (connection: SqliteConnection) => T, options: { loadVec?: boolean } = {}): T {
-  const connection = openReadOnlyConnection(path, options);
-  try {
-    return work(connection);
-  } catch (error) {
-    throw translateSqliteError(error);
-  } finally {
-    connection.close();
-  }
 }

@@ -91,3 +91,13 @@ export function schemaRefusal(findings: SchemaFindings, shipped: readonly Migrat
   }
   return null;
 }
+
+/** The `profile_id` of a stored binding text, or null when absent or malformed. */
+export function bindingProfileId(bindingText: string | null): string | null {
+  try {
+    const id = bindingText === null ? null : (JSON.parse(bindingText) as { profile_id?: unknown }).profile_id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
+}

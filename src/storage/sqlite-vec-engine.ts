@@ -13,8 +13,7 @@ import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import { inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
-import { translateSqliteError } from './sqlite-errors.js';
-import { WriteConnection, openReadOnlyConnection, type WriteWork } from './write-connection.js';
+import { WriteConnection, withReadOnly, type WriteWork } from './write-connection.js';
 
 /** The embedding binding written into a new database (CONTRACT.md §14.5). */
 export interface NewDatabaseBinding {
@@ -76,16 +75,11 @@ function parseBindingDimension(bindingText: string | null): number | null {
  * could convert it to WAL, and read the recovery interlock.
  */
 function inspectExistingFile(path: string, shipped: readonly MigrationFile[]): SchemaFindings {
-  let connection;
   try {
-    connection = openReadOnlyConnection(path);
-    return inspectSchema(connection, shipped);
+    return withReadOnly(path, (connection) => inspectSchema(connection, shipped));
   } catch (error) {
-    const translated = translateSqliteError(error);
-    if (translated instanceof AdapterError) throw translated;
+    if (error instanceof AdapterError) throw error;
     throw new AdapterError('BACKEND_UNAVAILABLE', 'the recovery interlock could not be read; the database was not opened', { cause: error });
-  } finally {
-    connection?.close();
   }
 }
 

@@ -136,3 +136,15 @@ export function openReadOnlyConnection(path: string, options: { loadVec?: boolea
     throw translateSqliteError(error);
   }
 }
+
+/** Opens a read-only connection, runs `work`, closes it; SQLite errors are translated. */
+export function withReadOnly<T>(path: string, work: (connection: SqliteConnection) => T, options: { loadVec?: boolean } = {}): T {
+  const connection = openReadOnlyConnection(path, options);
+  try {
+    return work(connection);
+  } catch (error) {
+    throw translateSqliteError(error);
+  } finally {
+    connection.close();
+  }
+}
