@@ -65,48 +65,39 @@ export function localHashEmbedding(text: string, dimension = 384): Float32Array 
     i += units;
   }
   const vector = new Float64Array(dimension);
-  // Element k of the padded token: 0 and n + 1 are the spaces, 1..n its code points at starts[k - 1].
+  // Element e of the padded token: 0 and n + 1 are the spaces, 1..n its code points at starts[e - 1].
   const starts: number[] = [];
-  let index = 0;
-  let sign = 0;
-  let n = 0;
-  const feed = (k: number) => {
-    if (k === 0 || k === n + 1) {
-      index = Math.imul(index ^ SPACE, FNV_PRIME) >>> 0;
-      sign = Math.imul(sign ^ SPACE, FNV_PRIME) >>> 0;
-      return;
-    }
-    for (let b = starts[k - 1]!, end = starts[k]!; b < end; b += 1) {
-      index = Math.imul(index ^ bytes[b]!, FNV_PRIME) >>> 0;
-      sign = Math.imul(sign ^ bytes[b]!, FNV_PRIME) >>> 0;
-    }
-  };
-  // Weights are multiples of 0.5, so the float sums are exact whatever the order of features.
-  const add = (weight: number) => {
-    vector[index % dimension]! += ((sign & 1) === 0 ? 1 : -1) * weight;
-  };
   for (const [from16, to16] of tokenRanges(s)) {
     const from = byteAt[from16]!;
     const to = byteAt[to16]!;
     starts.length = 0;
     for (let b = from; b < to; b += 1) if ((bytes[b]! & 0xc0) !== 0x80) starts.push(b);
-    n = starts.length;
+    const n = starts.length;
     starts.push(to);
-    index = WORD;
-    sign = SIGNED_WORD;
-    for (let k = 1; k <= n; k += 1) feed(k);
-    add(1.0);
-    // The 4-gram starting at k extends the 3-gram starting at k by one element: hash it once.
+    let index = WORD;
+    let sign = SIGNED_WORD;
+    for (let b = from; b < to; b += 1) {
+      index = Math.imul(index ^ bytes[b]!, FNV_PRIME) >>> 0;
+      sign = Math.imul(sign ^ bytes[b]!, FNV_PRIME) >>> 0;
+    }
+    vector[index % dimension]! += (sign & 1) === 0 ? 1 : -1;
+    // The 4-gram starting at k extends the 3-gram starting at k by one element, so one pass hashes both.
+    // Weights are multiples of 0.5, so the float sums are exact whatever the order of features.
     for (let k = 0; k + 3 <= n + 2; k += 1) {
       index = GRAM;
       sign = SIGNED_GRAM;
-      feed(k);
-      feed(k + 1);
-      feed(k + 2);
-      add(0.5);
-      if (k + 4 <= n + 2) {
-        feed(k + 3);
-        add(0.5);
+      const last = Math.min(k + 3, n + 1);
+      for (let e = k; e <= last; e += 1) {
+        if (e === 0 || e === n + 1) {
+          index = Math.imul(index ^ SPACE, FNV_PRIME) >>> 0;
+          sign = Math.imul(sign ^ SPACE, FNV_PRIME) >>> 0;
+        } else {
+          for (let b = starts[e - 1]!, end = starts[e]!; b < end; b += 1) {
+            index = Math.imul(index ^ bytes[b]!, FNV_PRIME) >>> 0;
+            sign = Math.imul(sign ^ bytes[b]!, FNV_PRIME) >>> 0;
+          }
+        }
+        if (e >= k + 2) vector[index % dimension]! += (sign & 1) === 0 ? 0.5 : -0.5;
       }
     }
   }
@@ -117,7 +108,9 @@ export function localHashEmbedding(text: string, dimension = 384): Float32Array 
     vector[fnv1a32(s) % dimension] = 1;
     norm = 1;
   }
-  return Float32Array.from(vector, (x) => x / norm);
+  const unit = new Float32Array(dimension);
+  for (let i = 0; i < dimension; i += 1) unit[i] = vector[i]! / norm;
+  return unit;
 }
 
 /** The built-in, offline, lexical provider. Its status check always succeeds with constant provenance. */
