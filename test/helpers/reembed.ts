@@ -4,7 +4,7 @@ import { AdapterError } from '../../src/core/adapter-error.js';
 import type { RuntimeProvenance } from '../../src/embedding/embedding-provider.js';
 import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import type { NewRecordRow } from '../../src/storage/record-repository.js';
-import { candidateRow, openEngine, RawDatabase, sqliteVec, storeRow, unitVector } from './storage.js';
+import { RawDatabase, candidateRow, openEngine, sqliteVec, storeRow, unitVector, withRaw } from './storage.js';
 
 /** Local-hash provider with fault injection: embedDocuments call `failOnCall` throws; status checks after the first report another digest. */
 export class FaultyProvider extends LocalHashProvider {
@@ -28,16 +28,6 @@ export class FaultyProvider extends LocalHashProvider {
 
 export interface VecRow { rowid: number; scope_key: string; is_current: number; dim: number }
 
-/** Runs `read` on a raw read-only connection with sqlite-vec loaded. */
-export function withRaw<T>(dbPath: string, read: (db: InstanceType<typeof RawDatabase>) => T): T {
-  const db = new RawDatabase(dbPath, { readonly: true });
-  try {
-    sqliteVec.load(db);
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
 
 /** The binding, vector rows, records and whether fact_vec_next exists. */
 export function readDb(dbPath: string) {

@@ -54,16 +54,23 @@ export function storeRow(engine: SQLiteVecEngine, row: NewRecordRow, hot = 0): P
   return engine.write((trx) => insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
 }
 
-/** Row counts of the record, FTS and vector tables, read on a raw read-only connection. */
-export function tableCounts(dbPath: string): { records: number; fts: number; vec: number; meta: number; migrations: number } {
+/** Runs `read` on a raw read-only connection with sqlite-vec loaded, then closes it. */
+export function withRaw<T>(dbPath: string, read: (db: InstanceType<typeof RawDatabase>) => T): T {
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
     sqliteVec.load(db);
-    const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    return { records: count('adapter_records'), fts: count('fact_fts'), vec: count('fact_vec'), meta: count('adapter_meta'), migrations: count('schema_migrations') };
+    return read(db);
   } finally {
     db.close();
   }
+}
+
+/** Row counts of the record, FTS and vector tables, read on a raw read-only connection. */
+export function tableCounts(dbPath: string): { records: number; fts: number; vec: number; meta: number; migrations: number } {
+  return withRaw(dbPath, (db) => {
+    const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    return { records: count('adapter_records'), fts: count('fact_fts'), vec: count('fact_vec'), meta: count('adapter_meta'), migrations: count('schema_migrations') };
+  });
 }
 
 const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;

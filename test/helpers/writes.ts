@@ -10,7 +10,7 @@ import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import { openLocalHashEngine } from './mcp.js';
-import { RawDatabase, sqliteVec } from './storage.js';
+import { withRaw } from './storage.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Json = Record<string, any>;
@@ -87,15 +87,6 @@ export interface DiskState {
   readonly currentVectors: Record<string, number>;
 }
 
-function withRaw<T>(dbPath: string, read: (db: InstanceType<typeof RawDatabase>) => T): T {
-  const db = new RawDatabase(dbPath, { readonly: true });
-  try {
-    sqliteVec.load(db);
-    return read(db);
-  } finally {
-    db.close();
-  }
-}
 
 /** What is on disk, read on a raw read-only connection with sqlite-vec loaded. */
 export function diskState(dbPath: string): DiskState {
