@@ -15,7 +15,7 @@ t.test('factlane/schema resolves through the package exports and carries the con
   t.same(json.inputSchema.required, ['request'], 'JSON Schema files emitted at build');
 });
 
-t.test('docs/TOOLS.md is the generated tool reference', { skip: built ? false : 'run npm run build first' }, async (t) => {
+t.test('docs/TOOLS.md and docs/errors.md are generated from schema/', { skip: built ? false : 'run npm run build first' }, async (t) => {
   const { spawnSync } = await import('node:child_process');
   const result = spawnSync(process.execPath, [join(REPO_ROOT, 'scripts/tools-doc.mjs'), '--check'], { encoding: 'utf8' });
   t.equal(result.status, 0, result.stderr);
