@@ -13,3 +13,4 @@ export * from './tool-schemas.js';
 export * from './runtime-schemas.js';
 export * from './tool-reference.js';
 export type { DB } from '../generated/db.js';
+export * from './lineage-audit.js';

@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
+import { auditDatabase } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
 import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
@@ -14,10 +15,11 @@ const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
   factlane-admin verify (--db PATH | --backup FILE) [--json]
   factlane-admin reembed --db PATH --profile ID [--ollama-url URL] [--dry-run] [--json]
+  factlane-admin audit --db PATH [--json]
 
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
-restore, audit, housekeep and recover are not in this build yet.
-exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify found problems
+restore, housekeep and recover are not in this build yet.
+exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems
 `;
 
 const argv = process.argv.slice(2);
@@ -45,6 +47,8 @@ function parse() {
     if (parsed.values['ollama-url'] !== undefined && !isLoopbackOllamaUrl(parsed.values['ollama-url'])) {
       throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
     }
+  } else if (command === 'audit') {
+    if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('audit needs --db PATH');
   } else if (command === 'backup') {
     if (!parsed.values.db || !parsed.values.out || parsed.values.backup) throw new UsageError('backup needs --db PATH and --out FILE');
   } else if (command === 'verify') {
@@ -99,6 +103,15 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   }
   const target = MaintenanceTarget.open({ dbPath: values.db!, lease: 'shared' });
   try {
+    if (command === 'audit') {
+      const report = { db_identity: target.dbIdentity, ...auditDatabase(target) };
+      if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        process.stdout.write(`audit: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}\n`);
+        for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(26)} ${check.count}${check.samples.length > 0 ? `  e.g. ${check.samples.slice(0, 3).join(', ')}` : ''}\n`);
+      }
+      return report.ok ? EXIT.OK : EXIT.PROBLEMS;
+    }
     if (command === 'verify') {
       const report = { db_identity: target.dbIdentity, ...verifyDatabase(target) };
       if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

@@ -6,6 +6,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
+import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import { bindingProfileId, inspectSchema } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
@@ -24,6 +25,7 @@ export interface BackupManifest {
   readonly file_sha256: string;
   readonly lifecycle_counts: Record<string, number>;
   readonly verification: { readonly integrity_check: 'PASS' | 'FAIL'; readonly checks: readonly CheckResult[] };
+  readonly audit: AuditReport;
 }
 
 function fsyncPath(path: string): void {
@@ -42,8 +44,6 @@ function fsyncPath(path: string): void {
  * recovery interlock. VERIFY_FAILED when the copy's integrity_check fails; other check failures are
  * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
  * temporary file is removed.
- *
- * Not yet covered: the §4.4 audit (lineage invariants) arrives with `factlane-admin audit`.
  */
 export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: string, clock: Clock): Promise<BackupManifest> {
   if (target.findings.interlockPresent) {
@@ -82,6 +82,7 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
       file_sha256: createHash('sha256').update(bytes).digest('hex'),
       lifecycle_counts: lifecycleCounts(file),
       verification: { integrity_check: 'PASS', checks },
+      audit: auditFile(file, target.shipped),
     };
     writeFileSync(manifestPath, `${canonicalJson(manifest)}\n`, { mode: 0o600, flag: 'wx' });
     fsyncPath(dirname(file));

@@ -1,0 +1,67 @@
+// The lineage invariant queries of STORAGE.md §7.4 that `factlane-admin audit` runs (OPERATIONS.md §4.4).
+// Each query returns the offending rows as `sample` (a record_id, or `table:rowid` for rows without a
+// record); an empty result is a PASS. Plain SQL over the storage contract v2 tables, read-only.
+
+const LIVE = "('CANDIDATE', 'VALIDATED_CURRENT')";
+const CURRENT_ROLE = "CASE r.scope WHEN 'GLOBAL_USER' THEN 'OWNER_CURRENT' WHEN 'PROJECT' THEN 'PROJECT_CURRENT' WHEN 'TOOL_ENVIRONMENT' THEN 'TOOL_ENV_CURRENT' ELSE 'WORKFLOW_CURRENT' END";
+
+/** Audit check name → the SQL selecting its violations as `sample`, ordered for stable reports. */
+export const LINEAGE_AUDIT_QUERIES = Object.freeze({
+  /** L2: at most one live record per memory. */
+  no_current_forks: `SELECT r.record_id AS sample FROM adapter_records r WHERE r.lifecycle_state IN ${LIVE}
+    AND r.memory_id IN (SELECT memory_id FROM adapter_records WHERE lifecycle_state IN ${LIVE} GROUP BY memory_id HAVING count(*) > 1)
+    ORDER BY r.record_id`,
+  /** L3: at most one successor per record. */
+  single_successor: `SELECT p.record_id AS sample FROM adapter_records p
+    WHERE (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) > 1 ORDER BY p.record_id`,
+  /** L7: every SUPERSEDED or HISTORICAL record has exactly one successor; a live record has none. */
+  superseded_have_successor: `SELECT p.record_id AS sample FROM adapter_records p
+    WHERE (p.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) <> 1)
+       OR (p.lifecycle_state IN ${LIVE} AND EXISTS (SELECT 1 FROM adapter_records c WHERE c.parent_record_id = p.record_id))
+    ORDER BY p.record_id`,
+  /** L1, L4: revisions 1…n per memory; revision k > 1 has the memory's revision k − 1 as parent. */
+  revisions_consecutive: `SELECT r.record_id AS sample FROM adapter_records r
+    WHERE (r.revision > 1 AND NOT EXISTS (SELECT 1 FROM adapter_records p WHERE p.record_id = r.parent_record_id AND p.memory_id = r.memory_id AND p.revision = r.revision - 1))
+       OR r.memory_id IN (SELECT memory_id FROM adapter_records GROUP BY memory_id HAVING min(revision) <> 1 OR max(revision) <> count(*))
+    ORDER BY r.record_id`,
+  /** L5, L6: revision 1 is a root or a REPLACE successor; a successor keeps its parent's scope tuple. */
+  lineage_shape: `SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN adapter_records p ON p.record_id = r.parent_record_id
+    WHERE (r.revision = 1 AND NOT ((r.parent_record_id IS NULL AND r.supersedes = '[]')
+             OR (p.record_id IS NOT NULL AND p.memory_id <> r.memory_id AND r.supersedes = json_array(p.memory_id))))
+       OR (r.revision > 1 AND r.supersedes <> '[]')
+       OR (r.parent_record_id IS NOT NULL AND p.record_id IS NULL)
+       OR (p.record_id IS NOT NULL AND (p.scope IS NOT r.scope OR p.project_id IS NOT r.project_id OR p.worktree_id IS NOT r.worktree_id
+             OR p.workflow_id IS NOT r.workflow_id OR p.agent_id IS NOT r.agent_id))
+    ORDER BY r.record_id`,
+  /** L8: current and Candidate metadata (STORAGE.md §7.3). */
+  current_metadata: `SELECT r.record_id AS sample FROM adapter_records r
+    WHERE (r.lifecycle_state = 'VALIDATED_CURRENT' AND (r.authority_role <> ${CURRENT_ROLE}
+             OR r.verified_by NOT IN ('OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK') OR r.source_timestamp IS NULL
+             OR r.last_verified_at IS NULL OR r.contradiction_state NOT IN ('NONE', 'RESOLVED')))
+       OR (r.lifecycle_state = 'CANDIDATE' AND (r.authority_role <> 'UNRESOLVED' OR r.verified_by <> 'UNVERIFIED'))
+    ORDER BY r.record_id`,
+  /** L9: no two current records of one scope share a contradiction key with different content. */
+  contradiction_exclusive: `SELECT a.record_id AS sample FROM adapter_records a WHERE a.lifecycle_state = 'VALIDATED_CURRENT'
+    AND EXISTS (SELECT 1 FROM adapter_records b WHERE b.lifecycle_state = 'VALIDATED_CURRENT' AND b.scope_key = a.scope_key
+      AND b.contradiction_key = a.contradiction_key AND b.native_content_hash <> a.native_content_hash)
+    ORDER BY a.record_id`,
+  /** L10: FTS and vector rows per lifecycle (STORAGE.md §4.5); the vector's scope_key and is_current equal the record's. */
+  derived_state: `SELECT record_id AS sample FROM (
+      SELECT r.record_id, r.lifecycle_state AS state, r.scope_key AS key,
+        EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) AS has_fts,
+        (SELECT count(*) FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_rows,
+        (SELECT v.scope_key FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_key,
+        (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_current
+      FROM adapter_records r)
+    WHERE (state IN ('CANDIDATE', 'VALIDATED_CURRENT', 'SUPERSEDED')
+             AND (NOT has_fts OR vec_rows <> 1 OR vec_key IS NOT key OR vec_current IS NOT (state = 'VALIDATED_CURRENT')))
+       OR (state = 'HISTORICAL' AND (NOT has_fts OR vec_rows <> 0))
+       OR (state = 'QUARANTINED' AND (has_fts OR vec_rows <> 0))
+    ORDER BY record_id`,
+  /** L10: no FTS or vector row lacks its record. */
+  no_orphans: `SELECT 'fact_fts:' || f.rowid AS sample FROM fact_fts f WHERE f.rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
+} as const);
+
+/** The names of the lineage checks, in report order. */
+export type LineageCheck = keyof typeof LINEAGE_AUDIT_QUERIES;

@@ -1,0 +1,42 @@
+import { runLineageAudit, type AuditCheck } from '../storage/lineage-audit.js';
+import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
+import type { MigrationFile } from '../storage/migration-files.js';
+import { inspectSchema } from '../storage/schema-inspection.js';
+import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+
+/** The `factlane-admin audit` report (OPERATIONS.md §4.4). */
+export interface AuditReport {
+  readonly ok: boolean;
+  readonly checks: readonly AuditCheck[];
+}
+
+function fromVerify(name: string, verify: readonly CheckResult[], parts: readonly string[]): AuditCheck {
+  const failed = verify.filter((check) => parts.includes(check.name) && check.status === 'FAIL');
+  return { name, status: failed.length === 0 ? 'PASS' : 'FAIL', count: failed.length, samples: [] };
+}
+
+/**
+ * Audits the database file at `path` read-only (sqlite-vec loaded, no writer function): the lineage
+ * invariants L1-L10 (schema package queries), fences, schema currency, the recovery interlock and
+ * quick_check, each PASS/FAIL with a count and up to 20 samples.
+ */
+export function auditFile(path: string, shipped: readonly MigrationFile[]): AuditReport {
+  const checks = withReadOnly(path, (connection) => {
+    const findings = inspectSchema(connection, shipped);
+    const verify = verifySchema(connection, findings, shipped);
+    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection) : [];
+    return [
+      ...lineage,
+      fromVerify('fences_present', verify, ['fences_present']),
+      fromVerify('schema_current', verify, ['contract_version', 'versions_contiguous', 'checksums_match', 'release_knows_version']),
+      { name: 'interlock_absent', status: findings.interlockPresent ? 'FAIL' : 'PASS', count: findings.interlockPresent ? 1 : 0, samples: [] } as AuditCheck,
+      fromVerify('quick_check', verify, ['quick_check']),
+    ];
+  }, { loadVec: true });
+  return { ok: checks.every((check) => check.status === 'PASS'), checks };
+}
+
+/** Audits a live database under the caller's shared lease. */
+export function auditDatabase(target: MaintenanceTarget): AuditReport {
+  return auditFile(target.path, target.shipped);
+}

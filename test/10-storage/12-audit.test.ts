@@ -1,0 +1,123 @@
+import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { auditFile } from '../../src/maintenance/audit-operation.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { RawDatabase, REPO_ROOT, sqliteVec, writeInterlock } from '../helpers/storage.js';
+import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
+
+// factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+
+/** A database with a real lineage: a promoted Candidate, a REPLACE, a contradiction Candidate, a REVERIFY. */
+async function lineage(t: Test): Promise<{ dbPath: string; close: () => Promise<void>; records: Record<string, Json> }> {
+  const bench = await openWriteBench(t);
+  const owner = bench.adapter('owner-current');
+  const delegated = bench.adapter('delegated-candidate');
+  const candidate = (await store(delegated, storeRequest({ fact: 'The build uses Node 20', subject: 'node' }))).results[0];
+  const promoted = (await update(owner, reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-01T00:00:00Z' } }))).results[0];
+  const replaced = (await update(owner, replaceRequest(promoted, { fact: 'The build uses Node 22', subject: 'node' }))).results[0];
+  const conflicting = (await store(delegated, storeRequest({ fact: 'The build uses Node 18', subject: 'node' }))).results[0];
+  const shell = (await store(owner, currentRequest({ fact: 'The shell is zsh', subject: 'shell' }))).results[0];
+  const reverified = (await update(owner, reverifyRequest(shell))).results[0];
+  return { dbPath: bench.dbPath, close: () => bench.engine.close(), records: { candidate, promoted, replaced, conflicting, shell, reverified } };
+}
+
+/** A raw connection that passes the fences, as a careless tool with the writer function would. */
+function tamper(dbPath: string, work: (db: InstanceType<typeof RawDatabase>) => void): void {
+  const db = new RawDatabase(dbPath);
+  try {
+    sqliteVec.load(db);
+    db.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    work(db);
+  } finally {
+    db.close();
+  }
+}
+
+const shipped = () => MaintenanceTarget.shippedMigrations();
+const failing = (dbPath: string) => Object.fromEntries(auditFile(dbPath, shipped()).checks.filter((c) => c.status === 'FAIL').map((c) => [c.name, c.samples]));
+
+t.test('a database written through the product passes every check', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  const report = auditFile(dbPath, shipped());
+  t.same(report.checks.map((c) => c.name), ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive', 'lineage_shape',
+    'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check']);
+  t.same(report.checks.filter((c) => c.status === 'FAIL'), []);
+  t.equal(report.ok, true);
+  const cli = admin('audit', '--db', dbPath, '--json');
+  t.equal(cli.status, 0, cli.stderr);
+  t.equal(JSON.parse(cli.stdout).ok, true);
+});
+
+t.test('each broken invariant fails its check and names the records', async (t) => {
+  const { dbPath, close, records } = await lineage(t);
+  await close();
+  const { shell, reverified, replaced, promoted } = records as Record<string, Json>;
+  tamper(dbPath, (db) => {
+    // L8: a current record that claims no verifier.
+    db.prepare("UPDATE adapter_records SET verified_by = 'UNVERIFIED' WHERE record_id = ?").run(reverified.record_id);
+    // L6: a successor moved to another scope.
+    db.prepare("UPDATE adapter_records SET agent_id = 'elsewhere' WHERE record_id = ?").run(replaced.record_id);
+    // L10: a record that lost its FTS row, and an FTS row without a record.
+    const rowId = (db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').get(promoted.record_id) as { row_id: number }).row_id;
+    db.prepare('DELETE FROM fact_fts WHERE rowid = ?').run(rowId);
+    db.prepare("INSERT INTO fact_fts (rowid, search_text) VALUES (999999, 'stray')").run();
+  });
+  const failures = failing(dbPath);
+  t.same(failures.current_metadata, [reverified.record_id]);
+  t.same(failures.lineage_shape, [replaced.record_id]);
+  t.same(failures.derived_state, [promoted.record_id]);
+  t.same(failures.no_orphans, ['fact_fts:999999']);
+  t.notOk('no_current_forks' in failures, 'untouched invariants still pass');
+  void shell;
+  const cli = admin('audit', '--db', dbPath);
+  t.equal(cli.status, 3, 'problems found → exit 3');
+  t.match(cli.stdout, /FAIL {2}current_metadata/);
+});
+
+t.test('forks, successors, revisions and contradictions', async (t) => {
+  const { dbPath, close, records } = await lineage(t);
+  await close();
+  const { shell, reverified, conflicting, replaced } = records as Record<string, Json>;
+  tamper(dbPath, (db) => {
+    db.exec('DROP INDEX ux_adapter_live_memory');
+    // L2 and L7: the superseded revision of `shell` comes back to life beside its successor.
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT' WHERE record_id = ?").run(shell.record_id);
+    // L9: the conflicting Candidate becomes current beside the fact it contradicts.
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT', verified_by = 'OWNER', authority_role = 'OWNER_CURRENT', contradiction_state = 'NONE', source_timestamp = '2026-11-01T00:00:00Z', last_verified_at = '2026-11-01T00:00:00Z' WHERE record_id = ?").run(conflicting.record_id);
+  });
+  const failures = failing(dbPath);
+  t.same(failures.no_current_forks, [shell.record_id, reverified.record_id].sort());
+  t.same(failures.superseded_have_successor, [shell.record_id]);
+  t.same(failures.contradiction_exclusive, [conflicting.record_id, replaced.record_id].sort());
+  t.ok(failures.derived_state?.includes(shell.record_id), 'its vector still says not current');
+  tamper(dbPath, (db) => db.prepare('UPDATE adapter_records SET revision = 7 WHERE record_id = ?').run(reverified.record_id));
+  t.ok(failing(dbPath).revisions_consecutive?.includes(reverified.record_id), 'L4: a gap in the revisions');
+});
+
+t.test('fences, schema and the interlock', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  tamper(dbPath, (db) => db.exec('DROP TRIGGER factlane_v2_adapter_update_fence'));
+  writeInterlock(dbPath);
+  const failures = failing(dbPath);
+  t.ok('fences_present' in failures);
+  t.ok('interlock_absent' in failures);
+  t.notOk('schema_current' in failures);
+});
+
+t.test('a backup manifest records the audit', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  const out = join(dirname(dbPath), 'backup.sqlite3');
+  const result = admin('backup', '--db', dbPath, '--out', out, '--json');
+  t.equal(result.status, 0, result.stderr);
+  const manifest = JSON.parse(result.stdout).manifest;
+  t.equal(manifest.audit.ok, true);
+  t.equal(manifest.audit.checks.length, 13);
+});
