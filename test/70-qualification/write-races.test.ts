@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { auditFile } from '../../src/maintenance/audit-operation.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import { RawDatabase, sqliteVec, tableCounts } from '../helpers/storage.js';
 
@@ -145,6 +147,7 @@ t.test('two server processes racing REVERIFY and REPLACE on one memory: exactly 
   // On disk, on a raw read-only connection.
   const { rows, quickCheck, currentVectors } = readDisk(dbPath);
   t.same(quickCheck, ['ok'], 'PRAGMA quick_check is ok');
+  t.same(auditFile(dbPath, MaintenanceTarget.shippedMigrations()).checks.filter((c) => c.status === 'FAIL'), [], 'factlane-admin audit: every lineage invariant holds');
   t.equal(rows.length, 1 + 2 * ROUNDS, 'one record per winning write, none from a loser');
   t.same(new Set(rows.map((r) => r.idempotency_key)), winningKeys, 'exactly the winners’ idempotency keys are used');
 
