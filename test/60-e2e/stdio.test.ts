@@ -1,16 +1,14 @@
 import t, { type Test } from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
-import { FACTLANE_BIN, launchSandbox, sortedJson, textOf } from '../helpers/mcp.js';
+import { FACTLANE_BIN, launchSandbox, sortedJson, startLauncher, textOf } from '../helpers/mcp.js';
 import { RawDatabase } from '../helpers/storage.js';
 
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
@@ -18,22 +16,8 @@ const modeOf = (path: string) => statSync(path).mode & 0o777;
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
-/** Starts the built launcher through the SDK stdio client; exposes the child to observe its exit. */
-async function startServer(t: Test, args: string[]) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr!.on('data', (chunk) => { stderr += chunk; });
-  const client = new Client({ name: 'factlane-e2e', version: '0.0.0' });
-  await client.connect(transport);
-  // The SDK keeps the ChildProcess private; the exit code and any kill() it sends are only visible there.
-  const child = (transport as unknown as { _process: ChildProcess })._process;
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const kills: unknown[] = [];
-  const kill = child.kill.bind(child);
-  child.kill = (signal?: NodeJS.Signals | number) => { kills.push(signal); return kill(signal); };
-  t.teardown(() => client.close());
-  return { client, child, exited, kills, stderr: () => stderr };
-}
+/** Starts the built launcher through the SDK stdio client. */
+const startServer = (t: Test, args: string[]) => startLauncher(t, args, 'factlane-e2e');
 
 function leaseIsFree(dbPath: string): boolean {
   try {

@@ -3,13 +3,10 @@
 // as a replay (it was committed before the kill, whether or not its answer got out) or as a fresh write
 // (it was not): never IDEMPOTENCY_CONFLICT, never a partial record.
 import t, { type Test } from 'tap';
-import { type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { FACTLANE_BIN } from '../helpers/mcp.js';
+import { startLauncher } from '../helpers/mcp.js';
 import { RawDatabase, tableCounts } from '../helpers/storage.js';
 
 const ITERATIONS = 20;
@@ -20,23 +17,12 @@ const HOST_ID = 'crash-host';
 const SCOPE = { scope: 'PROJECT', project_id: 'crash-project' } as const;
 
 type Envelope = { status: string; error_code?: string; idempotent_replay?: boolean; results: { record_id: string; fact: string; lifecycle_state: string }[] };
-type Exit = { code: number | null; signal: NodeJS.Signals | null };
 type Sent = { request: Record<string, unknown>; first: Envelope | null };
 
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** The built launcher as an owner-current server on `dbPath`, through the SDK stdio client. */
-async function startServer(t: Test, dbPath: string) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, '--db', dbPath, '--host-id', HOST_ID, '--write-profile', 'owner-current'], stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr!.on('data', (chunk) => { stderr += chunk; });
-  const client = new Client({ name: 'factlane-crash', version: '0.0.0' });
-  await client.connect(transport);
-  const child = (transport as unknown as { _process: ChildProcess })._process;
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  t.teardown(() => client.close());
-  return { client, child, exited, stderr: () => stderr };
-}
+const startServer = (t: Test, dbPath: string) => startLauncher(t, ['--db', dbPath, '--host-id', HOST_ID, '--write-profile', 'owner-current'], 'factlane-crash');
 type Server = Awaited<ReturnType<typeof startServer>>;
 
 /** Sends memory_store; resolves with the envelope, or null when the connection died first. Tool errors throw. */

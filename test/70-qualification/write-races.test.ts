@@ -2,14 +2,11 @@
 // database (CONTRACT.md §13.4, STORAGE.md §6-§7). Exactly one writer of each pair wins, the loser gets
 // VERSION_CONFLICT, and the lineage on disk keeps every invariant of STORAGE.md §7.4.
 import t, { type Test } from 'tap';
-import { type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { FACTLANE_BIN } from '../helpers/mcp.js';
+import { startLauncher } from '../helpers/mcp.js';
 import { RawDatabase, sqliteVec, tableCounts } from '../helpers/storage.js';
 
 const ROUNDS = 50;
@@ -18,7 +15,6 @@ const LIVE = ['CANDIDATE', 'VALIDATED_CURRENT'];
 
 type Envelope = { status: string; error_code?: string; idempotent_replay?: boolean; results: PublicRecord[] };
 type PublicRecord = { memory_id: string; record_id: string; revision: number; parent_record_id: string | null; fact: string; supersedes: string[]; lifecycle_state: string };
-type Exit = { code: number | null; signal: NodeJS.Signals | null };
 
 /** Now, as a contract timestamp (whole seconds), so every write is fresh at admission. */
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
@@ -26,15 +22,7 @@ const provenance = (ref: string) => ({ source_class: 'repo', source_ref: ref, so
 
 /** The built launcher as an owner-current server on `dbPath`, through the SDK stdio client. */
 async function startServer(t: Test, dbPath: string, hostId: string) {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, '--db', dbPath, '--host-id', hostId, '--write-profile', 'owner-current'], stderr: 'pipe' });
-  let stderr = '';
-  transport.stderr!.on('data', (chunk) => { stderr += chunk; });
-  const client = new Client({ name: `factlane-race-${hostId}`, version: '0.0.0' });
-  await client.connect(transport);
-  const child = (transport as unknown as { _process: ChildProcess })._process;
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  t.teardown(() => client.close());
-  return { hostId, client, exited, stderr: () => stderr };
+  return { hostId, ...(await startLauncher(t, ['--db', dbPath, '--host-id', hostId, '--write-profile', 'owner-current'], `factlane-race-${hostId}`)) };
 }
 type Server = Awaited<ReturnType<typeof startServer>>;
 

@@ -1,9 +1,10 @@
 // MCP test helpers: a real SDK Client wired to createFactLaneServer over the in-memory transport (the
 // production stack of src/cli/factlane.ts on a temp database), result readers, and the built launcher.
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
@@ -103,4 +104,26 @@ export function launchSandbox(root: string) {
   const run = (args: readonly string[], extraEnv: Record<string, string> = {}): SpawnSyncReturns<string> =>
     spawnSync(process.execPath, [FACTLANE_BIN, ...args], { encoding: 'utf8', cwd: dirs.cwd, env: { PATH: process.env.PATH ?? '', ...env, ...extraEnv }, input: '', timeout: 60_000 });
   return { root, ...dirs, env, tree, run };
+}
+
+/** How a launched server process ended. */
+export type Exit = { code: number | null; signal: NodeJS.Signals | null };
+
+/**
+ * Starts the built launcher with `args` through the SDK stdio client. Exposes the child process (the SDK
+ * keeps it private) to observe its exit and every kill() the client sends; closes the client at teardown.
+ */
+export async function startLauncher(t: Teardown, args: readonly string[], clientName = 'factlane-test') {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe' });
+  let stderr = '';
+  transport.stderr!.on('data', (chunk) => { stderr += chunk; });
+  const client = new Client({ name: clientName, version: '0.0.0' });
+  await client.connect(transport);
+  const child = (transport as unknown as { _process: ChildProcess })._process;
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const kills: unknown[] = [];
+  const kill = child.kill.bind(child);
+  child.kill = (signal?: NodeJS.Signals | number) => { kills.push(signal); return kill(signal); };
+  t.teardown(() => client.close());
+  return { client, child, exited, kills, stderr: () => stderr };
 }
