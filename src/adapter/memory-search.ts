@@ -1,4 +1,3 @@
-import { AdapterError } from '../core/adapter-error.js';
 import { searchText, tokenRuns } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
@@ -13,7 +12,7 @@ import { publicRecord } from './public-record.js';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
 import { selectDiverse } from './source-diversity.js';
 import { routeSearch, type SearchPlan } from './truth-router.js';
-import { requireCompatible } from './write-support.js';
+import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js';
 
 interface Scored { row: RecordRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
 
@@ -36,9 +35,8 @@ async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: Embed
   if (plan.usesVectors) {
     // The compatibility step precedes any retrieval (CONTRACT.md §11); the embedding runs outside storage.
     const runtime = await requireCompatible(deps);
-    const embedding = await deps.provider.embedQuery(plan.query);
+    const embedding = await embedUnderRuntime(deps, runtime.fingerprint, () => deps.provider.embedQuery(plan.query));
     embeddingCalls = 1;
-    if ((await requireCompatible(deps)).fingerprint !== runtime.fingerprint) throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');
     add(await deps.engine.read((db) => semanticHits(db, scopeDigest(scope), embedding, currentOnly, plan.pool)), 'vector');
   }
   if (plan.kind === 'KEYWORD' || plan.kind === 'HYBRID') {

@@ -1,12 +1,11 @@
-import { AdapterError } from '../core/adapter-error.js';
 import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
 import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
-import { evaluateCompatibility } from '../embedding/embedding-binding.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { countLifecycles, countRetention, readCapacity, type CapacityReading } from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
+import { observeCompatibility } from './runtime-compatibility.js';
 
 /** The token measurement profile (CONTRACT.md §15): always measured with the bundled o200k_base. */
 export const TOKEN_MEASUREMENT = Object.freeze({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
@@ -45,19 +44,13 @@ function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance
  */
 export async function observeStatus(input: { engine: SQLiteVecEngine; provider: EmbeddingProvider; writeProfile: WriteProfile; scope: ScopeTuple }): Promise<Record<string, unknown>> {
   const { engine, provider, scope } = input;
-  let provenance: RuntimeProvenance | null = null;
-  let providerStatus: Record<string, unknown>;
-  try {
-    provenance = await provider.statusCheck();
-    providerStatus = { available: true, ...provenance };
-  } catch (error) {
-    if (!(error instanceof AdapterError)) throw error;
-    providerStatus = { available: false, error_code: error.code, message: error.message };
-  }
+  const { provenance, providerError, compatibility } = await observeCompatibility({ engine, provider });
+  const providerStatus = providerError === null
+    ? { available: true, ...provenance }
+    : { available: false, error_code: providerError.code, message: providerError.message };
   const { counts, retention, capacity } = await engine.read(async (db) => ({
     counts: await countLifecycles(db, scope), retention: await countRetention(db, scope), capacity: await readCapacity(db, engine.path),
   }));
-  const compatibility = evaluateCompatibility({ profile: provider.profile, bindingText: engine.storedBinding, tableDimension: engine.findings.vectorDimension, provenance });
   const spec = WRITE_PROFILE_SPECS[input.writeProfile];
   return {
     backend_status: {

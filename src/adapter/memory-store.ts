@@ -16,7 +16,8 @@ import {
   checkOnChange, normalizeConfidence, normalizeFact, normalizeFreshness, normalizeMemoryType, normalizeProvenance,
   normalizeSubject, normalizeTags, normalizeTimestamp, normalizeVerifiedBy,
 } from './write-fields.js';
-import { embedDocument, idempotencyDecision, readBack, requireCompatible, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
+import { requireCompatible } from './runtime-compatibility.js';
+import { embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
 
 /** The launcher's write context: who contributes, under which profile's decision. */
 export interface WriteContext {

@@ -18,7 +18,8 @@ import {
   checkOnChange, normalizeConfidence, normalizeFact, normalizeFreshness, normalizeMemoryType, normalizeProvenance,
   normalizeSubject, normalizeTags, normalizeTimestamp, normalizeVerifiedBy, type FreshnessPolicy, type SourceProvenance,
 } from './write-fields.js';
-import { embedDocument, idempotencyDecision, readBack, requireCompatible, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
+import { requireCompatible } from './runtime-compatibility.js';
+import { embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
 
 const REPLACE_REQUIRED = ['fact', 'source_provenance', 'freshness_policy', 'source_timestamp'] as const;
 

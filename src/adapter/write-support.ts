@@ -1,12 +1,12 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
-import { evaluateCompatibility, runtimeFingerprint } from '../embedding/embedding-binding.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
 import { isIdempotencyKeyViolation } from '../storage/sqlite-errors.js';
 import { adapterAudit, envelopeScope } from './envelope.js';
 import { measuredBudget, publicRecord } from './public-record.js';
+import { embedUnderRuntime } from './runtime-compatibility.js';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
 import type { ToolName } from '../../schema/enums.js';
 
@@ -16,30 +16,10 @@ export interface WriteDeps {
   readonly provider: EmbeddingProvider;
 }
 
-/**
- * The compatibility step of store and update (CONTRACT.md §14.6): a fresh status check, then
- * PROFILE_MISMATCH unless COMPATIBLE. Returns the runtime fingerprint to compare after embedding and the
- * observed model digest (embedding provenance of the record).
- */
-export async function requireCompatible(deps: WriteDeps): Promise<{ fingerprint: string; digest: string }> {
-  let provenance = null;
-  try {
-    provenance = await deps.provider.statusCheck();
-  } catch (error) {
-    if (!(error instanceof AdapterError)) throw error;
-  }
-  const state = evaluateCompatibility({ profile: deps.provider.profile, bindingText: deps.engine.storedBinding, tableDimension: deps.engine.findings.vectorDimension, provenance });
-  if (state.state !== 'COMPATIBLE' || provenance === null) {
-    throw new AdapterError('PROFILE_MISMATCH', `the embedding profile is ${state.state} (${state.reason}) with this database; writes need a compatible profile (see memory_status)`);
-  }
-  return { fingerprint: runtimeFingerprint(provenance), digest: provenance.digest };
-}
-
-/** Embeds one document outside any transaction; PROFILE_MISMATCH if the runtime changed meanwhile. */
+/** Embeds one document under an unchanged runtime (see embedUnderRuntime). */
 export async function embedDocument(deps: WriteDeps, text: string, fingerprintBefore: string): Promise<Float32Array> {
-  const [vector] = await deps.provider.embedDocuments([text]);
-  const after = await requireCompatible(deps);
-  if (after.fingerprint !== fingerprintBefore || !vector) throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');
+  const [vector] = await embedUnderRuntime(deps, fingerprintBefore, () => deps.provider.embedDocuments([text]));
+  if (!vector) throw new AdapterError('PROFILE_MISMATCH', 'the embedding provider returned no vector; retry');
   return vector;
 }
 
