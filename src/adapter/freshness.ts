@@ -1,4 +1,5 @@
 import { parseTimestamp } from '../core/timestamps.js';
+import type { RecordRow } from '../storage/record-repository.js';
 import type { FreshnessPolicy, SourceProvenance } from './write-fields.js';
 
 /**
@@ -13,4 +14,9 @@ export function isFresh(record: { verified_by: string; last_verified_at: string 
   if (policy.kind === 'on_change') return policy.source_fingerprint !== null && policy.source_fingerprint === record.source_provenance.source_hash;
   const verified = parseTimestamp(record.last_verified_at);
   return verified !== null && policy.ttl_seconds !== null && nowMicros <= verified.epochMicros + BigInt(policy.ttl_seconds) * 1_000_000n;
+}
+
+/** Freshness of a stored row at `nowMicros`. */
+export function rowIsFresh(row: RecordRow, nowMicros: bigint): boolean {
+  return isFresh({ verified_by: row.verified_by, last_verified_at: row.last_verified_at, freshness_policy: JSON.parse(row.freshness_policy), source_provenance: JSON.parse(row.source_provenance) }, nowMicros);
 }

@@ -3,22 +3,17 @@ import { isUuid } from '../core/identifiers.js';
 import { contractNow } from '../core/timestamps.js';
 import { RETRIEVAL_MODES } from '../../schema/enums.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { memoryPresence, type RecordRow } from '../storage/record-repository.js';
+import { memoryPresence } from '../storage/record-repository.js';
 import { memoryRecords } from '../storage/retrieval-repository.js';
 import { fitBudget } from './budget-fitting.js';
 import { adapterAudit, envelopeScope } from './envelope.js';
-import { isFresh } from './freshness.js';
+import { rowIsFresh } from './freshness.js';
 import { publicRecord } from './public-record.js';
 import { requireEnum, type ScopeTuple } from './request-scope.js';
 
 const GET_MAX_BYTES = 6000;
 const GET_MAX_TOKENS = 1200;
 const HISTORY_LIMIT = 8;
-
-/** Freshness of a stored row at `nowMicros`. */
-export function rowIsFresh(row: RecordRow, nowMicros: bigint): boolean {
-  return isFresh({ verified_by: row.verified_by, last_verified_at: row.last_verified_at, freshness_policy: JSON.parse(row.freshness_policy), source_provenance: JSON.parse(row.source_provenance) }, nowMicros);
-}
 
 /**
  * memory_get (CONTRACT.md §5.2): CURRENT returns the memory's current record in the exact scope if fresh

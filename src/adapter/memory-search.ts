@@ -7,7 +7,7 @@ import { exactHits, keywordHits, scopeHasHistorical, semanticHits, type ChannelH
 import { fitBudget } from './budget-fitting.js';
 import { nativeContentHash } from './derived-identities.js';
 import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
-import { rowIsFresh } from './memory-get.js';
+import { rowIsFresh } from './freshness.js';
 import { publicRecord } from './public-record.js';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
 import { selectDiverse } from './source-diversity.js';

@@ -2,10 +2,10 @@ import { sql, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { sha256Hex } from '../core/hashing.js';
 import type { DB } from '../../generated/db.js';
-import { renderMigration, type MigrationFile } from './migration-files.js';
-import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
+import type { MigrationFile } from './migration-files.js';
+import type { SqliteConnection } from './native.js';
 import { inspectSchema } from './schema-inspection.js';
-import { verifySchema } from './schema-verification.js';
+import { referenceObjects, verifySchema } from './schema-verification.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
 /** The vector table a `factlane-admin reembed` fills beside `fact_vec` (STORAGE.md §4.6, OPERATIONS.md §7). */
@@ -46,15 +46,7 @@ export interface VectorChanges {
  * named `fact_vec_next`. Throws SCHEMA_MISMATCH when the shipped files define no `fact_vec`.
  */
 export function vectorTableDefinitions(shipped: readonly MigrationFile[], schemaVersion: number, dimension: number): VectorTableDefinitions {
-  const reference = new Database(':memory:');
-  let current: string | undefined;
-  try {
-    loadSqliteVec(reference);
-    for (const file of shipped.filter((f) => f.version <= schemaVersion)) reference.exec(renderMigration(file, dimension));
-    current = reference.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'fact_vec'").pluck().get() as string | undefined;
-  } finally {
-    reference.close();
-  }
+  const current = referenceObjects(shipped, schemaVersion, dimension).objects.get('fact_vec')?.sql ?? undefined;
   const head = /^CREATE VIRTUAL TABLE fact_vec\b/;
   if (!current || !head.test(current)) throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
   return { current, next: current.replace(head, `CREATE VIRTUAL TABLE ${NEXT_VECTOR_TABLE}`) };

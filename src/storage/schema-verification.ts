@@ -13,7 +13,8 @@ export interface CheckResult {
 /** Meta keys every FactLane database holds (STORAGE.md §4.1). */
 export const REQUIRED_META_KEYS = Object.freeze(['contract_version', 'database_id', 'created_at', 'created_by', 'embedding_profile']);
 
-interface SchemaObject { type: string; name: string; tbl_name: string; sql: string | null }
+/** One row of sqlite_master. */
+export interface SchemaObject { type: string; name: string; tbl_name: string; sql: string | null }
 
 function schemaObjects(connection: SqliteConnection): Map<string, SchemaObject> {
   const rows = connection.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name').all() as SchemaObject[];
@@ -34,7 +35,7 @@ function check(name: string, ok: boolean, passDetail: string, failDetail: string
 }
 
 /** Builds the reference schema (shipped files 1…version at `dimension`) in an in-memory database. */
-function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): { objects: Map<string, SchemaObject>; secureDelete: number | null } {
+export function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): { objects: Map<string, SchemaObject>; secureDelete: number | null } {
   const reference = new Database(':memory:');
   try {
     loadSqliteVec(reference);

@@ -2,15 +2,7 @@ import { statSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
-
-/** The exact scope tuple a status observation reads (absent identities null). */
-export interface ScopeFilter {
-  readonly scope: string;
-  readonly project_id: string | null;
-  readonly worktree_id: string | null;
-  readonly workflow_id: string | null;
-  readonly agent_id: string | null;
-}
+import type { ScopeColumns } from './record-repository.js';
 
 /** Records per stored lifecycle state in one exact scope. */
 export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
@@ -33,7 +25,7 @@ export interface CapacityReading {
 }
 
 /** Counts records per lifecycle in the exact scope (IS matches null identities). */
-export async function countLifecycles(db: Kysely<DB>, scope: ScopeFilter): Promise<LifecycleCounts> {
+export async function countLifecycles(db: Kysely<DB>, scope: ScopeColumns): Promise<LifecycleCounts> {
   const rows = await db.selectFrom('adapter_records')
     .select(['lifecycle_state', (eb) => eb.fn.countAll<number>().as('n')])
     .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
@@ -48,7 +40,7 @@ export async function countLifecycles(db: Kysely<DB>, scope: ScopeFilter): Promi
  * Counts SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and
  * those blocked as partial (a derived row missing, or HISTORICAL still holding a vector), in the exact scope.
  */
-export async function countRetention(db: Kysely<DB>, scope: ScopeFilter): Promise<RetentionCounts> {
+export async function countRetention(db: Kysely<DB>, scope: ScopeColumns): Promise<RetentionCounts> {
   // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL.
   const result = await sql<{ ready: number; blocked: number }>`
     WITH derived AS (
