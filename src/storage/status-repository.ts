@@ -2,7 +2,7 @@ import { statSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
-import type { ScopeColumns } from './record-repository.js';
+import { inScope, type ScopeColumns } from './record-repository.js';
 
 /** Records per stored lifecycle state in one exact scope. */
 export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
@@ -26,10 +26,8 @@ export interface CapacityReading {
 
 /** Counts records per lifecycle in the exact scope (IS matches null identities). */
 export async function countLifecycles(db: Kysely<DB>, scope: ScopeColumns): Promise<LifecycleCounts> {
-  const rows = await db.selectFrom('adapter_records')
+  const rows = await inScope(db, scope).clearSelect()
     .select(['lifecycle_state', (eb) => eb.fn.countAll<number>().as('n')])
-    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
-    .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id)
     .groupBy('lifecycle_state').execute();
   const counts: LifecycleCounts = { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0 };
   for (const row of rows) counts[row.lifecycle_state as keyof LifecycleCounts] = Number(row.n);
