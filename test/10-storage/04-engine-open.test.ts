@@ -1,7 +1,8 @@
 import t from 'tap';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { assertEffectivePragmas } from '../../src/storage/write-connection.js';
+import { sql } from 'kysely';
+import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import { candidateRow, migrationsDir, openEngine, RawDatabase, storeRow, TEST_BINDING, writeInterlock } from '../helpers/storage.js';
 
 t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
@@ -31,6 +32,9 @@ t.test('a new database is created at the latest version with its meta rows, 0600
     }
   });
   t.equal(pragmas, 'wal');
+  // The server connection maps the file for reads (docs/decisions/0008-memory-mapped-reads.md).
+  const mapped = await engine.read(async (db) => (await sql<{ mmap_size: number }>`PRAGMA mmap_size`.execute(db)).rows[0]?.mmap_size);
+  t.equal(mapped, MMAP_SIZE_BYTES);
   await engine.close();
   const again = await openEngine(dbPath, { newDatabaseBinding: async () => t.fail('binding asked for an existing database') as never });
   t.equal(again.created, false);

@@ -13,7 +13,7 @@ import type { EmbeddingProvider, RuntimeProvenance } from '../../src/embedding/e
 import { LocalHashProvider, localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { probeRuntime } from '../../src/storage/runtime-probe.js';
-import { describeEnvironment, progressLogger } from './bench-environment.js';
+import { describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
 
@@ -188,7 +188,7 @@ async function inProcessStoreShare(dir: string, facts: readonly string[]) {
 /** memory_store over stdio against the built launcher (delegated-candidate): the MCP round trip a host sees. */
 async function stdioStoreLatency(dir: string, facts: readonly string[]) {
   const client = new Client({ name: 'factlane-embed-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [FACTLANE, '--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'], stderr: 'ignore' }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'], stderr: 'ignore' }));
   try {
     const outcomes: Record<string, number> = {};
     const samples: number[] = [];

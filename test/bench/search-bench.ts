@@ -14,8 +14,9 @@ import { selectDiverse } from '../../src/adapter/source-diversity.js';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
+import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
-import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
+import { databaseBytes, describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
 
@@ -194,6 +195,8 @@ interface RawQueries {
 function openRawReader(dbPath: string): RawQueries {
   const db = new Database(dbPath, { readonly: true });
   sqliteVec.load(db);
+  // The server's read settings, so the raw baseline reads the file the same way (mmap, decision 0008).
+  db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
   const knn = db.prepare('select rowid, distance from fact_vec where embedding match ? and k = ? and scope_key = ? and is_current = 1 order by distance');
   const fts = db.prepare(`select r.* from fact_fts join adapter_records r on r.row_id = fact_fts.rowid
     where fact_fts match ? and r.scope = ? and r.project_id is ? and r.worktree_id is ? and r.workflow_id is ? and r.agent_id is ?
@@ -219,7 +222,7 @@ function openRawReader(dbPath: string): RawQueries {
 
 async function startServer(dbPath: string): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
   const started = performance.now();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE, '--db', dbPath, '--host-id', 'bench'], stderr: 'ignore' });
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', 'bench'], stderr: 'ignore' });
   const client = new Client({ name: 'factlane-search-bench', version: '1.0.0' });
   await client.connect(transport);
   return { client, transport, startupMs: performance.now() - started };
@@ -402,7 +405,9 @@ async function measureQuality(client: Client, raw: RawQueries): Promise<Record<s
 
 export async function runSearchBench(): Promise<Record<string, unknown>> {
   const log = progressLogger('search');
-  const dir = mkdtempSync(join(tmpdir(), 'factlane-search-bench-'));
+  // SEARCH_BENCH_KEEP_DIR names an empty directory that keeps the database afterwards (for profiling).
+  const keptDir = process.env.SEARCH_BENCH_KEEP_DIR;
+  const dir = keptDir ?? mkdtempSync(join(tmpdir(), 'factlane-search-bench-'));
   try {
     const dbPath = join(dir, 'search.sqlite3');
     // The first start creates the database with the launcher's own local-hash-384 binding.
@@ -460,6 +465,6 @@ export async function runSearchBench(): Promise<Record<string, unknown>> {
       raw.close();
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (keptDir === undefined) rmSync(dir, { recursive: true, force: true });
   }
 }

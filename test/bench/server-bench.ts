@@ -5,6 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { serverNodeArgs } from './bench-environment.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 
 const ROUND_TRIPS = 1000;
@@ -40,7 +41,7 @@ export async function runServerBench(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'factlane-server-bench-'));
   try {
     const dbPath = join(dir, 'bench.sqlite3');
-    const factlaneArgs = [FACTLANE, '--db', dbPath, '--host-id', 'bench'];
+    const factlaneArgs = [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', 'bench'];
     const coldStarts: number[] = [];
     for (let i = 0; i < COLD_STARTS; i += 1) {
       const { client, startupMs } = await connect(factlaneArgs);

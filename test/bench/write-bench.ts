@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { probeRuntime } from '../../src/storage/runtime-probe.js';
-import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
+import { databaseBytes, describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 
 const CANDIDATE_STORES = 2000;
@@ -26,7 +26,7 @@ const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 async function connect(dbPath: string, hostId: string, writeProfile: string): Promise<Client> {
   const client = new Client({ name: 'factlane-write-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [FACTLANE, '--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile], stderr: 'ignore' }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile], stderr: 'ignore' }));
   return client;
 }
 
