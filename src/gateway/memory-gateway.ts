@@ -82,12 +82,11 @@ export class MemoryGateway {
     return audit;
   }
 
+  /** A copy of the envelope with the gateway's audit fields; the adapter's objects are left as they are. */
   #stamp(envelope: Envelope): Envelope {
-    const copy = structuredClone(envelope);
     // The gateway owns both binding fields: an adapter value never survives, bound or not.
-    const { host_binding: _host, context_binding: _context, ...rest } = isJsonObject(copy.audit) ? copy.audit : {};
-    copy.audit = { ...rest, ...this.#bindingAudit() };
-    return copy;
+    const { host_binding: _host, context_binding: _context, ...rest } = isJsonObject(envelope.audit) ? envelope.audit : {};
+    return { ...envelope, audit: { ...rest, ...this.#bindingAudit() } };
   }
 
   /** request_id echoes a valid caller value, the minted id when none was sent, else null (CONTRACT.md §6.3). */
