@@ -5,13 +5,19 @@ import type { RuntimeProvenance } from './embedding-provider.js';
 
 /** The runtime fingerprint (CONTRACT.md §14.5): hash of the provider facts that change vectors. */
 export function runtimeFingerprint(provenance: RuntimeProvenance): string {
-  return canonicalDigest({
+  // Every compatibility check asks for it, usually with the same provenance: remember the last answer.
+  const key = JSON.stringify(provenance);
+  if (lastFingerprint?.key === key) return lastFingerprint.fingerprint;
+  const fingerprint = canonicalDigest({
     provider_kind: provenance.provider_kind, model: provenance.model, model_digest: provenance.digest,
     ollama_version: provenance.ollama_version, semantic_family: provenance.semantic_family,
     native_dimension: provenance.native_dimension, output_dimension: provenance.output_dimension,
     effective_context_window: provenance.effective_context_window,
   });
+  lastFingerprint = { key, fingerprint };
+  return fingerprint;
 }
+let lastFingerprint: { key: string; fingerprint: string } | undefined;
 
 /** The binding written into a new database, as canonical JSON (CONTRACT.md §14.5). */
 export function freshBindingJson(profile: EmbeddingProfile, provenance: RuntimeProvenance, boundAt: string): string {
@@ -58,6 +64,25 @@ function parseBinding(text: string | null): { raw: unknown; binding: ParsedBindi
 export function evaluateCompatibility(input: {
   profile: EmbeddingProfile; bindingText: string | null; tableDimension: number | null; provenance: RuntimeProvenance | null;
 }): EmbeddingCompatibility {
+  // A pure function of its inputs, evaluated on every status, search and write: the last answer is
+  // kept (frozen, since envelopes carry it) and reused while the inputs are unchanged.
+  const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000${JSON.stringify(input.provenance)}`;
+  if (lastCompatibility?.key === key && lastCompatibility.profile === input.profile) return lastCompatibility.result;
+  const result = deepFreeze(computeCompatibility(input));
+  lastCompatibility = { key, profile: input.profile, result };
+  return result;
+}
+let lastCompatibility: { key: string; profile: EmbeddingProfile; result: EmbeddingCompatibility } | undefined;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const item of Object.values(value)) deepFreeze(item);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+function computeCompatibility(input: Parameters<typeof evaluateCompatibility>[0]): EmbeddingCompatibility {
   const { raw, binding } = parseBinding(input.bindingText);
   const fingerprintMatches = binding !== null && input.provenance !== null && runtimeFingerprint(input.provenance) === binding.runtime_fingerprint;
   const result = (state: EmbeddingCompatibility['state'], reason: EmbeddingCompatibility['reason']): EmbeddingCompatibility => ({
