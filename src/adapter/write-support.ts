@@ -1,5 +1,4 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { canonicalJson } from '../core/canonical-json.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
@@ -48,11 +47,18 @@ export async function writeOrReplay<T>(deps: WriteDeps, key: string, fingerprint
   }
 }
 
+/** True when the row holds exactly the written columns with equal values (row_id aside). */
+function sameColumns(row: RecordRow, written: NewRecordRow): boolean {
+  const values = written as Readonly<Record<string, unknown>>;
+  const columns = Object.keys(values).filter((column) => values[column] !== undefined);
+  const stored = row as Readonly<Record<string, unknown>>;
+  return Object.keys(stored).length === columns.length + 1 && columns.every((column) => Object.hasOwn(stored, column) && stored[column] === values[column]);
+}
+
 /** Reads the committed record back; WRITE_UNCONFIRMED when it is missing or differs. */
 export async function readBack(deps: WriteDeps, written: NewRecordRow): Promise<RecordRow> {
   const row = await deps.engine.read((db) => findRecord(db, written.record_id));
-  const { row_id: _rowId, ...stored } = row ?? ({} as RecordRow);
-  if (!row || canonicalJson(stored) !== canonicalJson({ ...written })) {
+  if (!row || !sameColumns(row, written)) {
     throw new AdapterError('WRITE_UNCONFIRMED', 'the committed record could not be read back unchanged; read the memory before retrying');
   }
   return row;

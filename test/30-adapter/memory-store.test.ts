@@ -2,6 +2,8 @@ import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { sql } from 'kysely';
+import { AdapterError } from '../../src/core/adapter-error.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import {
   CONTRADICTION_ITEM_KEYS, HASH_A, HASH_B, HIDDEN_KEYS, NOW, PUBLIC_RECORD_KEYS, currentRequest, derivedRows, diskState, fixedClock, hex64,
@@ -476,4 +478,19 @@ t.test('CROSS_PROJECT_WORKFLOW on_change cannot follow the source hash by paddin
   });
   await refused(t, bench, () => owner.execute('memory_store', request(` ${HASH_A} `, HASH_A)), 'INVALID_FRESHNESS', undefined, 'padded hash');
   await refused(t, bench, () => owner.execute('memory_store', request(HASH_A, `${HASH_A.toUpperCase()}\t`)), 'INVALID_FRESHNESS', undefined, 'padded upper-case fingerprint');
+});
+
+t.test('a committed record that does not read back unchanged is WRITE_UNCONFIRMED', async (t) => {
+  const bench = await openWriteBench(t);
+  // A temporary trigger lives in the engine's connection only: it alters the row inside the write
+  // transaction, as a faulty extension or a concurrent repair would, so the read-back differs.
+  await sql`CREATE TEMP TRIGGER alter_confidence AFTER INSERT ON main.adapter_records
+    BEGIN UPDATE main.adapter_records SET confidence = 0.25 WHERE row_id = new.row_id; END`.execute(bench.engine.db);
+  const error = await bench.adapter('delegated-candidate').execute('memory_store', storeRequest({ confidence: 0.5 })).then(() => undefined, (caught: unknown) => caught);
+  t.ok(error instanceof AdapterError);
+  t.match(error, { code: 'WRITE_UNCONFIRMED', message: /read the memory before retrying/ });
+  t.equal(bench.state().records, 1, 'the commit happened; only its confirmation failed');
+  await sql`DROP TRIGGER temp.alter_confidence`.execute(bench.engine.db);
+  const stored = await store(bench.adapter('delegated-candidate'), storeRequest({ fact: 'The deploy job runs at 02:00 UTC', idempotency_key: 'k-confirmed' }));
+  t.equal(stored.status, 'OK', 'an unaltered write confirms');
 });
