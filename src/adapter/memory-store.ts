@@ -77,8 +77,10 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const duplicate = await deps.engine.read((db) => findDuplicate(db, scope, contentHash));
   if (duplicate) return duplicateEnvelope(duplicate);
 
+  // One pair of ids for the pre-check and the locked write, so the record measured is the record written.
+  const ids = { record_id: mintUuid(), memory_id: mintUuid() };
   const buildRecord = (conflict: boolean): NewRecordRow => ({
-    record_id: mintUuid(), memory_id: mintUuid(), revision: 1, parent_record_id: null,
+    ...ids, revision: 1, parent_record_id: null,
     scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id, agent_id: scope.agent_id,
     scope_key: scopeDigest(scope), memory_type: memoryType, fact, source_provenance: canonicalJson(provenance), source_timestamp: sourceTimestamp,
     created_at: now.text, last_verified_at: lastVerifiedAt,
@@ -91,7 +93,7 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     embedding_model_digest: '', embedding_output_dimension: deps.provider.profile.outputDimension,
   });
   const conflictBefore = (await deps.engine.read((db) => findCurrentWithKey(db, scope, key, contentHash, false))) !== undefined;
-  await assertRecordFitsBudget(publicRecord(buildRecord(conflictBefore) as RecordRow));
+  await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore), row_id: 0 }));
   const embedding = await embedDocument(deps, fact, runtime.fingerprint);
 
   // The locked state decides: repeat every pre-check inside the transaction.
@@ -102,6 +104,8 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     if (lockedDuplicate) return { kind: 'duplicate' as const, row: lockedDuplicate };
     const conflict = (await findCurrentWithKey(trx, scope, key, contentHash, false)) !== undefined;
     const record = { ...buildRecord(conflict), embedding_model_digest: runtime.digest };
+    // The record-size check repeats on the locked state (§13.1 step 4); it can only change with the contradiction outcome.
+    if (conflict !== conflictBefore) await assertRecordFitsBudget(publicRecord({ ...record, row_id: 0 }));
     await insertRecord(trx, record, { searchText: searchText(fact), embedding });
     return { kind: 'written' as const, record, conflict };
   }));
