@@ -1,6 +1,6 @@
 import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
-import { countTokens } from './token-measure.js';
+import { countListTokens } from './token-measure.js';
 
 /** The outcome of fitting results into a byte and token budget (CONTRACT.md §12.5). */
 export interface FittedResults {
@@ -12,18 +12,18 @@ export interface FittedResults {
 
 /**
  * Removes the last result while the canonical JSON of the list exceeds `maxBytes` bytes or `maxTokens`
- * o200k_base tokens; measures the final list (0 and 0 when empty).
+ * o200k_base tokens; measures the final list (0 and 0 when empty). Each result is serialised and counted
+ * once, whatever the number of lists tried (countListTokens).
  */
 export async function fitBudget(results: readonly Record<string, unknown>[], maxBytes: number, maxTokens: number): Promise<FittedResults> {
-  const kept = [...results];
-  let truncated = false;
-  for (;;) {
-    if (kept.length === 0) return { results: kept, truncated, serializedBytes: 0, serializedTokens: 0 };
-    const text = canonicalJson(kept);
-    const bytes = utf8Bytes(text);
-    const tokens = bytes > maxBytes ? Number.POSITIVE_INFINITY : await countTokens(text);
-    if (bytes <= maxBytes && tokens <= maxTokens) return { results: kept, truncated, serializedBytes: bytes, serializedTokens: tokens };
-    kept.pop();
-    truncated = true;
+  const texts = results.map((result) => canonicalJson(result));
+  const sizes = texts.map(utf8Bytes);
+  for (let kept = results.length; kept > 0; kept -= 1) {
+    // `[`, `]` and a comma between neighbours.
+    const bytes = 2 + (kept - 1) + sizes.slice(0, kept).reduce((sum, size) => sum + size, 0);
+    if (bytes > maxBytes) continue;
+    const tokens = await countListTokens(texts.slice(0, kept));
+    if (tokens <= maxTokens) return { results: results.slice(0, kept), truncated: kept < results.length, serializedBytes: bytes, serializedTokens: tokens };
   }
+  return { results: [], truncated: results.length > 0, serializedBytes: 0, serializedTokens: 0 };
 }

@@ -2,7 +2,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
 import type { RecordRow } from '../storage/record-repository.js';
-import { countTokens } from './token-measure.js';
+import { countListTokens, countObjectTokens } from './token-measure.js';
 
 /** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
 export function publicRecord(row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null): Record<string, unknown> {
@@ -28,7 +28,7 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
   const text = canonicalJson(record);
   const bytes = utf8Bytes(text);
   // A token is at least one byte, so a text of at most MAX_RECORD_TOKENS bytes cannot exceed the token budget.
-  if (bytes > MAX_RECORD_BYTES || (bytes > MAX_RECORD_TOKENS && (await countTokens(text)) > MAX_RECORD_TOKENS)) {
+  if (bytes > MAX_RECORD_BYTES || (bytes > MAX_RECORD_TOKENS && (await countObjectTokens(text)) > MAX_RECORD_TOKENS)) {
     throw new AdapterError('INVALID_ENVELOPE', `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; shorten the fact, tags or provenance`);
   }
 }
@@ -36,6 +36,6 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
 /** The budget of a write envelope: measured, never trimmed, truncated false (CONTRACT.md §6.1). */
 export async function measuredBudget(results: readonly Record<string, unknown>[]): Promise<Record<string, unknown>> {
   if (results.length === 0) return { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false };
-  const text = canonicalJson(results);
-  return { requested_top_k: null, returned: results.length, serialized_bytes: utf8Bytes(text), serialized_tokens: await countTokens(text), truncated: false };
+  const texts = results.map((result) => canonicalJson(result));
+  return { requested_top_k: null, returned: results.length, serialized_bytes: utf8Bytes(`[${texts.join(',')}]`), serialized_tokens: await countListTokens(texts), truncated: false };
 }

@@ -1,0 +1,73 @@
+import t from 'tap';
+import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { canonicalJson } from '../../src/core/canonical-json.js';
+import { countListTokens, countObjectTokens, countTokens } from '../../src/adapter/token-measure.js';
+
+// Budgets report real o200k_base counts (CONTRACT.md §12.5). countListTokens and countObjectTokens count
+// an object's core once and add fixed joints (docs/decisions/0009); these tests hold them to a whole-text
+// encode of the same JSON, on public-record shapes and on texts that must fall back to counting whole.
+
+const whole = (text: string) => encode(text).length;
+const list = (objects: readonly unknown[]) => `[${objects.map((object) => canonicalJson(object)).join(',')}]`;
+
+let seed = 0x51f15e;
+function random(): number {
+  seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5;
+  return (seed >>> 0) / 2 ** 32;
+}
+const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
+
+const PIECES = [
+  'The billing service retries webhook deliveries', 'يستخدم خادم البناء الإصدار ٢٠ من Node', 'it\'s cached for 3600 s', 'port 8443',
+  '"quoted" words', 'tab\there', 'line\nbreak', '  double  spaces ', 'emoji 🚀 launch', 'ملفّ الإعدادات', 'x=1;y=2', 'trailing digits 42',
+  'ÉCOLE naïve café', 'path/to/file.yaml', 'under_score', 'UPPER lower', '100%', 'ends with mark é\u0301', '',
+];
+
+function fact(): string {
+  return Array.from({ length: 1 + Math.floor(random() * 6) }, () => pick(PIECES)).join(pick([' ', '', '. ', ', ']));
+}
+
+/** A public record shape (CONTRACT.md §6.4): its canonical text starts with `{"authority_role` and ends with the verifier. */
+function record(): Record<string, unknown> {
+  return {
+    memory_id: crypto.randomUUID(), record_id: crypto.randomUUID(), revision: 1 + Math.floor(random() * 5), parent_record_id: random() < 0.5 ? null : crypto.randomUUID(),
+    scope: { scope: 'PROJECT', project_id: pick(['p1', 'مشروع', 'repo-42']), worktree_id: null, workflow_id: null, agent_id: null },
+    memory_type: 'PROJECT_LEARNED_FACT', fact: fact(), source_provenance: { source_class: 'repo', source_ref: pick(['a/b.ts', 'README.md#L10', 'ci']), source_hash: 'ab'.repeat(32) },
+    source_timestamp: '2026-11-30T10:00:00Z', created_at: '2026-11-30T10:00:00.123456Z', last_verified_at: null,
+    verified_by: pick(['UNVERIFIED', 'OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK']), authority_role: pick(['UNRESOLVED', 'PROJECT_CURRENT', 'OWNER_CURRENT']),
+    contribution_origin: { contributor_class: 'DELEGATED_AGENT', contributor_ref: 'codex' }, freshness_policy: { kind: 'never' }, supersedes: [],
+    contradiction_state: 'NONE', confidence: Math.round(random() * 100) / 100, tags: random() < 0.5 ? [] : ['ci', fact().slice(0, 12)],
+    lifecycle_state: pick(['CANDIDATE', 'VALIDATED_CURRENT']), relevance_score: random() < 0.5 ? null : Number(random().toFixed(6)), retrieval_rank: random() < 0.5 ? null : 1,
+  };
+}
+
+t.test('record lists count exactly what a whole-text encode counts', async (t) => {
+  let mismatches = 0;
+  for (let i = 0; i < 300; i += 1) {
+    const records = Array.from({ length: Math.floor(random() * 7) }, record);
+    const texts = records.map((r) => canonicalJson(r));
+    if ((await countListTokens(texts)) !== whole(list(records))) mismatches += 1;
+    for (const text of texts) if ((await countObjectTokens(text)) !== whole(text)) mismatches += 1;
+  }
+  t.equal(mismatches, 0);
+});
+
+t.test('prefixes of one list share the counted cores and stay exact', async (t) => {
+  const records = Array.from({ length: 6 }, record);
+  const texts = records.map((r) => canonicalJson(r));
+  for (let kept = 0; kept <= texts.length; kept += 1) t.equal(await countListTokens(texts.slice(0, kept)), whole(list(records.slice(0, kept))), `first ${kept}`);
+});
+
+t.test('texts outside the core shape are counted whole, still exactly', async (t) => {
+  const odd = [
+    { 1: 'starts with a digit key' }, { a: 1 }, { a: 'ends with a mark e\u0301' }, { 'é': 'x' }, { a: 'emoji at the end 🚀' },
+    { a: 'spaces at the end   ' }, { a: "it's" }, {}, { '"': 'quote key' }, { a: 'ok', b: 'done' },
+  ];
+  for (const object of odd) {
+    const text = canonicalJson(object);
+    t.equal(await countObjectTokens(text), whole(text), text);
+  }
+  t.equal(await countListTokens(odd.map((object) => canonicalJson(object))), whole(list(odd)), 'mixed list');
+  t.equal(await countListTokens([]), whole('[]'), 'empty list');
+  t.equal(await countTokens('hello world'), whole('hello world'));
+});
