@@ -12,18 +12,22 @@ export interface FittedResults {
 
 /**
  * Removes the last result while the canonical JSON of the list exceeds `maxBytes` bytes or `maxTokens`
- * o200k_base tokens; measures the final list (0 and 0 when empty). Each result is serialised and counted
- * once, whatever the number of lists tried (countListTokens).
+ * o200k_base tokens; measures the final list (0 and 0 when empty). Both measures only grow with the
+ * list, so the longest prefix that fits is found from the front, and each result is serialised and
+ * counted at most once (countListTokens), never past the first one that does not fit.
  */
 export async function fitBudget(results: readonly Record<string, unknown>[], maxBytes: number, maxTokens: number): Promise<FittedResults> {
-  const texts = results.map((result) => canonicalJson(result));
-  const sizes = texts.map(utf8Bytes);
-  for (let kept = results.length; kept > 0; kept -= 1) {
+  const texts: string[] = [];
+  let fitted = { serializedBytes: 0, serializedTokens: 0 };
+  for (const result of results) {
+    const text = canonicalJson(result);
     // `[`, `]` and a comma between neighbours.
-    const bytes = 2 + (kept - 1) + sizes.slice(0, kept).reduce((sum, size) => sum + size, 0);
-    if (bytes > maxBytes) continue;
-    const tokens = await countListTokens(texts.slice(0, kept));
-    if (tokens <= maxTokens) return { results: results.slice(0, kept), truncated: kept < results.length, serializedBytes: bytes, serializedTokens: tokens };
+    const bytes = texts.length === 0 ? 2 + utf8Bytes(text) : fitted.serializedBytes + 1 + utf8Bytes(text);
+    if (bytes > maxBytes) break;
+    const tokens = await countListTokens([...texts, text]);
+    if (tokens > maxTokens) break;
+    texts.push(text);
+    fitted = { serializedBytes: bytes, serializedTokens: tokens };
   }
-  return { results: [], truncated: results.length > 0, serializedBytes: 0, serializedTokens: 0 };
+  return { results: results.slice(0, texts.length), truncated: texts.length < results.length, ...fitted };
 }
