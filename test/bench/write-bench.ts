@@ -7,6 +7,10 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { probeRuntime } from '../../src/storage/runtime-probe.js';
+import { openBenchEngine, openRawBaselineConnection } from './bench-engine.js';
+import { BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord } from './bench-records.js';
+import { FactVocabulary } from './fact-vocabulary.js';
+import { SeededRandom } from './seeded-random.js';
 import { databaseBytes, describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 
@@ -17,6 +21,9 @@ const CONCURRENT_STORES_EACH = 1000;
 const WARM_UP = 100;
 const TARGET_PER_S = 1000;
 const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
+const ECHO = fileURLToPath(new URL('./echo-server.js', import.meta.url));
+const FLOOR_TRANSACTIONS = 2000;
+const FLOOR_ECHOES = 1000;
 const SCOPE = { scope: 'PROJECT', project_id: 'write-bench' } as const;
 
 type Envelope = { status: string; error_code?: string; results: { memory_id: string; revision: number }[] };
@@ -74,6 +81,56 @@ async function sequentialStores(client: Client, label: string, count: number, cu
   return { tally, elapsedMs: performance.now() - started, stored };
 }
 
+/**
+ * What a sequential store cannot go below on this machine: the raw better-sqlite3 transaction a store
+ * commits (record + FTS5 row + vector, BEGIN IMMEDIATE, synchronous=FULL, no checks, no reads), and a
+ * bare SDK echo over stdio carrying a store request and a store envelope. Their sum bounds stores/s
+ * from above before any of FactLane's own work (CONTRACT.md §13.1: validation, pre-checks, embedding,
+ * the checks repeated under the lock, read-back, the contradiction summary, budgets).
+ */
+async function measureFloors(dir: string, request: Record<string, unknown>, envelope: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const dbPath = join(dir, 'floor.sqlite3');
+  await (await openBenchEngine(dbPath)).close();
+  const connection = openRawBaselineConnection(dbPath);
+  const rng = new SeededRandom(0x5eed0004);
+  const vocabulary = new FactVocabulary(rng);
+  const scope = benchScope({ scope: 'PROJECT', project_id: 'write-bench-floor', worktree_id: null, workflow_id: null, agent_id: null });
+  const statements = new BenchRecordStatements(connection);
+  const transaction = connection.transaction((record: ReturnType<typeof makeBenchRecord>) => statements.insert(record));
+  const transactionSamples: number[] = [];
+  for (let n = 0; n < FLOOR_TRANSACTIONS + WARM_UP; n += 1) {
+    const record = makeBenchRecord(rng, scope, vocabulary.factText(rng), false, benchTimestamp(n));
+    const started = performance.now();
+    transaction.immediate(record);
+    if (n >= WARM_UP) transactionSamples.push(performance.now() - started);
+  }
+  connection.close();
+  const echo = new Client({ name: 'factlane-write-bench', version: '1.0.0' });
+  await echo.connect(new StdioClientTransport({ command: process.execPath, args: [ECHO], stderr: 'ignore' }));
+  // Both payloads alternate, after a warm-up of both, so neither pays for the echo server's warm-up.
+  const samples = { request: [] as number[], envelope: [] as number[] };
+  for (let n = 0; n < FLOOR_ECHOES + WARM_UP; n += 1) {
+    for (const kind of ['request', 'envelope'] as const) {
+      const started = performance.now();
+      await echo.callTool({ name: 'echo', arguments: { request: kind === 'request' ? request : envelope } });
+      if (n >= WARM_UP) samples[kind].push(performance.now() - started);
+    }
+  }
+  const requestEcho = summarizeLatencies(samples.request, 'ms');
+  const envelopeEcho = summarizeLatencies(samples.envelope, 'ms');
+  await echo.close();
+  const transactionLatency = summarizeLatencies(transactionSamples, 'ms');
+  const floorMs = transactionLatency.p50_ms! + envelopeEcho.p50_ms!;
+  return {
+    raw_store_transaction: transactionLatency,
+    sdk_echo_of_store_request: requestEcho,
+    sdk_echo_of_store_envelope: { ...envelopeEcho, envelope_bytes: Buffer.byteLength(JSON.stringify(envelope)) },
+    floor_p50_ms: roundTo(floorMs, 3),
+    floor_stores_per_s: roundTo(1000 / floorMs, 1),
+    floor_basis: 'raw transaction p50 + SDK echo of a store envelope p50 (an upper bound on sequential stores/s)',
+  };
+}
+
 function report(tally: Tally, elapsedMs: number, rateKey: string) {
   const perSecond = rate(tally.samples.length, elapsedMs);
   return { [rateKey]: perSecond, latency: summarizeLatencies(tally.samples, 'ms'), outcomes: tally.outcomes, target_per_s: TARGET_PER_S, target_met: perSecond >= TARGET_PER_S };
@@ -82,7 +139,8 @@ function report(tally: Tally, elapsedMs: number, rateKey: string) {
 /**
  * The `write` suite, over stdio against the built `factlane` binary (synchronous=FULL, one fresh database
  * per measurement in a temp folder removed at the end):
- * (1) sequential Candidate stores through a `delegated-candidate` launcher;
+ * (1) sequential Candidate stores through a `delegated-candidate` launcher, then the floors beside them
+ * (the raw store transaction and a bare SDK echo of a store envelope, see measureFloors);
  * (2) sequential current stores, then one sequential REVERIFY of each, through an `owner-current` launcher;
  * (3) four server processes on one database, each with its own client storing Candidates sequentially,
  * all at once: total and per-process throughput and the BACKEND_BUSY count (target: none).
@@ -99,7 +157,11 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     const delegated = await connect(candidateDb, 'bench-delegated', 'delegated-candidate');
     await sequentialStores(delegated, 'warm', WARM_UP, false);
     const candidates = await sequentialStores(delegated, 'candidate', CANDIDATE_STORES, false);
+    const sampleEnvelope = (await delegated.callTool({ name: 'memory_store', arguments: { request: storeRequest('sample', 0, false) } })).structuredContent as Record<string, unknown>;
     await delegated.close();
+
+    log('floors: raw store transaction, SDK echo of a store request and envelope');
+    const floors = await measureFloors(dir, storeRequest('floor', 0, false), sampleEnvelope);
 
     log(`measurement 2: ${CURRENT_STORES} sequential current stores, then a REVERIFY of each`);
     const currentDb = join(dir, 'current.sqlite3');
@@ -136,6 +198,7 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     return {
       environment,
       synchronous: 'FULL',
+      floors,
       candidate_store_sequential: { count: CANDIDATE_STORES, ...report(candidates.tally, candidates.elapsedMs, 'stores_per_s'), ...databaseBytes(candidateDb) },
       current_store_sequential: { count: CURRENT_STORES, ...report(currents.tally, currents.elapsedMs, 'stores_per_s') },
       reverify_sequential: { count: reverifyTally.samples.length, ...report(reverifyTally, reverifyMs, 'reverify_per_s') },
