@@ -4,6 +4,9 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sql } from 'kysely';
 import { AdapterError } from '../../src/core/adapter-error.js';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { withRaw } from '../helpers/storage.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import {
   CONTRADICTION_ITEM_KEYS, HASH_A, HASH_B, HIDDEN_KEYS, NOW, PUBLIC_RECORD_KEYS, currentRequest, derivedRows, diskState, fixedClock, hex64,
@@ -493,4 +496,59 @@ t.test('a committed record that does not read back unchanged is WRITE_UNCONFIRME
   await sql`DROP TRIGGER temp.alter_confidence`.execute(bench.engine.db);
   const stored = await store(bench.adapter('delegated-candidate'), storeRequest({ fact: 'The deploy job runs at 02:00 UTC', idempotency_key: 'k-confirmed' }));
   t.equal(stored.status, 'OK', 'an unaltered write confirms');
+});
+
+t.test('the record-size check repeats under the lock: a conflict that disappears meanwhile can push the record over', async (t) => {
+  /** Runs `hook` once, inside the first embedding call: between the pre-check and the write transaction. */
+  class RacingProvider extends LocalHashProvider {
+    hook: (() => Promise<unknown>) | null = null;
+    override async embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {
+      const hook = this.hook;
+      this.hook = null;
+      if (hook) await hook();
+      return super.embedDocuments(texts);
+    }
+  }
+  const PROJECT_P1 = { scope: 'PROJECT', project_id: 'p1' };
+  const dash = (n: number) => '—'.repeat(n);
+  const large = {
+    ...PROJECT_P1, memory_type: 'PROJECT_LEARNED_FACT', subject: 'node version',
+    tags: Array.from({ length: 12 }, (_, i) => `${String.fromCharCode(97 + i)}${dash(15)}`),
+    source_provenance: { source_class: dash(32), source_ref: dash(85), source_hash: HASH_A, review_ref: dash(85), extraction_method: dash(32), source_fingerprint: HASH_B },
+    freshness_policy: { kind: 'manual', recheck_ref: dash(85) },
+  };
+  const current = { ...PROJECT_P1, memory_type: 'PROJECT_LEARNED_FACT', subject: 'node version', fact: 'The build uses Node 20' };
+  const open = async (name: string) => {
+    const bench = await openWriteBench(t, name);
+    const owner = bench.adapter('owner-current');
+    const existing = (await store(owner, currentRequest(current))).results[0];
+    const provider = new RacingProvider();
+    const verifier = new MemoryAdapter({ engine: bench.engine, provider, writeProfile: 'repo-verifier', hostId: 'verifier', clock: fixedClock() });
+    return { bench, owner, existing, provider, verifier };
+  };
+
+  // A current store that contradicts the owner's fact is kept as an UNRESOLVED Candidate: measure that form.
+  const probeSide = await open('probe.sqlite3');
+  const probe = await store(probeSide.verifier, currentRequest({ ...large, fact: 'probe' }));
+  t.equal(probe.status, 'CONTRADICTION');
+  const base = bytes(sortedJson(probe.results[0])) - bytes('"probe"');
+  // Five bytes under the budget as a Candidate; as a current record (role, verifier, lifecycle, state) 15 bytes longer.
+  const need = 5795 - base - 2;
+  const backslashes = Math.max(0, need - 2000);
+  const dashes = Math.floor((need - 2 * backslashes) / 3);
+  const fact = `${'\\'.repeat(backslashes)}${dash(dashes)}${'a'.repeat(need - 2 * backslashes - 3 * dashes)}`;
+  const request = currentRequest({ ...large, fact });
+  const asCandidate = await store(probeSide.verifier, { ...request, idempotency_key: 'k-probe-fit' });
+  t.equal(asCandidate.status, 'CONTRADICTION', 'with the conflict in place the record fits as a Candidate');
+  t.equal(bytes(sortedJson(asCandidate.results[0])), 5795);
+
+  // The race: the pre-check sees the conflict; the owner replaces its fact under another subject before the lock.
+  const side = await open('race.sqlite3');
+  side.provider.hook = () => update(side.owner, replaceRequest(side.existing, { fact: 'The runtime is Deno 2', subject: 'runtime' }));
+  const error = await side.verifier.execute('memory_store', request).then(() => undefined, (caught: unknown) => caught);
+  t.match(error, { code: 'INVALID_ENVELOPE', message: /5800 bytes/ }, 'measured again as the current record it would now be');
+  t.equal(side.provider.hook, null, 'the race ran');
+  const facts = withRaw(side.bench.dbPath, (db) => (db.prepare('SELECT fact FROM adapter_records').all() as { fact: string }[]).map((row) => row.fact));
+  t.notOk(facts.includes(fact), 'nothing of the refused store was written');
+  t.strictSame(facts.sort(), ['The build uses Node 20', 'The runtime is Deno 2'], 'only the owner\'s two records exist');
 });
