@@ -52,7 +52,7 @@ function sameColumns(row: RecordRow, written: NewRecordRow): boolean {
   const values = written as Readonly<Record<string, unknown>>;
   const columns = Object.keys(values).filter((column) => values[column] !== undefined);
   const stored = row as Readonly<Record<string, unknown>>;
-  return Object.keys(stored).length === columns.length + 1 && columns.every((column) => Object.hasOwn(stored, column) && stored[column] === values[column]);
+  return Object.hasOwn(stored, 'row_id') && Object.keys(stored).length === columns.length + 1 && columns.every((column) => Object.hasOwn(stored, column) && stored[column] === values[column]);
 }
 
 /** Reads the committed record back; WRITE_UNCONFIRMED when it is missing or differs. */

@@ -132,14 +132,14 @@ export interface ContradictionItem {
   readonly source_class: string;
 }
 
-/**
- * The contradiction summary of the exact scope (by its `scope_key`): UNRESOLVED records whose conflict is live (a current
- * record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
- */
 // A literal LIMIT: with a bound one SQLite plans this query noticeably slower (about 10x on an empty
 // summary), and every write envelope runs it.
 const SUMMARY_LIMIT = sql.lit(16);
 
+/**
+ * The contradiction summary of the exact scope (by its `scope_key`): UNRESOLVED records whose conflict is live (a current
+ * record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
+ */
 export async function contradictionSummary(reader: Reader, scopeKey: string): Promise<ContradictionItem[]> {
   // scope_key is the digest of the exact tuple: idx_adapter_scope_key answers this without scanning the scope.
   const rows = (await reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', scopeKey)
