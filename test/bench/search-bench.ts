@@ -239,7 +239,11 @@ async function searchCall(client: Client, request: Record<string, unknown>): Pro
 function memoryOf(pid: number): Record<string, number> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (key: string) => Number(/\d+/.exec(status.split('\n').find((line) => line.startsWith(`${key}:`)) ?? '')?.[0] ?? Number.NaN);
-  return { peak_rss_mib: roundTo(kib('VmHWM') / 1024, 1), rss_mib: roundTo(kib('VmRSS') / 1024, 1) };
+  // RssFile is mostly the memory-mapped database (decision 0008): file pages the kernel can drop; RssAnon is the heap.
+  return {
+    peak_rss_mib: roundTo(kib('VmHWM') / 1024, 1), rss_mib: roundTo(kib('VmRSS') / 1024, 1),
+    rss_anon_mib: roundTo(kib('RssAnon') / 1024, 1), rss_file_mib: roundTo(kib('RssFile') / 1024, 1),
+  };
 }
 
 /** Latency of SEMANTIC and HYBRID through the server beside the raw KNN and FTS5 statements, interleaved per query. */
