@@ -3,7 +3,7 @@ import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { countLifecycles, countRetention, readCapacity, type CapacityReading } from '../storage/status-repository.js';
+import { countScope, readCapacity, type CapacityReading } from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
@@ -48,9 +48,7 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; provider: 
   const providerStatus = providerError === null
     ? { available: true, ...provenance }
     : { available: false, error_code: providerError.code, message: providerError.message };
-  const { counts, retention, capacity } = await engine.read(async (db) => ({
-    counts: await countLifecycles(db, scope), retention: await countRetention(db, scope), capacity: await readCapacity(db, engine.path),
-  }));
+  const { counts, retention, capacity } = await engine.read(async (db) => ({ ...(await countScope(db, scope)), capacity: await readCapacity(db, engine.path) }));
   const spec = WRITE_PROFILE_SPECS[input.writeProfile];
   return {
     backend_status: {

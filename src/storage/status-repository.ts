@@ -2,7 +2,7 @@ import { statSync, statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
-import { inScope, type ScopeColumns } from './record-repository.js';
+import type { ScopeColumns } from './record-repository.js';
 
 /** Records per stored lifecycle state in one exact scope. */
 export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
@@ -24,38 +24,36 @@ export interface CapacityReading {
   readonly filesystemFreeBytes: number | null;
 }
 
-/** Counts records per lifecycle in the exact scope (IS matches null identities). */
-export async function countLifecycles(db: Kysely<DB>, scope: ScopeColumns): Promise<LifecycleCounts> {
-  const rows = await inScope(db, scope).clearSelect()
-    .select(['lifecycle_state', (eb) => eb.fn.countAll<number>().as('n')])
-    .groupBy('lifecycle_state').execute();
-  const counts: LifecycleCounts = { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0 };
-  for (const row of rows) counts[row.lifecycle_state as keyof LifecycleCounts] = Number(row.n);
-  return counts;
-}
-
 /**
- * Counts SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and
- * those blocked as partial (a derived row missing, or HISTORICAL still holding a vector), in the exact scope.
+ * Counts the exact scope's records per lifecycle (IS matches null identities) and its retention state:
+ * SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and those
+ * blocked as partial (a derived row missing, or HISTORICAL still holding a vector). One statement, so
+ * both come from one snapshot and a status call pays for one query instead of two.
  */
-export async function countRetention(db: Kysely<DB>, scope: ScopeColumns): Promise<RetentionCounts> {
-  // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL.
-  const result = await sql<{ ready: number; blocked: number }>`
-    WITH derived AS (
+export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{ counts: LifecycleCounts; retention: RetentionCounts }> {
+  // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL;
+  // CASE keeps the derived-row lookups to SUPERSEDED and HISTORICAL records.
+  const result = await sql<Record<'candidate' | 'current' | 'superseded' | 'quarantined' | 'historical' | 'ready' | 'blocked', number>>`
+    WITH scoped AS (
       SELECT r.lifecycle_state AS state,
-             EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) AS has_fts,
-             (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_current
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) END AS has_fts,
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) END AS vec_current
       FROM adapter_records r
       WHERE r.scope = ${scope.scope} AND r.project_id IS ${scope.project_id} AND r.worktree_id IS ${scope.worktree_id}
-        AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id}
-        AND r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL'))
+        AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id})
     SELECT
+      coalesce(sum(state = 'CANDIDATE'), 0) AS candidate, coalesce(sum(state = 'VALIDATED_CURRENT'), 0) AS current,
+      coalesce(sum(state = 'SUPERSEDED'), 0) AS superseded, coalesce(sum(state = 'QUARANTINED'), 0) AS quarantined,
+      coalesce(sum(state = 'HISTORICAL'), 0) AS historical,
       coalesce(sum(state = 'SUPERSEDED' AND has_fts AND vec_current = 0), 0) AS ready,
       coalesce(sum((state = 'SUPERSEDED' AND (NOT has_fts OR vec_current IS NULL OR vec_current <> 0))
                    OR (state = 'HISTORICAL' AND vec_current IS NOT NULL)), 0) AS blocked
-    FROM derived`.execute(db);
+    FROM scoped`.execute(db);
   const row = result.rows[0]!;
-  return { compactionReady: Number(row.ready), compactionBlockedPartial: Number(row.blocked) };
+  return {
+    counts: { CANDIDATE: Number(row.candidate), VALIDATED_CURRENT: Number(row.current), SUPERSEDED: Number(row.superseded), QUARANTINED: Number(row.quarantined), HISTORICAL: Number(row.historical) },
+    retention: { compactionReady: Number(row.ready), compactionBlockedPartial: Number(row.blocked) },
+  };
 }
 
 function fileBytes(path: string): number | null {
