@@ -1,4 +1,5 @@
 import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { freezeCanonical } from '../core/canonical-json.js';
 import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
@@ -8,7 +9,7 @@ import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
 /** The token measurement profile (CONTRACT.md §15): always measured with the bundled o200k_base. */
-export const TOKEN_MEASUREMENT = Object.freeze({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
+export const TOKEN_MEASUREMENT = freezeCanonical({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
 
 function capacityBlock(reading: CapacityReading): Record<string, unknown> {
   const known = [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((v) => v !== null);
@@ -25,17 +26,22 @@ function capacityBlock(reading: CapacityReading): Record<string, unknown> {
   };
 }
 
-/** The launch profile as `backend_status.profile` reports it. */
+/** The launch profile as `backend_status.profile` reports it; frozen and kept while provider and digest stay the same. */
 function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance | null): Record<string, unknown> {
   const p = provider.profile;
-  return {
+  const digest = provenance?.digest ?? provider.lastObservedDigest ?? p.referenceDigest;
+  if (lastProfile?.provider === provider && lastProfile.digest === digest) return lastProfile.block;
+  const block = freezeCanonical({
     profile_id: p.profileId, provider_kind: p.providerKind, base_model_identity: p.model,
-    model_digest: provenance?.digest ?? provider.lastObservedDigest ?? p.referenceDigest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
+    model_digest: digest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
     normalization_policy: p.normalizationPolicy, distance_metric: p.distanceMetric, projection_version: p.projectionVersion,
     document_prefix: p.documentPrefix, query_prefix: p.queryPrefix, semantic_family: p.semanticFamily,
     compatibility_revision: p.compatibilityRevision, minimum_context_window: p.minimumContextWindow,
-  };
+  });
+  lastProfile = { provider, digest, block };
+  return block;
 }
+let lastProfile: { provider: EmbeddingProvider; digest: string; block: Record<string, unknown> } | undefined;
 
 /**
  * Observes one exact scope for `memory_status` (CONTRACT.md §15, OPERATIONS.md §2), read-only: a fresh
@@ -67,7 +73,7 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; provider: 
       capacity: capacityBlock(capacity),
     },
     provider_status: providerStatus,
-    token_measurement: { ...TOKEN_MEASUREMENT },
+    token_measurement: TOKEN_MEASUREMENT,
     launcher: { write_profile: input.writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle },
   };
 }

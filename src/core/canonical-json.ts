@@ -14,6 +14,10 @@ export function canonicalJson(value: unknown): string {
       if (!Number.isFinite(value)) throw new TypeError('canonical JSON has no form for a non-finite number');
       return JSON.stringify(value);
     case 'object': {
+      if (Object.isFrozen(value)) {
+        const known = FROZEN_TEXT.get(value);
+        if (known !== undefined) return known;
+      }
       if (Array.isArray(value)) {
         let out = '[';
         for (let i = 0; i < value.length; i += 1) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
@@ -35,6 +39,22 @@ export function canonicalJson(value: unknown): string {
     default:
       throw new TypeError(`canonical JSON has no form for a ${typeof value}`);
   }
+}
+
+// Values passed through freezeCanonical: immutable, so their text never changes.
+const FROZEN_TEXT = new WeakMap<object, string>();
+
+/**
+ * Deep-freezes a JSON value and remembers its canonical JSON, so canonicalJson copies the text wherever
+ * the value appears instead of walking it again. For values that envelopes repeat unchanged (the stored
+ * binding, the launch profile). Throws TypeError as canonicalJson does.
+ */
+export function freezeCanonical<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  for (const item of Object.values(value)) freezeCanonical(item);
+  Object.freeze(value);
+  FROZEN_TEXT.set(value, canonicalJson(value));
+  return value;
 }
 
 // Envelopes repeat the same few hundred keys: quoting each once makes canonicalJson about 1.7x faster.

@@ -1,5 +1,5 @@
 import { canonicalDigest } from '../core/hashing.js';
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson, freezeCanonical } from '../core/canonical-json.js';
 import { semanticIdentity, type EmbeddingProfile } from './embedding-profiles.js';
 import type { RuntimeProvenance } from './embedding-provider.js';
 
@@ -65,22 +65,14 @@ export function evaluateCompatibility(input: {
   profile: EmbeddingProfile; bindingText: string | null; tableDimension: number | null; provenance: RuntimeProvenance | null;
 }): EmbeddingCompatibility {
   // A pure function of its inputs, evaluated on every status, search and write: the last answer is
-  // kept (frozen, since envelopes carry it) and reused while the inputs are unchanged.
+  // kept (frozen with its canonical text, since envelopes carry it) and reused while the inputs are unchanged.
   const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000${JSON.stringify(input.provenance)}`;
   if (lastCompatibility?.key === key && lastCompatibility.profile === input.profile) return lastCompatibility.result;
-  const result = deepFreeze(computeCompatibility(input));
+  const result = freezeCanonical(computeCompatibility(input));
   lastCompatibility = { key, profile: input.profile, result };
   return result;
 }
 let lastCompatibility: { key: string; profile: EmbeddingProfile; result: EmbeddingCompatibility } | undefined;
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const item of Object.values(value)) deepFreeze(item);
-    Object.freeze(value);
-  }
-  return value;
-}
 
 function computeCompatibility(input: Parameters<typeof evaluateCompatibility>[0]): EmbeddingCompatibility {
   const { raw, binding } = parseBinding(input.bindingText);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { canonicalJson } from '../../src/core/canonical-json.js';
+import { canonicalJson, freezeCanonical } from '../../src/core/canonical-json.js';
 
 // Canonical JSON (CONTRACT.md §2.2): fingerprints, record columns, budgets and the text item of every
 // envelope depend on it, so its output is pinned here against a plain reference implementation.
@@ -63,4 +63,24 @@ t.test('agrees with the reference on generated values, including keys seen many 
     if (text !== reference(value) || canonicalJson(JSON.parse(text)) !== text) mismatches += 1;
   }
   t.equal(mismatches, 0);
+});
+
+t.test('freezeCanonical deep-freezes a value; its text is reused wherever it appears and stays equal to a fresh walk', async (t) => {
+  const binding = { z: [1, { b: 'x', a: null }], a: { '10': 'ten', '9': 'nine' } };
+  const expected = reference(binding);
+  const frozen = freezeCanonical(binding);
+  t.equal(frozen, binding, 'the same object, now frozen');
+  t.ok(Object.isFrozen(binding) && Object.isFrozen(binding.z) && Object.isFrozen(binding.z[1]) && Object.isFrozen(binding.a), 'frozen at every depth');
+  t.throws(() => { (binding.z[1] as Record<string, unknown>).b = 'changed'; }, TypeError, 'nested values cannot change under the remembered text');
+  t.equal(canonicalJson(binding), expected);
+  t.equal(canonicalJson({ outer: binding, list: [binding, binding] }), `{"list":[${expected},${expected}],"outer":${expected}}`);
+  let reads = 0;
+  const counted = freezeCanonical({ get a() { reads += 1; return 1; } });
+  const readsWhenFrozen = reads;
+  t.equal(canonicalJson({ x: counted }), '{"x":{"a":1}}');
+  t.equal(reads, readsWhenFrozen, 'the remembered text is copied, the object not walked again');
+  // A frozen object that did not go through freezeCanonical is walked as usual.
+  t.equal(canonicalJson(Object.freeze({ b: 1, a: 2 })), '{"a":2,"b":1}');
+  t.equal(freezeCanonical('text'), 'text', 'primitives pass through');
+  t.throws(() => freezeCanonical({ n: Number.NaN }), TypeError, 'no canonical form, refused like canonicalJson');
 });
