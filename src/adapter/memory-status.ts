@@ -11,7 +11,8 @@ import { observeCompatibility } from './runtime-compatibility.js';
 /** The token measurement profile (CONTRACT.md §15): always measured with the bundled o200k_base. */
 export const TOKEN_MEASUREMENT = freezeCanonical({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
 
-function capacityBlock(reading: CapacityReading): Record<string, unknown> {
+/** `backend_status.capacity` (OPERATIONS.md §2): KNOWN only when every reading it needs succeeded. */
+export function capacityBlock(reading: CapacityReading): Record<string, unknown> {
   const known = [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((v) => v !== null);
   const times = (a: number | null, b: number | null) => (a === null || b === null ? null : a * b);
   return {
@@ -54,7 +55,8 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; provider: 
   const providerStatus = providerError === null
     ? { available: true, ...provenance }
     : { available: false, error_code: providerError.code, message: providerError.message };
-  const { counts, retention, capacity } = await engine.read(async (db) => ({ ...(await countScope(db, scope)), capacity: await readCapacity(db, engine.path) }));
+  const { counts, retention, pages } = await engine.read((db) => countScope(db, scope));
+  const capacity = readCapacity(pages, engine.path);
   const spec = WRITE_PROFILE_SPECS[input.writeProfile];
   return {
     backend_status: {

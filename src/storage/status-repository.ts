@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { ScopeColumns } from './record-repository.js';
+import { isBusyError } from './sqlite-errors.js';
 
 /** Records per stored lifecycle state in one exact scope. */
 export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
@@ -11,6 +12,13 @@ export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERS
 export interface RetentionCounts {
   readonly compactionReady: number;
   readonly compactionBlockedPartial: number;
+}
+
+/** The three page pragmas (OPERATIONS.md §2). */
+export interface PageReading {
+  readonly page_size: number;
+  readonly page_count: number;
+  readonly freelist_count: number;
 }
 
 /** Capacity numbers of the database file (OPERATIONS.md §2); null where a reading failed. */
@@ -30,10 +38,23 @@ export interface CapacityReading {
  * blocked as partial (a derived row missing, or HISTORICAL still holding a vector). One statement, so
  * both come from one snapshot and a status call pays for one query instead of two.
  */
-export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{ counts: LifecycleCounts; retention: RetentionCounts }> {
+export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{ counts: LifecycleCounts; retention: RetentionCounts; pages: PageReading | null }> {
+  try {
+    return await scopeStatement(db, scope, true);
+  } catch (error) {
+    // The page pragmas are an observation: when they fail, capacity is UNKNOWN, the counts still stand.
+    if (isBusyError(error)) throw error;
+    return { ...(await scopeStatement(db, scope, false)), pages: null };
+  }
+}
+
+async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: boolean): Promise<{ counts: LifecycleCounts; retention: RetentionCounts; pages: PageReading | null }> {
   // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL;
   // CASE keeps the derived-row lookups to SUPERSEDED and HISTORICAL records.
-  const result = await sql<Record<'candidate' | 'current' | 'superseded' | 'quarantined' | 'historical' | 'ready' | 'blocked', number>>`
+  const pages = withPages
+    ? sql`, (SELECT page_size FROM pragma_page_size()) AS page_size, (SELECT page_count FROM pragma_page_count()) AS page_count, (SELECT freelist_count FROM pragma_freelist_count()) AS freelist_count`
+    : sql``;
+  const result = await sql<Record<'candidate' | 'current' | 'superseded' | 'quarantined' | 'historical' | 'ready' | 'blocked' | keyof PageReading, number>>`
     WITH scoped AS (
       SELECT r.lifecycle_state AS state,
              CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) END AS has_fts,
@@ -47,12 +68,13 @@ export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{
       coalesce(sum(state = 'HISTORICAL'), 0) AS historical,
       coalesce(sum(state = 'SUPERSEDED' AND has_fts AND vec_current = 0), 0) AS ready,
       coalesce(sum((state = 'SUPERSEDED' AND (NOT has_fts OR vec_current IS NULL OR vec_current <> 0))
-                   OR (state = 'HISTORICAL' AND vec_current IS NOT NULL)), 0) AS blocked
+                   OR (state = 'HISTORICAL' AND vec_current IS NOT NULL)), 0) AS blocked ${pages}
     FROM scoped`.execute(db);
   const row = result.rows[0]!;
   return {
     counts: { CANDIDATE: Number(row.candidate), VALIDATED_CURRENT: Number(row.current), SUPERSEDED: Number(row.superseded), QUARANTINED: Number(row.quarantined), HISTORICAL: Number(row.historical) },
     retention: { compactionReady: Number(row.ready), compactionBlockedPartial: Number(row.blocked) },
+    pages: withPages ? { page_size: Number(row.page_size), page_count: Number(row.page_count), freelist_count: Number(row.freelist_count) } : null,
   };
 }
 
@@ -64,16 +86,8 @@ function fileBytes(path: string): number | null {
   }
 }
 
-/** Reads page pragmas and file sizes; each failed reading is null rather than an error. */
-export async function readCapacity(db: Kysely<DB>, path: string): Promise<CapacityReading> {
-  let pages: { page_size: number; page_count: number; freelist_count: number } | undefined;
-  try {
-    // Pragma table-valued functions read all three numbers in one statement.
-    pages = (await sql<{ page_size: number; page_count: number; freelist_count: number }>`
-      SELECT page_size, page_count, freelist_count FROM pragma_page_size(), pragma_page_count(), pragma_freelist_count()`.execute(db)).rows[0];
-  } catch {
-    pages = undefined;
-  }
+/** Capacity from the page pragmas read with the counts (null when they failed) and file sizes; each failed reading is null. */
+export function readCapacity(pages: PageReading | null, path: string): CapacityReading {
   let filesystemFreeBytes: number | null;
   try {
     const fs = statfsSync(dirname(path));
