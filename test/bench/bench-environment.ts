@@ -43,11 +43,3 @@ export function databaseBytes(dbPath: string): { db_bytes: number; wal_bytes: nu
   const size = (path: string) => (existsSync(path) ? statSync(path).size : 0);
   return { db_bytes: size(dbPath), wal_bytes: size(`${dbPath}-wal`) };
 }
-
-/**
- * Extra Node.js flags for every server process a suite spawns, from `BENCH_SERVER_NODE_ARGS`
- * (space-separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the server under load.
- */
-export function serverNodeArgs(): string[] {
-  return (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
-}

@@ -2,9 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
@@ -13,7 +10,8 @@ import type { EmbeddingProvider, RuntimeProvenance } from '../../src/embedding/e
 import { LocalHashProvider, localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { probeRuntime } from '../../src/storage/runtime-probe.js';
-import { describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
+import { describeEnvironment, progressLogger } from './bench-environment.js';
+import { connectBenchClient, factlaneArgs } from './bench-server.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
 
@@ -26,7 +24,6 @@ const TARGET_PER_S = 20_000;
 const IN_PROCESS_STORES = 1000;
 const STDIO_STORES = 500;
 const WARM_UP_STORES = 100;
-const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
 const SCOPE = { scope: 'PROJECT', project_id: 'embed-bench' } as const;
 
 const ENGLISH = [
@@ -187,8 +184,7 @@ async function inProcessStoreShare(dir: string, facts: readonly string[]) {
 
 /** memory_store over stdio against the built launcher (delegated-candidate): the MCP round trip a host sees. */
 async function stdioStoreLatency(dir: string, facts: readonly string[]) {
-  const client = new Client({ name: 'factlane-embed-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'], stderr: 'ignore' }));
+  const { client } = await connectBenchClient('factlane-embed-bench', factlaneArgs('--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'));
   try {
     const outcomes: Record<string, number> = {};
     const samples: number[] = [];

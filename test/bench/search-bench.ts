@@ -4,10 +4,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { contradictionKey, nativeContentHash } from '../../src/adapter/derived-identities.js';
 import { scopeDigest, type ScopeTuple } from '../../src/adapter/request-scope.js';
 import { selectDiverse } from '../../src/adapter/source-diversity.js';
@@ -16,7 +14,8 @@ import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
-import { databaseBytes, describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
+import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
+import { connectBenchClient, factlaneArgs } from './bench-server.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
 
@@ -30,7 +29,6 @@ const require = createRequire(import.meta.url);
 const Database: typeof BetterSqlite3 = require('better-sqlite3');
 const sqliteVec: { load(db: unknown): void } = require('sqlite-vec');
 
-const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
 const INTENT = 'CURRENT_PROJECT_STATE';
 /** memory_search defaults: top_k 5 → pool max(20, 16) = 20 per channel (CONTRACT.md §12.1). */
 const POOL = 20;
@@ -220,12 +218,8 @@ function openRawReader(dbPath: string): RawQueries {
 
 // ---- The server --------------------------------------------------------------------------------
 
-async function startServer(dbPath: string): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
-  const started = performance.now();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', 'bench'], stderr: 'ignore' });
-  const client = new Client({ name: 'factlane-search-bench', version: '1.0.0' });
-  await client.connect(transport);
-  return { client, transport, startupMs: performance.now() - started };
+function startServer(dbPath: string) {
+  return connectBenchClient('factlane-search-bench', factlaneArgs('--db', dbPath, '--host-id', 'bench'));
 }
 
 async function searchCall(client: Client, request: Record<string, unknown>): Promise<{ ms: number; envelope: Record<string, any> }> {

@@ -2,23 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { serverNodeArgs } from './bench-environment.js';
+import { connectBenchClient, ECHO_SERVER, factlaneArgs } from './bench-server.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 
 const ROUND_TRIPS = 1000;
 const COLD_STARTS = 10;
-const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
-const ECHO = fileURLToPath(new URL('./echo-server.js', import.meta.url));
-
-async function connect(args: string[]): Promise<{ client: Client; startupMs: number }> {
-  const started = performance.now();
-  const client = new Client({ name: 'factlane-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore' }));
-  return { client, startupMs: performance.now() - started };
-}
 
 /** Sequential tools/call round trips; returns per-call milliseconds. */
 async function roundTrips(client: Client, name: string, request: Record<string, unknown>, count: number): Promise<number[]> {
@@ -41,15 +30,15 @@ export async function runServerBench(): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), 'factlane-server-bench-'));
   try {
     const dbPath = join(dir, 'bench.sqlite3');
-    const factlaneArgs = [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', 'bench'];
+    const launch = factlaneArgs('--db', dbPath, '--host-id', 'bench');
     const coldStarts: number[] = [];
     for (let i = 0; i < COLD_STARTS; i += 1) {
-      const { client, startupMs } = await connect(factlaneArgs);
+      const { client, startupMs } = await connectBenchClient('factlane-bench', launch);
       coldStarts.push(startupMs);
       await client.close();
     }
-    const factlane = (await connect(factlaneArgs)).client;
-    const echo = (await connect([ECHO])).client;
+    const factlane = (await connectBenchClient('factlane-bench', launch)).client;
+    const echo = (await connectBenchClient('factlane-bench', [ECHO_SERVER])).client;
     const statusRequest = { scope: 'GLOBAL_USER' };
     await roundTrips(factlane, 'memory_status', statusRequest, 100);
     await roundTrips(echo, 'echo', statusRequest, 100);

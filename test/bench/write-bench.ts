@@ -2,16 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { probeRuntime } from '../../src/storage/runtime-probe.js';
 import { openBenchEngine, openRawBaselineConnection } from './bench-engine.js';
 import { BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord } from './bench-records.js';
 import { FactVocabulary } from './fact-vocabulary.js';
 import { SeededRandom } from './seeded-random.js';
-import { databaseBytes, describeEnvironment, progressLogger, serverNodeArgs } from './bench-environment.js';
+import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
+import { connectBenchClient, ECHO_SERVER, factlaneArgs } from './bench-server.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
 
 const CANDIDATE_STORES = 2000;
@@ -20,8 +19,6 @@ const CONCURRENT_PROCESSES = 4;
 const CONCURRENT_STORES_EACH = 1000;
 const WARM_UP = 100;
 const TARGET_PER_S = 1000;
-const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
-const ECHO = fileURLToPath(new URL('./echo-server.js', import.meta.url));
 const FLOOR_TRANSACTIONS = 2000;
 const FLOOR_ECHOES = 1000;
 const SCOPE = { scope: 'PROJECT', project_id: 'write-bench' } as const;
@@ -32,9 +29,7 @@ type Envelope = { status: string; error_code?: string; results: { memory_id: str
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 async function connect(dbPath: string, hostId: string, writeProfile: string): Promise<Client> {
-  const client = new Client({ name: 'factlane-write-bench', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [...serverNodeArgs(), FACTLANE, '--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile], stderr: 'ignore' }));
-  return client;
+  return (await connectBenchClient('factlane-write-bench', factlaneArgs('--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile))).client;
 }
 
 /** A store request with its own fact (so never DUPLICATE or CONTRADICTION) and key. */
@@ -105,8 +100,7 @@ async function measureFloors(dir: string, request: Record<string, unknown>, enve
     if (n >= WARM_UP) transactionSamples.push(performance.now() - started);
   }
   connection.close();
-  const echo = new Client({ name: 'factlane-write-bench', version: '1.0.0' });
-  await echo.connect(new StdioClientTransport({ command: process.execPath, args: [ECHO], stderr: 'ignore' }));
+  const echo = (await connectBenchClient('factlane-write-bench', [ECHO_SERVER])).client;
   // Both payloads alternate, after a warm-up of both, so neither pays for the echo server's warm-up.
   const samples = { request: [] as number[], envelope: [] as number[] };
   for (let n = 0; n < FLOOR_ECHOES + WARM_UP; n += 1) {
