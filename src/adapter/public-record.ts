@@ -2,7 +2,8 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
 import type { RecordRow } from '../storage/record-repository.js';
-import { countListTokens, countObjectTokens } from './token-measure.js';
+import { fitBudget } from './budget-fitting.js';
+import { countObjectTokens } from './token-measure.js';
 
 /** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
 export function publicRecord(row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null): Record<string, unknown> {
@@ -35,7 +36,7 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
 
 /** The budget of a write envelope: measured, never trimmed, truncated false (CONTRACT.md §6.1). */
 export async function measuredBudget(results: readonly Record<string, unknown>[]): Promise<Record<string, unknown>> {
-  if (results.length === 0) return { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false };
-  const texts = results.map((result) => canonicalJson(result));
-  return { requested_top_k: null, returned: results.length, serialized_bytes: utf8Bytes(`[${texts.join(',')}]`), serialized_tokens: await countListTokens(texts), truncated: false };
+  // The same measure as a read's budget, with nothing to drop.
+  const measured = await fitBudget(results, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
+  return { requested_top_k: null, returned: measured.results.length, serialized_bytes: measured.serializedBytes, serialized_tokens: measured.serializedTokens, truncated: false };
 }
