@@ -10,8 +10,15 @@ import { startLauncher } from '../helpers/mcp.js';
 import { RawDatabase, tableCounts } from '../helpers/storage.js';
 
 const ITERATIONS = 20;
-/** Iterations (by number) that kill right after sending a single request. */
+/** Iterations (by number) that kill right after sending a single request: it is not committed yet. */
 const SINGLE_REQUEST_ITERATIONS = new Set([3, 8, 13, 18]);
+/**
+ * Iterations that send a single request with the client not reading the server's stdout, wait until its record
+ * is committed, then kill the server and discard whatever answer it wrote: committed, answer lost. Random kill
+ * delays alone hit that window only by chance.
+ */
+const LOST_ANSWER_ITERATIONS = new Set([5, 10, 15, 20]);
+const COMMIT_WAIT_MS = 20_000;
 const BURST = 12;
 const HOST_ID = 'crash-host';
 const SCOPE = { scope: 'PROJECT', project_id: 'crash-project' } as const;
@@ -44,6 +51,21 @@ function storeRequest(iteration: number, index: number): Record<string, unknown>
   };
 }
 
+/** Resolves once a record with `idempotencyKey` is committed in `dbPath`, read on a raw read-only connection. */
+async function committed(dbPath: string, idempotencyKey: string): Promise<void> {
+  const deadline = performance.now() + COMMIT_WAIT_MS;
+  const db = new RawDatabase(dbPath, { readonly: true });
+  try {
+    const find = db.prepare('SELECT 1 FROM adapter_records WHERE idempotency_key = ?');
+    while (find.get(idempotencyKey) === undefined) {
+      if (performance.now() > deadline) throw new Error(`${idempotencyKey} was not committed within ${COMMIT_WAIT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  } finally {
+    db.close();
+  }
+}
+
 /** Record, FTS and vector counts of the crashed database, read before any server reopens it. */
 function crashedCounts(dbPath: string) {
   const counts = tableCounts(dbPath);
@@ -69,13 +91,15 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
   tally.sent += calibration.length;
 
   for (let iteration = 1; iteration <= ITERATIONS; iteration += 1) {
-    const single = SINGLE_REQUEST_ITERATIONS.has(iteration);
+    const lostAnswer = LOST_ANSWER_ITERATIONS.has(iteration);
+    const single = SINGLE_REQUEST_ITERATIONS.has(iteration) || lostAnswer;
     const batch: Sent[] = [];
     for (let index = 0; index < (single ? 1 : BURST); index += 1) batch.push({ request: storeRequest(iteration, index), first: null });
     for (const sent of batch) sentKeys.add(sent.request.idempotency_key as string);
     tally.sent += batch.length;
 
     const victim = server;
+    if (lostAnswer) victim.child.stdout!.pause(); // the answer stays unread in the pipe
     const pending = batch.map(async (sent) => {
       try {
         sent.first = await store(victim, sent.request);
@@ -83,7 +107,11 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
         if (!/closed/i.test((error as Error).message)) throw error; // only a dead connection may lose the answer
       }
     });
-    if (single) {
+    if (lostAnswer) {
+      await committed(dbPath, batch[0]!.request.idempotency_key as string);
+      victim.child.kill('SIGKILL');
+      victim.child.stdout!.destroy(); // the answer, if the server wrote it before the kill, never reaches the client
+    } else if (single) {
       victim.child.kill('SIGKILL');
     } else {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * burstMs));
@@ -127,7 +155,7 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
 
   t.comment(`burst of ${BURST} took ${Math.round(burstMs)} ms; ${JSON.stringify(tally)}`);
   t.same(problems, [], 'no IDEMPOTENCY_CONFLICT, no other outcome, no partial record at any crash point, answered requests replay as the same record');
-  t.ok(tally.replay_after_lost_answer > 0, 'some requests were committed but their answer was lost (kill between commit and response): they replay');
+  t.ok(tally.replay_after_lost_answer >= LOST_ANSWER_ITERATIONS.size, 'requests committed but with their answer lost (kill between commit and response) replay');
   t.ok(tally.fresh_after_kill > 0, 'some requests were not committed before the kill: the resend writes them fresh');
   t.equal(tally.replay_after_answer, tally.answered_before_kill, 'every request answered before the kill replays');
 
