@@ -1,12 +1,12 @@
 // Token counts with the bundled offline o200k_base encoding (CONTRACT.md §12.5). The encoder's tables
 // take ~140 ms to load, so they load on first use (or when warmUp() is called after startup), never on
 // the path to the initialize response.
-type Encode = (text: string, options: { allowedSpecial: Set<string>; disallowedSpecial: Set<string> }) => number[];
-let encoder: Promise<Encode> | undefined;
+type Count = (text: string, options: { allowedSpecial: Set<string>; disallowedSpecial: Set<string> }) => number;
+let counter: Promise<Count> | undefined;
 
-function load(): Promise<Encode> {
-  encoder ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => module.encode as unknown as Encode);
-  return encoder;
+function load(): Promise<Count> {
+  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => module.countTokens as unknown as Count);
+  return counter;
 }
 
 /** Starts loading the encoder without waiting for it. */
@@ -17,9 +17,48 @@ export function warmUpTokenizer(): void {
 // Special-token strings count as ordinary text: nothing is allowed or disallowed as special.
 const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
 
+// Segments (docs/decisions/0011-token-counts-by-segment.md). o200k_base splits text into chunks with one
+// expression and merges bytes inside each chunk only. Two of the punctuation marks " , : { } [ ] in a row
+// can only be inside a punctuation-run chunk, and that run stops at the ASCII letter or digit after them:
+// a chunk always ends there, whatever comes before or after. A text's count is therefore the sum of the
+// counts of the segments cut at those places, and canonical JSON repeats most of its segments
+// (`memory_type":"PROJECT_LEARNED_FACT","`), so they are counted once and remembered.
+const SEGMENT_COUNTS = new Map<string, number>();
+const SEGMENT_COUNTS_MAX = 8192;
+const SEGMENT_REMEMBERED_MAX_LENGTH = 256;
+
+function isPunctuation(code: number): boolean {
+  // " , : [ ] { }
+  return code === 0x22 || code === 0x2c || code === 0x3a || code === 0x5b || code === 0x5d || code === 0x7b || code === 0x7d;
+}
+
+function isAsciiAlphanumeric(code: number): boolean {
+  return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
+}
+
+function segmentTokens(count: Count, segment: string): number {
+  if (segment.length > SEGMENT_REMEMBERED_MAX_LENGTH) return count(segment, AS_TEXT);
+  let tokens = SEGMENT_COUNTS.get(segment);
+  if (tokens === undefined) {
+    tokens = count(segment, AS_TEXT);
+    if (SEGMENT_COUNTS.size >= SEGMENT_COUNTS_MAX) SEGMENT_COUNTS.delete(SEGMENT_COUNTS.keys().next().value!);
+    SEGMENT_COUNTS.set(segment, tokens);
+  }
+  return tokens;
+}
+
 /** The o200k_base token count of `text`. */
 export async function countTokens(text: string): Promise<number> {
-  return (await load())(text, AS_TEXT).length;
+  const count = await load();
+  let total = 0;
+  let start = 0;
+  for (let p = 2; p < text.length; p += 1) {
+    if (isAsciiAlphanumeric(text.charCodeAt(p)) && isPunctuation(text.charCodeAt(p - 1)) && isPunctuation(text.charCodeAt(p - 2))) {
+      total += segmentTokens(count, text.slice(start, p));
+      start = p;
+    }
+  }
+  return start === text.length ? total : total + segmentTokens(count, text.slice(start));
 }
 
 // Lists of canonical JSON objects (docs/decisions/0009-token-counts-by-object.md). o200k_base splits text
@@ -35,7 +74,7 @@ const JOINTS = ['{"', '"}', '[{"', '"},{"', '"}]', '[]'] as const;
 let joints: Promise<Record<(typeof JOINTS)[number], number>> | undefined;
 
 function jointCounts(): Promise<Record<(typeof JOINTS)[number], number>> {
-  joints ??= load().then((encode) => Object.fromEntries(JOINTS.map((joint) => [joint, encode(joint, AS_TEXT).length])) as Record<(typeof JOINTS)[number], number>);
+  joints ??= load().then((count) => Object.fromEntries(JOINTS.map((joint) => [joint, count(joint, AS_TEXT)])) as Record<(typeof JOINTS)[number], number>);
   return joints;
 }
 

@@ -3,11 +3,13 @@ import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import { countListTokens, countObjectTokens, countTokens } from '../../src/adapter/token-measure.js';
 
-// Budgets report real o200k_base counts (CONTRACT.md §12.5). countListTokens and countObjectTokens count
-// an object's core once and add fixed joints (docs/decisions/0009); these tests hold them to a whole-text
-// encode of the same JSON, on public-record shapes and on texts that must fall back to counting whole.
+// Budgets report real o200k_base counts (CONTRACT.md §12.5). countTokens adds up the counts of segments cut
+// where a chunk always ends (docs/decisions/0011); countListTokens and countObjectTokens count an object's core
+// once and add fixed joints (docs/decisions/0009). These tests hold all three to a whole-text encode: on
+// public-record shapes, on texts that must fall back to counting whole, and on arbitrary text.
 
-const whole = (text: string) => encode(text).length;
+const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
+const whole = (text: string) => encode(text, AS_TEXT).length;
 const list = (objects: readonly unknown[]) => `[${objects.map((object) => canonicalJson(object)).join(',')}]`;
 
 let seed = 0x51f15e;
@@ -70,4 +72,25 @@ t.test('texts outside the core shape are counted whole, still exactly', async (t
   t.equal(await countListTokens(odd.map((object) => canonicalJson(object))), whole(list(odd)), 'mixed list');
   t.equal(await countListTokens([]), whole('[]'), 'empty list');
   t.equal(await countTokens('hello world'), whole('hello world'));
+});
+
+t.test('arbitrary text counts exactly what a whole-text encode counts, segment cuts and all', async (t) => {
+  // Atoms crowd the cut rule's edges: the punctuation pairs it cuts after, single punctuation before a letter
+  // (no cut there: a letter chunk may take one leading mark), marks, contractions, escapes, newlines after
+  // punctuation, digits runs, non-Latin letters and a special-token string counted as text.
+  const atoms = ['"', ',', ':', '{', '}', '[', ']', ',"', '":', '{"', '"}', '],', 'a', 'Z', 'abc', 'ABC', 'Ab', '1', '123', '4567', ' ', '  ', '\n', '\r\n', '\t',
+    "'", "'s", "'LL", '/', '\\', '\\"', '\\n', 'é', 'e\u0301', '\u0301', 'ب', 'بَ', '٢٠', '🚀', '_', '-', '.', '<|endoftext|>', 'ǅ', 'ʰ', '中文'];
+  const mismatches: string[] = [];
+  for (let i = 0; i < 20_000; i += 1) {
+    let text = '';
+    for (let length = 1 + Math.floor(random() * 30); length > 0; length -= 1) text += pick(atoms);
+    if ((await countTokens(text)) !== whole(text)) mismatches.push(text);
+  }
+  t.same(mismatches.slice(0, 5), [], 'no text counts differently');
+  t.equal(await countTokens(''), 0, 'the empty text has no tokens');
+  const repeated = canonicalJson({ memory_type: 'PROJECT_LEARNED_FACT', scope: { scope: 'PROJECT' } });
+  t.equal(await countTokens(repeated), whole(repeated), 'a text counted again from remembered segments');
+  t.equal(await countTokens(repeated), whole(repeated), 'and again');
+  const long = `{"fact":"${'word '.repeat(200)}","tags":["a"]}`;
+  t.equal(await countTokens(long), whole(long), 'a segment too long to remember is counted directly');
 });
