@@ -1,5 +1,6 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { canonicalDigest } from '../core/hashing.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/hashing.js';
 import { isIdentifierFormat, isSecretLike } from '../core/identifiers.js';
 import { SCOPES, type Scope } from '../../schema/enums.js';
 
@@ -68,5 +69,16 @@ export function validateScope(request: Readonly<Record<string, unknown>>): Scope
 
 /** scope_digest: SHA-256 of the canonical JSON of the five-key scope object; stored as `scope_key`. */
 export function scopeDigest(tuple: ScopeTuple): string {
-  return canonicalDigest({ scope: tuple.scope, project_id: tuple.project_id, worktree_id: tuple.worktree_id, workflow_id: tuple.workflow_id, agent_id: tuple.agent_id });
+  const text = canonicalJson({ scope: tuple.scope, project_id: tuple.project_id, worktree_id: tuple.worktree_id, workflow_id: tuple.workflow_id, agent_id: tuple.agent_id });
+  let digest = SCOPE_DIGESTS.get(text);
+  if (digest === undefined) {
+    digest = sha256Hex(text);
+    if (SCOPE_DIGESTS.size >= SCOPE_DIGESTS_MAX) SCOPE_DIGESTS.delete(SCOPE_DIGESTS.keys().next().value!);
+    SCOPE_DIGESTS.set(text, digest);
+  }
+  return digest;
 }
+
+// Every request hashes its scope, and a server sees few scopes: digests by scope text (decision 0010).
+const SCOPE_DIGESTS = new Map<string, string>();
+const SCOPE_DIGESTS_MAX = 256;

@@ -105,3 +105,15 @@ t.test('scopeDigest is the SHA-256 of the canonical five-key tuple, stable, and 
   t.equal(digests.size, 7, 'seven different tuples, seven digests');
   for (const digest of digests) t.match(digest, /^[0-9a-f]{64}$/);
 });
+
+t.test('remembered scope digests stay right past the memo bound and after eviction', async (t) => {
+  const direct = (projectId: string) => createHash('sha256').update(`{"agent_id":null,"project_id":"${projectId}","scope":"PROJECT","workflow_id":null,"worktree_id":null}`).digest('hex');
+  const wrong: string[] = [];
+  for (let round = 0; round < 2; round += 1) {
+    for (let i = 0; i < 600; i += 1) {
+      const id = `p-${i}`;
+      if (scopeDigest(validateScope({ scope: 'PROJECT', project_id: id })) !== direct(id)) wrong.push(`${round}:${id}`);
+    }
+  }
+  t.same(wrong, [], '1200 digests of 600 scopes, each asked twice, all equal to a direct hash');
+});
