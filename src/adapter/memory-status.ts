@@ -44,6 +44,33 @@ function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance
 }
 let lastProfile: { provider: EmbeddingProvider; digest: string; block: Record<string, unknown> } | undefined;
 
+/** `backend_status.storage`: fixed for an open engine, so frozen and kept per engine. */
+function storageBlock(engine: SQLiteVecEngine): Record<string, unknown> {
+  if (lastStorage?.engine === engine) return lastStorage.block;
+  const block = freezeCanonical({
+    contract_version: STORAGE_CONTRACT_VERSION, schema_version: engine.findings.schemaVersion, sqlite_version: engine.runtime.sqliteVersion,
+    sqlite_vec_version: engine.runtime.sqliteVecVersion, journal_mode: 'wal', synchronous: 'FULL',
+  });
+  lastStorage = { engine, block };
+  return block;
+}
+let lastStorage: { engine: SQLiteVecEngine; block: Record<string, unknown> } | undefined;
+
+/** `provider_status` of an available provider; a provider that answers with the same frozen provenance gets the same frozen block. */
+function availableProviderBlock(provenance: RuntimeProvenance): Record<string, unknown> {
+  if (lastProvider?.provenance === provenance) return lastProvider.block;
+  const block = { available: true, ...provenance };
+  if (!Object.isFrozen(provenance)) return block;
+  lastProvider = { provenance, block: freezeCanonical(block) };
+  return lastProvider.block;
+}
+let lastProvider: { provenance: RuntimeProvenance; block: Record<string, unknown> } | undefined;
+
+/** `launcher` per write profile (CONTRACT.md §15), frozen. */
+const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).map(([writeProfile, spec]) => [
+  writeProfile, freezeCanonical({ write_profile: writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle }),
+])) as unknown as Readonly<Record<WriteProfile, Record<string, unknown>>>;
+
 /**
  * Observes one exact scope for `memory_status` (CONTRACT.md §15, OPERATIONS.md §2), read-only: a fresh
  * provider status check, compatibility, lifecycle and retention counts, capacity. Never migrates,
@@ -53,15 +80,14 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; provider: 
   const { engine, provider, scope } = input;
   const { provenance, providerError, compatibility } = await observeCompatibility({ engine, provider });
   const providerStatus = providerError === null
-    ? { available: true, ...provenance }
+    ? availableProviderBlock(provenance!)
     : { available: false, error_code: providerError.code, message: providerError.message };
   const { counts, retention, pages } = await engine.read((db) => countScope(db, scope));
   const capacity = readCapacity(pages, engine.path);
-  const spec = WRITE_PROFILE_SPECS[input.writeProfile];
   return {
     backend_status: {
       available: true, backend: 'sqlite_vec',
-      storage: { contract_version: STORAGE_CONTRACT_VERSION, schema_version: engine.findings.schemaVersion, sqlite_version: engine.runtime.sqliteVersion, sqlite_vec_version: engine.runtime.sqliteVecVersion, journal_mode: 'wal', synchronous: 'FULL' },
+      storage: storageBlock(engine),
       profile: profileBlock(provider, provenance),
       embedding_compatibility: compatibility,
       counts: { ...counts, STALE: 0 },
@@ -76,6 +102,6 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; provider: 
     },
     provider_status: providerStatus,
     token_measurement: TOKEN_MEASUREMENT,
-    launcher: { write_profile: input.writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle },
+    launcher: LAUNCHER_BLOCKS[input.writeProfile],
   };
 }

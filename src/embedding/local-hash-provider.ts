@@ -1,3 +1,4 @@
+import { freezeCanonical } from '../core/canonical-json.js';
 import { TOKEN_RUN, searchText } from '../core/text.js';
 import { EMBEDDING_PROFILES, type EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
@@ -117,15 +118,17 @@ export function localHashEmbedding(text: string, dimension = 384): Float32Array 
 export class LocalHashProvider implements EmbeddingProvider {
   readonly profile: EmbeddingProfile = EMBEDDING_PROFILES['local-hash-384']!;
   readonly lastObservedDigest: string = LOCAL_HASH_DIGEST;
+  // Constant, so one deep-frozen answer serves every check (and its canonical text is written once).
+  readonly #provenance: RuntimeProvenance = freezeCanonical({
+    local_only: true, provider_kind: this.profile.providerKind, model: this.profile.model, digest: LOCAL_HASH_DIGEST,
+    ollama_version: null, semantic_family: this.profile.semanticFamily, size_bytes: null,
+    native_dimension: this.profile.sourceDimension, output_dimension: this.profile.outputDimension,
+    capabilities: ['embedding'], document_prefix: '', query_prefix: '', distance_metric: 'cosine',
+    effective_context_window: null, truncate_policy: 'NOT_APPLICABLE',
+  });
 
   async statusCheck(): Promise<RuntimeProvenance> {
-    return {
-      local_only: true, provider_kind: this.profile.providerKind, model: this.profile.model, digest: LOCAL_HASH_DIGEST,
-      ollama_version: null, semantic_family: this.profile.semanticFamily, size_bytes: null,
-      native_dimension: this.profile.sourceDimension, output_dimension: this.profile.outputDimension,
-      capabilities: ['embedding'], document_prefix: '', query_prefix: '', distance_metric: 'cosine',
-      effective_context_window: null, truncate_policy: 'NOT_APPLICABLE',
-    };
+    return this.#provenance;
   }
 
   async embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {

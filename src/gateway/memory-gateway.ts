@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { isJsonObject } from '../core/canonical-json.js';
+import { freezeCanonical, isJsonObject } from '../core/canonical-json.js';
 import { isIdentifier, mintUuid } from '../core/identifiers.js';
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '../../schema/reserved-keys.js';
@@ -29,11 +29,16 @@ const GOVERNED: Readonly<Record<string, readonly ('project_id' | 'workflow_id' |
  */
 export class MemoryGateway {
   readonly #options: MemoryGatewayOptions;
+  /** The audit fields the gateway owns, copied from the bindings once and deep-frozen: no envelope can alter another's. */
+  readonly #bindingAudit: Readonly<{ host_binding: HostBinding; context_binding?: ContextBinding }>;
 
   /** HOST_TRANSPORT_IDENTITY_MISMATCH for any transport other than stdio. */
   constructor(options: MemoryGatewayOptions) {
     if (options.transport !== 'stdio') throw new AdapterError('HOST_TRANSPORT_IDENTITY_MISMATCH', 'FactLane serves local stdio only');
     this.#options = Object.freeze({ ...options });
+    this.#bindingAudit = freezeCanonical(options.contextBinding
+      ? { host_binding: { ...options.hostBinding }, context_binding: { ...options.contextBinding } }
+      : { host_binding: { ...options.hostBinding } });
   }
 
   get hostBinding(): HostBinding {
@@ -76,23 +81,18 @@ export class MemoryGateway {
     return copy;
   }
 
-  #bindingAudit(): Record<string, unknown> {
-    const audit: Record<string, unknown> = { host_binding: { ...this.#options.hostBinding } };
-    if (this.#options.contextBinding) audit.context_binding = { ...this.#options.contextBinding };
-    return audit;
-  }
-
   /** A copy of the envelope with the gateway's audit fields; the adapter's objects are left as they are. */
   #stamp(envelope: Envelope): Envelope {
+    const audit: Record<string, unknown> = { ...(isJsonObject(envelope.audit) ? envelope.audit : {}), ...this.#bindingAudit };
     // The gateway owns both binding fields: an adapter value never survives, bound or not.
-    const { host_binding: _host, context_binding: _context, ...rest } = isJsonObject(envelope.audit) ? envelope.audit : {};
-    return { ...envelope, audit: { ...rest, ...this.#bindingAudit() } };
+    if (!this.#bindingAudit.context_binding && Object.hasOwn(audit, 'context_binding')) delete audit.context_binding;
+    return { ...envelope, audit };
   }
 
   /** request_id echoes a valid caller value, the minted id when none was sent, else null (CONTRACT.md §6.3). */
   #blockedAudit(request: unknown, mintedId: string, error: AdapterError): Record<string, unknown> {
     const sent = isJsonObject(request) ? request.request_id : undefined;
     const requestId = sent === undefined || sent === null ? mintedId : typeof sent === 'string' && isIdentifier(sent) ? sent : null;
-    return { ...this.#bindingAudit(), raw_content_logged: false, request_id: requestId, retryable: error.retryable };
+    return { ...this.#bindingAudit, raw_content_logged: false, request_id: requestId, retryable: error.retryable };
   }
 }

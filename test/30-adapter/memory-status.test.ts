@@ -107,6 +107,28 @@ t.test('the launcher block follows the write profile', async (t) => {
   }
 });
 
+t.test('blocks that stay the same for a launch are frozen and shared between calls; an engine gets its own', async (t) => {
+  const first = await openBoundEngine(join(t.testdir(), 'first.sqlite3'));
+  t.teardown(() => first.close());
+  const adapter = adapterFor(first, 'owner-current');
+  const one = await status(adapter, { scope: 'GLOBAL_USER' });
+  const two = await status(adapter, { scope: 'GLOBAL_USER' });
+  for (const [name, pick] of [['storage', (e: Json) => e.backend_status.storage], ['launcher', (e: Json) => e.launcher], ['provider_status', (e: Json) => e.provider_status]] as const) {
+    t.ok(Object.isFrozen(pick(one)), `${name} is frozen`);
+    t.equal(pick(two), pick(one), `${name} is the same object on the next call`);
+  }
+  t.ok(Object.isFrozen(one.launcher.permitted_operations), 'deep-frozen');
+  t.strictSame(one.provider_status, { available: true, ...(await new LocalHashProvider().statusCheck()) }, 'provider_status is the status check with available: true');
+  t.not(one.backend_status.counts, two.backend_status.counts, 'the observations are new on every call');
+  t.not(one.backend_status.capacity, two.backend_status.capacity);
+
+  const second = await openBoundEngine(join(t.testdir(), 'second.sqlite3'));
+  t.teardown(() => second.close());
+  const other = await status(adapterFor(second, 'owner-current'), { scope: 'GLOBAL_USER' });
+  t.not(other.backend_status.storage, one.backend_status.storage, 'another engine gets its own storage block');
+  t.strictSame(other.backend_status.storage, one.backend_status.storage, 'with the same values here');
+});
+
 t.test('counts and retention cover the exact scope only', async (t) => {
   const engine = await openEngine(join(t.testdir(), 'counts.sqlite3'));
   t.teardown(() => engine.close());

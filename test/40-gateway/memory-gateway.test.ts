@@ -163,16 +163,18 @@ t.test('the envelope carries the real host binding and, when bound, the context 
   t.match(minted.audit.request_id, UUID_V4, 'a minted v4 UUID reaches the adapter when none was sent');
 });
 
-t.test('stamping never mutates the adapter\'s envelope, and each envelope gets its own binding objects', async (t) => {
+t.test('stamping never mutates the adapter\'s envelope, and no envelope can alter the bindings of another', async (t) => {
   // The adapter builds a fresh envelope per call; the gateway copies only what it changes (the top level
   // and audit) instead of cloning the whole envelope, which cost about a fifth of a memory_status call.
+  // The binding objects are copied once and deep-frozen, so every envelope can share them.
   const shared = { status: 'OK', results: [{ fact: 'a' }], audit: { request_id: 'r' } };
   const gateway = new MemoryGateway({ adapter: { execute: async () => shared }, hostBinding, contextBinding: fullBinding, transport: 'stdio' });
   const first = await gateway.handle('memory_status', { scope: 'GLOBAL_USER' }) as Json;
   t.not(first, shared, 'a new top-level object');
   t.not(first.audit, shared.audit, 'a new audit object');
-  first.audit.host_binding.host_id = 'forged';
-  first.audit.context_binding.project_id = 'forged';
+  t.throws(() => { first.audit.host_binding.host_id = 'forged'; }, TypeError, 'the host binding is frozen');
+  t.throws(() => { first.audit.context_binding.project_id = 'forged'; }, TypeError, 'the context binding is frozen');
+  t.not(first.audit.host_binding, hostBinding, 'a copy of the launcher binding, not the binding itself');
   t.strictSame(shared, { status: 'OK', results: [{ fact: 'a' }], audit: { request_id: 'r' } }, "the adapter's object is untouched");
   const second = await gateway.handle('memory_status', { scope: 'GLOBAL_USER' }) as Json;
   t.equal(second.audit.host_binding.host_id, 'codex');
