@@ -8,6 +8,7 @@ import { updateMemory } from './memory-update.js';
 import type { ToolName, WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { ScopeCounter } from '../storage/status-repository.js';
 import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
 import { observeStatus } from './memory-status.js';
 import { applyRequestPolicy } from './request-policy.js';
@@ -33,6 +34,8 @@ export type Envelope = Record<string, unknown>;
  */
 export class MemoryAdapter {
   readonly #options: MemoryAdapterOptions;
+  /** memory_status counts of this adapter's engine, remembered while the database is unchanged. */
+  readonly #counter = new ScopeCounter();
 
   constructor(options: MemoryAdapterOptions) {
     this.#options = Object.freeze({ ...options });
@@ -43,7 +46,7 @@ export class MemoryAdapter {
     const { scope, authorization } = applyRequestPolicy(operation, request, this.#options.writeProfile);
     const requestId = request.request_id === undefined || request.request_id === null ? mintUuid() : requireIdentifier('request_id', request.request_id);
     if (operation === 'memory_status') {
-      const observation = await observeStatus({ engine: this.#options.engine, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
+      const observation = await observeStatus({ engine: this.#options.engine, counter: this.#counter, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
       return {
         status: 'OK', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
         budget: emptyBudget(null), degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,

@@ -4,7 +4,7 @@ import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { countScope, readCapacity, type CapacityReading } from '../storage/status-repository.js';
+import { readCapacity, type CapacityReading, type ScopeCounter } from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
@@ -76,13 +76,13 @@ const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).m
  * provider status check, compatibility, lifecycle and retention counts, capacity. Never migrates,
  * compacts or rebinds. Returns the envelope fields beyond the common ones.
  */
-export async function observeStatus(input: { engine: SQLiteVecEngine; provider: EmbeddingProvider; writeProfile: WriteProfile; scope: ScopeTuple }): Promise<Record<string, unknown>> {
+export async function observeStatus(input: { engine: SQLiteVecEngine; counter: ScopeCounter; provider: EmbeddingProvider; writeProfile: WriteProfile; scope: ScopeTuple }): Promise<Record<string, unknown>> {
   const { engine, provider, scope } = input;
   const { provenance, providerError, compatibility } = await observeCompatibility({ engine, provider });
   const providerStatus = providerError === null
     ? availableProviderBlock(provenance!)
     : { available: false, error_code: providerError.code, message: providerError.message };
-  const { counts, retention, pages } = await engine.read((db) => countScope(db, scope));
+  const { counts, retention, pages } = await engine.read((db) => input.counter.count(db, scope));
   const capacity = readCapacity(pages, engine.path);
   return {
     backend_status: {

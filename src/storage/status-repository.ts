@@ -32,13 +32,49 @@ export interface CapacityReading {
   readonly filesystemFreeBytes: number | null;
 }
 
+/** What countScope reads for one exact scope. */
+export interface ScopeReading {
+  readonly counts: LifecycleCounts;
+  readonly retention: RetentionCounts;
+  readonly pages: PageReading | null;
+}
+
+/**
+ * The readings of countScope, remembered per scope for one connection while the database stays unchanged.
+ * Before counting it reads `PRAGMA data_version` (changes when another connection commits) and
+ * `total_changes()` (rows this connection changed); a remembered reading is served only while both are
+ * what they were just before it was counted, so any commit after that moment makes the next call count
+ * again. Counts, retention and page numbers change only with such commits. The check is one small
+ * statement instead of the counting one. A reading without pages is never remembered.
+ */
+export class ScopeCounter {
+  readonly #readings = new Map<string, { readonly changes: number; readonly version: number; readonly reading: ScopeReading }>();
+
+  async count(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
+    const state = (await sql<{ changes: number; version: number }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`.execute(db)).rows[0]!;
+    const key = JSON.stringify([scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id]);
+    const known = this.#readings.get(key);
+    if (known !== undefined && known.changes === state.changes && known.version === state.version) return known.reading;
+    const reading = await countScope(db, scope);
+    if (reading.pages === null) {
+      this.#readings.delete(key);
+    } else {
+      if (!this.#readings.has(key) && this.#readings.size >= REMEMBERED_SCOPES) this.#readings.delete(this.#readings.keys().next().value!);
+      Object.freeze(reading.counts); Object.freeze(reading.retention); Object.freeze(reading.pages);
+      this.#readings.set(key, { changes: state.changes, version: state.version, reading: Object.freeze(reading) });
+    }
+    return reading;
+  }
+}
+const REMEMBERED_SCOPES = 64;
+
 /**
  * Counts the exact scope's records per lifecycle (IS matches null identities) and its retention state:
  * SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and those
  * blocked as partial (a derived row missing, or HISTORICAL still holding a vector). One statement, so
  * both come from one snapshot and a status call pays for one query instead of two.
  */
-export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{ counts: LifecycleCounts; retention: RetentionCounts; pages: PageReading | null }> {
+export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
   try {
     return await scopeStatement(db, scope, true);
   } catch (error) {
@@ -48,7 +84,7 @@ export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<{
   }
 }
 
-async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: boolean): Promise<{ counts: LifecycleCounts; retention: RetentionCounts; pages: PageReading | null }> {
+async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: boolean): Promise<ScopeReading> {
   // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL;
   // CASE keeps the derived-row lookups to SUPERSEDED and HISTORICAL records.
   const pages = withPages

@@ -1,12 +1,13 @@
 import t from 'tap';
 import { join } from 'node:path';
 import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
-import { countScope, readCapacity } from '../../src/storage/status-repository.js';
+import { countScope, readCapacity, ScopeCounter } from '../../src/storage/status-repository.js';
 import { capacityBlock } from '../../src/adapter/memory-status.js';
-import { openEngine, withRaw } from '../helpers/storage.js';
+import { candidateRow, openEngine, storeRow, withRaw } from '../helpers/storage.js';
 
 // The status readings (OPERATIONS.md §2): counts, retention and page pragmas come from one statement;
-// a failed page reading leaves capacity UNKNOWN without losing the counts.
+// a failed page reading leaves capacity UNKNOWN without losing the counts. ScopeCounter serves a reading
+// again only while neither this connection nor another one has committed since it was counted.
 
 const SCOPE = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null };
 
@@ -56,4 +57,53 @@ t.test('file readings: a missing file is 0 bytes, a missing directory leaves fre
     pageSizeBytes: 4096, pageCount: 10, freelistCount: 1, databaseFileBytes: 0, walFileBytes: 0, shmFileBytes: 0, filesystemFreeBytes: null,
   });
   t.equal(capacityBlock(capacity).observation, 'UNKNOWN', 'free space unknown is enough to make it UNKNOWN');
+});
+
+t.test('ScopeCounter serves a reading again only while the database is unchanged', async (t) => {
+  const dbPath = join(t.testdir(), 'remembered.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const counter = new ScopeCounter();
+  const count = (scope = SCOPE) => engine.read((db) => counter.count(db, scope));
+  const first = await count();
+  t.equal(await count(), first, 'unchanged: the same reading');
+  t.ok(Object.isFrozen(first) && Object.isFrozen(first.counts) && Object.isFrozen(first.pages), 'a remembered reading is frozen');
+
+  await storeRow(engine, candidateRow());
+  const afterOwn = await count();
+  t.equal(afterOwn.counts.CANDIDATE, 1, 'a commit on this connection is counted');
+  t.ok(afterOwn.pages!.page_count >= first.pages!.page_count);
+
+  const other = await openEngine(dbPath);
+  await storeRow(other, candidateRow({ lifecycle_state: 'VALIDATED_CURRENT' }));
+  const afterOther = await count();
+  t.strictSame(afterOther.counts, { ...afterOwn.counts, VALIDATED_CURRENT: 1 }, 'a commit by another connection is counted');
+  await other.close();
+  t.equal(await count(), afterOther, 'unchanged again');
+
+  const project = { ...SCOPE, scope: 'PROJECT', project_id: 'p1' };
+  await storeRow(engine, candidateRow({ scope: 'PROJECT', project_id: 'p1' }));
+  t.equal((await count(project)).counts.CANDIDATE, 1, 'each scope has its own reading');
+  t.equal((await count()).counts.CANDIDATE, 1);
+  t.strictSame((await count()).counts, (await engine.read((db) => countScope(db, SCOPE))).counts, 'equal to a fresh count');
+});
+
+t.test('ScopeCounter never remembers a reading without pages, and stays right past its bound', async (t) => {
+  const dbPath = join(t.testdir(), 'bound.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const counter = new ScopeCounter();
+  const failing = await engine.read((db) => counter.count(db.withPlugin(failingPragmas('SQLITE_ERROR')), SCOPE));
+  t.equal(failing.pages, null);
+  t.not((await engine.read((db) => counter.count(db, SCOPE))).pages, null, 'the next call reads the pages again');
+
+  for (let i = 0; i < 70; i += 1) await storeRow(engine, candidateRow({ scope: 'PROJECT', project_id: `p${i}` }));
+  const wrong: string[] = [];
+  for (let round = 0; round < 2; round += 1) {
+    for (let i = 0; i < 70; i += 1) {
+      const reading = await engine.read((db) => counter.count(db, { ...SCOPE, scope: 'PROJECT', project_id: `p${i}` }));
+      if (reading.counts.CANDIDATE !== 1) wrong.push(`p${i}`);
+    }
+  }
+  t.same(wrong, [], '70 scopes, each asked twice');
 });
