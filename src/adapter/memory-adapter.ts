@@ -1,3 +1,4 @@
+import { freezeCanonical } from '../core/canonical-json.js';
 import { mintUuid } from '../core/identifiers.js';
 import { SYSTEM_CLOCK, type Clock } from '../core/time.js';
 import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
@@ -13,6 +14,9 @@ import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
 import { observeStatus } from './memory-status.js';
 import { applyRequestPolicy } from './request-policy.js';
 import { requireIdentifier } from './request-scope.js';
+
+// memory_status never has results: one frozen budget serves every status envelope (decision 0010).
+const STATUS_BUDGET = freezeCanonical(emptyBudget(null));
 
 /** Options of MemoryAdapter, frozen. */
 export interface MemoryAdapterOptions {
@@ -49,7 +53,7 @@ export class MemoryAdapter {
       const observation = await observeStatus({ engine: this.#options.engine, counter: this.#counter, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
       return {
         status: 'OK', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
-        budget: emptyBudget(null), degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
+        budget: STATUS_BUDGET, degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
       };
     }
     const options = this.#options;

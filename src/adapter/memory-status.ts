@@ -4,7 +4,7 @@ import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { readCapacity, type CapacityReading, type ScopeCounter } from '../storage/status-repository.js';
+import { readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading } from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
@@ -66,6 +66,27 @@ function availableProviderBlock(provenance: RuntimeProvenance): Record<string, u
 }
 let lastProvider: { provenance: RuntimeProvenance; block: Record<string, unknown> } | undefined;
 
+/** `backend_status.counts` and `.retention` of a reading; frozen and kept with the reading, which ScopeCounter serves again while the database is unchanged. */
+function scopeBlocks(reading: ScopeReading): { counts: Record<string, unknown>; retention: Record<string, unknown> } {
+  let blocks = SCOPE_BLOCKS.get(reading);
+  if (blocks === undefined) {
+    const { counts, retention } = reading;
+    blocks = freezeCanonical({
+      counts: { ...counts, STALE: 0 },
+      retention: {
+        policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false,
+        eligible_lifecycle_states: ['SUPERSEDED'], current_authority_reclaim: false,
+        duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
+        superseded_total: counts.SUPERSEDED, compaction_ready: retention.compactionReady, compaction_blocked_partial: retention.compactionBlockedPartial,
+        historical_total: counts.HISTORICAL, validated_current_total: counts.VALIDATED_CURRENT,
+      },
+    });
+    SCOPE_BLOCKS.set(reading, blocks);
+  }
+  return blocks;
+}
+const SCOPE_BLOCKS = new WeakMap<ScopeReading, { counts: Record<string, unknown>; retention: Record<string, unknown> }>();
+
 /** `launcher` per write profile (CONTRACT.md §15), frozen. */
 const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).map(([writeProfile, spec]) => [
   writeProfile, freezeCanonical({ write_profile: writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle }),
@@ -82,22 +103,17 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; counter: S
   const providerStatus = providerError === null
     ? availableProviderBlock(provenance!)
     : { available: false, error_code: providerError.code, message: providerError.message };
-  const { counts, retention, pages } = await engine.read((db) => input.counter.count(db, scope));
-  const capacity = readCapacity(pages, engine.path);
+  const reading = await engine.read((db) => input.counter.count(db, scope));
+  const capacity = readCapacity(reading.pages, engine.path);
+  const { counts, retention } = scopeBlocks(reading);
   return {
     backend_status: {
       available: true, backend: 'sqlite_vec',
       storage: storageBlock(engine),
       profile: profileBlock(provider, provenance),
       embedding_compatibility: compatibility,
-      counts: { ...counts, STALE: 0 },
-      retention: {
-        policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false,
-        eligible_lifecycle_states: ['SUPERSEDED'], current_authority_reclaim: false,
-        duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
-        superseded_total: counts.SUPERSEDED, compaction_ready: retention.compactionReady, compaction_blocked_partial: retention.compactionBlockedPartial,
-        historical_total: counts.HISTORICAL, validated_current_total: counts.VALIDATED_CURRENT,
-      },
+      counts,
+      retention,
       capacity: capacityBlock(capacity),
     },
     provider_status: providerStatus,

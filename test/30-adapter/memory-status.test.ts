@@ -6,6 +6,7 @@ import { AdapterError } from '../../src/core/adapter-error.js';
 import { freshBindingJson, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
 import { LOCAL_HASH_DIGEST, LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
+import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import { candidateRow, openEngine, storeRow, TEST_BINDING } from '../helpers/storage.js';
 
@@ -119,8 +120,15 @@ t.test('blocks that stay the same for a launch are frozen and shared between cal
   }
   t.ok(Object.isFrozen(one.launcher.permitted_operations), 'deep-frozen');
   t.strictSame(one.provider_status, { available: true, ...(await new LocalHashProvider().statusCheck()) }, 'provider_status is the status check with available: true');
-  t.not(one.backend_status.counts, two.backend_status.counts, 'the observations are new on every call');
-  t.not(one.backend_status.capacity, two.backend_status.capacity);
+  t.equal(two.backend_status.counts, one.backend_status.counts, 'counts are kept while the database is unchanged');
+  t.equal(two.backend_status.retention, one.backend_status.retention, 'and so is retention');
+  t.not(one.backend_status.capacity, two.backend_status.capacity, 'capacity is read on every call');
+  const embedding = new Float32Array(384).fill(1 / Math.sqrt(384));
+  await first.write((trx) => insertRecordUnchecked(trx, candidateRow({ embedding_output_dimension: 384 }), { searchText: 'a fact', embedding }));
+  const three = await status(adapter, { scope: 'GLOBAL_USER' });
+  t.not(three.backend_status.counts, one.backend_status.counts, 'a commit makes new counts');
+  t.equal(three.backend_status.counts.CANDIDATE, 1);
+  t.equal(three.backend_status.retention.superseded_total, 0);
 
   const second = await openBoundEngine(join(t.testdir(), 'second.sqlite3'));
   t.teardown(() => second.close());
