@@ -2,6 +2,7 @@ import { sql, type Insertable, type Kysely, type Selectable, type Transaction } 
 import { AdapterError } from '../core/adapter-error.js';
 import type { AdapterRecords, DB } from '../../generated/db.js';
 import { assertRecordInvariants } from './record-invariants.js';
+import { runShape } from './statement-shapes.js';
 
 /** A stored record row as read back. */
 export type RecordRow = Selectable<AdapterRecords> & { row_id: number };
@@ -37,6 +38,16 @@ export function createdAtKey(column = 'created_at') {
 }
 const CREATED_AT_ORDER = createdAtKey();
 
+/** The scope tuple as the first five arguments of a statement shape (runShape), in inScope's order. */
+export function scopeArgs(scope: ScopeColumns): [string, string | null, string | null, string | null, string | null] {
+  return [scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id];
+}
+
+/** The scope tuple back from the first five slots of a shape. */
+export function scopeSlots(slots: readonly unknown[]): ScopeColumns {
+  return { scope: slots[0], project_id: slots[1], worktree_id: slots[2], workflow_id: slots[3], agent_id: slots[4] } as ScopeColumns;
+}
+
 /** Records of the exact scope tuple (IS matches null identities); the base of every scoped query. */
 export function inScope(reader: Reader, scope: ScopeColumns) {
   return reader.selectFrom('adapter_records').selectAll()
@@ -59,13 +70,16 @@ export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, d
  * only compaction or recovery produce. Product code calls insertRecord.
  */
 export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows): Promise<bigint> {
-  const inserted = await trx.insertInto('adapter_records').values(record).returning('row_id').executeTakeFirstOrThrow();
-  const rowId = BigInt(inserted.row_id!);
+  const columns = Object.keys(record).filter((column) => record[column as keyof NewRecordRow] !== undefined) as (keyof NewRecordRow)[];
+  const inserted = await runShape(trx, `insertRecord:${columns.join(',')}`, columns.map((column) => record[column]), (slots) =>
+    trx.insertInto('adapter_records').values(Object.fromEntries(columns.map((column, i) => [column, slots[i]])) as unknown as NewRecordRow).returning('row_id').compile());
+  const rowId = BigInt(inserted.rows[0]!.row_id!);
   // The FTS rowid must equal the record's row_id; the generated type has no rowid column, hence raw SQL.
-  await sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${rowId}, ${derived.searchText})`.execute(trx);
+  await runShape(trx, 'insertFts', [rowId, derived.searchText], ([id, text]) => sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${id}, ${text})`.compile(trx));
   // vec0 refuses REAL for rowid and metadata integers: bind BigInt.
-  await sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
-    VALUES (${rowId}, ${record.scope_key}, ${BigInt(record.lifecycle_state === 'VALIDATED_CURRENT' ? 1 : 0)}, ${new Uint8Array(derived.embedding.buffer, derived.embedding.byteOffset, derived.embedding.byteLength)})`.execute(trx);
+  const vector = new Uint8Array(derived.embedding.buffer, derived.embedding.byteOffset, derived.embedding.byteLength);
+  await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(record.lifecycle_state === 'VALIDATED_CURRENT' ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
+    sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));
   return rowId;
 }
 
@@ -74,21 +88,20 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
  * lifecycle are unchanged, and clears its vector's `is_current`. VERSION_CONFLICT when no row matched.
  */
 export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Promise<void> {
-  const result = await trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' })
-    .where('row_id', '=', live.row_id).where('revision', '=', live.revision).where('lifecycle_state', '=', live.lifecycle_state)
-    .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
-  await sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${BigInt(live.row_id)}`.execute(trx);
+  const result = await runShape(trx, 'supersedeRecord', [live.row_id, live.revision, live.lifecycle_state], ([rowId, revision, lifecycle]) =>
+    trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' }).where('row_id', '=', rowId).where('revision', '=', revision).where('lifecycle_state', '=', lifecycle).compile());
+  if (result.numAffectedRows !== 1n) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
+  await runShape(trx, 'clearCurrentVector', [BigInt(live.row_id)], ([rowId]) => sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${rowId}`.compile(trx));
 }
 
 /** Reads one record by `record_id`. */
 export async function findRecord(reader: Reader, recordId: string): Promise<RecordRow | undefined> {
-  return (await reader.selectFrom('adapter_records').selectAll().where('record_id', '=', recordId).executeTakeFirst()) as RecordRow | undefined;
+  return (await runShape(reader, 'findRecord', [recordId], ([id]) => reader.selectFrom('adapter_records').selectAll().where('record_id', '=', id).compile())).rows[0] as RecordRow | undefined;
 }
 
 /** The record that an idempotency key created, if any. */
 export async function findByIdempotencyKey(reader: Reader, key: string): Promise<RecordRow | undefined> {
-  return (await reader.selectFrom('adapter_records').selectAll().where('idempotency_key', '=', key).executeTakeFirst()) as RecordRow | undefined;
+  return (await runShape(reader, 'findByIdempotencyKey', [key], ([k]) => reader.selectFrom('adapter_records').selectAll().where('idempotency_key', '=', k).compile())).rows[0] as RecordRow | undefined;
 }
 
 /**
@@ -96,28 +109,35 @@ export async function findByIdempotencyKey(reader: Reader, key: string): Promise
  * content hash; the current one, else the newest Candidate, else the newest.
  */
 export async function findDuplicate(reader: Reader, scope: ScopeColumns, contentHash: string): Promise<RecordRow | undefined> {
-  return (await inScope(reader, scope).where('native_content_hash', '=', contentHash).where('lifecycle_state', '!=', 'QUARANTINED')
+  return (await runShape(reader, 'findDuplicate', [...scopeArgs(scope), contentHash], (slots) => inScope(reader, scopeSlots(slots))
+    .where('native_content_hash', '=', slots[5]).where('lifecycle_state', '!=', 'QUARANTINED')
     .orderBy(sql`CASE lifecycle_state WHEN 'VALIDATED_CURRENT' THEN 0 WHEN 'CANDIDATE' THEN 1 ELSE 2 END`)
-    .orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+    .orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').compile())).rows[0] as RecordRow | undefined;
 }
 
 /** A current record of the exact scope with `contradictionKey` and the same content hash (`same`) or another, optionally outside one memory. */
 export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, contradictionKey: string, contentHash: string, same: boolean, excludeMemoryId: string | null = null): Promise<RecordRow | undefined> {
-  let query = inScope(reader, scope).where('contradiction_key', '=', contradictionKey).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
-    .where('native_content_hash', same ? '=' : '!=', contentHash);
-  if (excludeMemoryId !== null) query = query.where('memory_id', '!=', excludeMemoryId);
-  return (await query.orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').executeTakeFirst()) as RecordRow | undefined;
+  const args = excludeMemoryId === null ? [...scopeArgs(scope), contradictionKey, contentHash] : [...scopeArgs(scope), contradictionKey, contentHash, excludeMemoryId];
+  return (await runShape(reader, `findCurrentWithKey:${same ? 'same' : 'other'}:${excludeMemoryId === null ? 'any' : 'outside'}`, args, (slots) => {
+    let query = inScope(reader, scopeSlots(slots)).where('contradiction_key', '=', slots[5] as string).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+      .where('native_content_hash', same ? '=' : '!=', slots[6] as string);
+    if (excludeMemoryId !== null) query = query.where('memory_id', '!=', slots[7] as string);
+    return query.orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').compile();
+  })).rows[0] as RecordRow | undefined;
 }
 
 /** The live record of a memory in the exact scope, if any. */
 export async function findLiveRecord(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<RecordRow | undefined> {
-  return (await inScope(reader, scope).where('memory_id', '=', memoryId).where('lifecycle_state', 'in', ['CANDIDATE', 'VALIDATED_CURRENT']).executeTakeFirst()) as RecordRow | undefined;
+  return (await runShape(reader, 'findLiveRecord', [...scopeArgs(scope), memoryId], (slots) => inScope(reader, scopeSlots(slots))
+    .where('memory_id', '=', slots[5]).where('lifecycle_state', 'in', ['CANDIDATE', 'VALIDATED_CURRENT']).compile())).rows[0] as RecordRow | undefined;
 }
 
 /** Where a memory exists: in the exact scope (any lifecycle), and anywhere at all. */
 export async function memoryPresence(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<{ inScope: boolean; anywhere: boolean }> {
-  const inScopeRow = await inScope(reader, scope).where('memory_id', '=', memoryId).executeTakeFirst();
-  const anyRow = inScopeRow ?? (await reader.selectFrom('adapter_records').select('row_id').where('memory_id', '=', memoryId).executeTakeFirst());
+  const inScopeRow = (await runShape(reader, 'memoryInScope', [...scopeArgs(scope), memoryId], (slots) => inScope(reader, scopeSlots(slots))
+    .where('memory_id', '=', slots[5]).limit(sql.lit(1)).compile())).rows[0];
+  const anyRow = inScopeRow ?? (await runShape(reader, 'memoryAnywhere', [memoryId], ([id]) =>
+    reader.selectFrom('adapter_records').select('row_id').where('memory_id', '=', id).limit(sql.lit(1)).compile())).rows[0];
   return { inScope: inScopeRow !== undefined, anywhere: anyRow !== undefined };
 }
 
@@ -142,12 +162,12 @@ const SUMMARY_LIMIT = sql.lit(16);
  */
 export async function contradictionSummary(reader: Reader, scopeKey: string): Promise<ContradictionItem[]> {
   // scope_key is the digest of the exact tuple: idx_adapter_scope_key answers this without scanning the scope.
-  const rows = (await reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', scopeKey)
+  const rows = (await runShape(reader, 'contradictionSummary', [scopeKey], ([key]) => reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', key)
     .where('contradiction_state', '=', 'UNRESOLVED').where('lifecycle_state', '!=', 'QUARANTINED')
     .where(({ exists, selectFrom }) => exists(selectFrom('adapter_records as c').select('c.row_id')
       .whereRef('c.scope_key', '=', 'adapter_records.scope_key').whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
       .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash').where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
-    .orderBy(CREATED_AT_ORDER).orderBy('record_id').limit(SUMMARY_LIMIT).execute()) as RecordRow[];
+    .orderBy(CREATED_AT_ORDER).orderBy('record_id').limit(SUMMARY_LIMIT).compile())).rows as RecordRow[];
   return rows.map((row) => ({
     record_id: row.record_id, memory_id: row.memory_id, contradiction_key: row.contradiction_key, contradiction_state: row.contradiction_state,
     lifecycle_state: row.lifecycle_state, authority_role: row.authority_role, source_class: (JSON.parse(row.source_provenance) as { source_class: string }).source_class,

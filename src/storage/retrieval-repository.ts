@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { createdAtKey, inScope, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
+import { createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
+import { runShape } from './statement-shapes.js';
 
 // The retrieval channels of CONTRACT.md §12.2. Every query matches the exact scope tuple; for CURRENT the
 // eligibility filter sits inside the same SQL, before LIMIT (or, for vectors, before k).
@@ -13,9 +14,11 @@ export interface ChannelHit {
 
 /** EXACT: records whose content hash equals the query's, newest first; CURRENT filter before the limit. */
 export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash: string, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
-  let query = inScope(reader, scope).where('native_content_hash', '=', contentHash);
-  if (currentOnly) query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT').where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
-  const rows = (await query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(limit).execute()) as RecordRow[];
+  const rows = (await runShape(reader, `exactHits:${currentOnly}`, [...scopeArgs(scope), contentHash, limit], (slots) => {
+    let query = inScope(reader, scopeSlots(slots)).where('native_content_hash', '=', slots[5]);
+    if (currentOnly) query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT').where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
+    return query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(slots[6]).compile();
+  })).rows as RecordRow[];
   return rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
 }
 
@@ -29,11 +32,14 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
   const current = currentOnly ? sql`AND r.lifecycle_state = 'VALIDATED_CURRENT' AND r.contradiction_state IN ('NONE', 'RESOLVED')` : sql``;
   try {
     // FTS5 MATCH and bm25() have no Kysely builder, hence raw SQL.
-    const result = await sql<RecordRow>`
+    const result = await runShape(reader, `keywordHits:${currentOnly}`, [...scopeArgs(scope), match, limit], (slots) => {
+      const s = scopeSlots(slots);
+      return sql<RecordRow>`
       SELECT r.* FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
-      WHERE fact_fts MATCH ${match} AND r.scope = ${scope.scope} AND r.project_id IS ${scope.project_id}
-        AND r.worktree_id IS ${scope.worktree_id} AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id} ${current}
-      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${limit}`.execute(reader);
+      WHERE fact_fts MATCH ${slots[5]} AND r.scope = ${s.scope} AND r.project_id IS ${s.project_id}
+        AND r.worktree_id IS ${s.worktree_id} AND r.workflow_id IS ${s.workflow_id} AND r.agent_id IS ${s.agent_id} ${current}
+      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${slots[6]}`.compile(reader);
+    });
     return result.rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
   } catch (error) {
     if ((error as { code?: string }).code === 'SQLITE_ERROR') return [];
@@ -48,11 +54,12 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
 export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   const vector = new Uint8Array(embedding.buffer, embedding.byteOffset, embedding.byteLength);
   const current = currentOnly ? sql`AND is_current = ${1n}` : sql``;
-  const neighbours = await sql<{ rowid: number; distance: number }>`
-    SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${vector} AND k = ${BigInt(limit)} AND scope_key = ${scopeKey} ${current}
-    ORDER BY distance`.execute(reader);
+  const neighbours = await runShape(reader, `semanticHits:${currentOnly}`, [vector, BigInt(limit), scopeKey], ([v, k, key]) => sql<{ rowid: number; distance: number }>`
+    SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${v} AND k = ${k} AND scope_key = ${key} ${current}
+    ORDER BY distance`.compile(reader));
   if (neighbours.rows.length === 0) return [];
-  const rows = (await reader.selectFrom('adapter_records').selectAll().where('row_id', 'in', neighbours.rows.map((n) => n.rowid)).execute()) as RecordRow[];
+  const rowIds = neighbours.rows.map((n) => n.rowid);
+  const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records').selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
   const byRowId = new Map(rows.map((row) => [row.row_id, row]));
   return neighbours.rows.flatMap((n, index) => {
     const row = byRowId.get(n.rowid);
@@ -62,10 +69,11 @@ export async function semanticHits(reader: Reader, scopeKey: string, embedding: 
 
 /** True when the exact scope holds at least one compacted (HISTORICAL) record. */
 export async function scopeHasHistorical(reader: Reader, scope: ScopeColumns): Promise<boolean> {
-  return (await inScope(reader, scope).where('lifecycle_state', '=', 'HISTORICAL').executeTakeFirst()) !== undefined;
+  return (await runShape(reader, 'scopeHasHistorical', scopeArgs(scope), (slots) => inScope(reader, scopeSlots(slots)).where('lifecycle_state', '=', 'HISTORICAL').limit(sql.lit(1)).compile())).rows.length > 0;
 }
 
 /** The records of one memory in the exact scope, revision descending. */
 export async function memoryRecords(reader: Reader, scope: ScopeColumns, memoryId: string, limit: number): Promise<RecordRow[]> {
-  return (await inScope(reader, scope).where('memory_id', '=', memoryId).orderBy('revision', 'desc').limit(limit).execute()) as RecordRow[];
+  return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) => inScope(reader, scopeSlots(slots))
+    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile())).rows as RecordRow[];
 }

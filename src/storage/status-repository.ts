@@ -4,6 +4,7 @@ import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { ScopeColumns } from './record-repository.js';
 import { isBusyError } from './sqlite-errors.js';
+import { runShape } from './statement-shapes.js';
 
 /** Records per stored lifecycle state in one exact scope. */
 export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
@@ -51,7 +52,7 @@ export class ScopeCounter {
   readonly #readings = new Map<string, { readonly changes: number; readonly version: number; readonly reading: ScopeReading }>();
 
   async count(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
-    const state = (await sql<{ changes: number; version: number }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`.execute(db)).rows[0]!;
+    const state = (await runShape(db, 'databaseChangeState', [], () => sql<{ changes: number; version: number }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`.compile(db))).rows[0]!;
     const key = JSON.stringify([scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id]);
     const known = this.#readings.get(key);
     if (known !== undefined && known.changes === state.changes && known.version === state.version) return known.reading;
