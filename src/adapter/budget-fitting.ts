@@ -1,4 +1,4 @@
-import { canonicalJson } from '../core/canonical-json.js';
+import { canonicalJson, freezeCanonical } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
 import { countListTokens } from './token-measure.js';
 
@@ -14,13 +14,14 @@ export interface FittedResults {
  * Removes the last result while the canonical JSON of the list exceeds `maxBytes` bytes or `maxTokens`
  * o200k_base tokens; measures the final list (0 and 0 when empty). Both measures only grow with the
  * list, so the longest prefix that fits is found from the front, and each result is serialised and
- * counted at most once (countListTokens), never past the first one that does not fit.
+ * counted at most once (countListTokens), never past the first one that does not fit. Each result
+ * measured is deep-frozen with its text (freezeCanonical), so the envelope's text reuses it.
  */
 export async function fitBudget(results: readonly Record<string, unknown>[], maxBytes: number, maxTokens: number): Promise<FittedResults> {
   const texts: string[] = [];
   let fitted = { serializedBytes: 0, serializedTokens: 0 };
   for (const result of results) {
-    const text = canonicalJson(result);
+    const text = canonicalJson(freezeCanonical(result));
     // `[`, `]` and a comma between neighbours.
     const bytes = texts.length === 0 ? 2 + utf8Bytes(text) : fitted.serializedBytes + 1 + utf8Bytes(text);
     if (bytes > maxBytes) break;

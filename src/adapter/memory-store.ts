@@ -79,15 +79,17 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
 
   // One pair of ids for the pre-check and the locked write, so the record measured is the record written.
   const ids = { record_id: mintUuid(), memory_id: mintUuid() };
+  // The columns that do not depend on the contradiction outcome, serialised once for both builds.
+  const stored = { scope_key: scopeDigest(scope), source_provenance: canonicalJson(provenance), contribution_origin: canonicalJson(contributionOrigin), freshness_policy: canonicalJson(freshness), tags: canonicalJson(tags) };
   const buildRecord = (conflict: boolean): NewRecordRow => ({
     ...ids, revision: 1, parent_record_id: null,
     scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id, agent_id: scope.agent_id,
-    scope_key: scopeDigest(scope), memory_type: memoryType, fact, source_provenance: canonicalJson(provenance), source_timestamp: sourceTimestamp,
+    scope_key: stored.scope_key, memory_type: memoryType, fact, source_provenance: stored.source_provenance, source_timestamp: sourceTimestamp,
     created_at: now.text, last_verified_at: lastVerifiedAt,
     verified_by: current && !conflict ? input.authorization.verifiedBy : 'UNVERIFIED',
     authority_role: current && !conflict ? authorityRole : 'UNRESOLVED',
-    contribution_origin: canonicalJson(contributionOrigin), freshness_policy: canonicalJson(freshness), supersedes: '[]',
-    contradiction_key: key, contradiction_state: conflict ? 'UNRESOLVED' : 'NONE', confidence, tags: canonicalJson(tags),
+    contribution_origin: stored.contribution_origin, freshness_policy: stored.freshness_policy, supersedes: '[]',
+    contradiction_key: key, contradiction_state: conflict ? 'UNRESOLVED' : 'NONE', confidence, tags: stored.tags,
     lifecycle_state: current && !conflict ? 'VALIDATED_CURRENT' : 'CANDIDATE', native_content_hash: contentHash,
     payload_fingerprint: fingerprint, idempotency_key: idempotencyKey, embedding_profile_id: deps.provider.profile.profileId,
     embedding_model_digest: '', embedding_output_dimension: deps.provider.profile.outputDimension,
