@@ -128,17 +128,21 @@ export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, co
 
 /** The live record of a memory in the exact scope, if any. */
 export async function findLiveRecord(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<RecordRow | undefined> {
+  // Literal states: SQLite can use the partial index ux_adapter_live_memory only when it sees the values;
+  // bound, it walked every live record of the scope instead.
   return (await runShape(reader, 'findLiveRecord', [...scopeArgs(scope), memoryId], (slots) => inScope(reader, scopeSlots(slots))
-    .where('memory_id', '=', slots[5]).where('lifecycle_state', 'in', ['CANDIDATE', 'VALIDATED_CURRENT']).compile())).rows[0] as RecordRow | undefined;
+    .where('memory_id', '=', slots[5]).where('lifecycle_state', 'in', [sql.lit('CANDIDATE'), sql.lit('VALIDATED_CURRENT')]).compile())).rows[0] as RecordRow | undefined;
 }
 
 /** Where a memory exists: in the exact scope (any lifecycle), and anywhere at all. */
 export async function memoryPresence(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<{ inScope: boolean; anywhere: boolean }> {
-  const inScopeRow = (await runShape(reader, 'memoryInScope', [...scopeArgs(scope), memoryId], (slots) => inScope(reader, scopeSlots(slots))
-    .where('memory_id', '=', slots[5]).limit(sql.lit(1)).compile())).rows[0];
-  const anyRow = inScopeRow ?? (await runShape(reader, 'memoryAnywhere', [memoryId], ([id]) =>
-    reader.selectFrom('adapter_records').select('row_id').where('memory_id', '=', id).limit(sql.lit(1)).compile())).rows[0];
-  return { inScope: inScopeRow !== undefined, anywhere: anyRow !== undefined };
+  // By memory_id alone (a memory has a few revisions), the scope compared here: filtering by scope in SQL
+  // made SQLite walk the scope's index instead.
+  const rows = (await runShape(reader, 'memoryScopes', [memoryId], ([id]) => reader.selectFrom('adapter_records')
+    .select(['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id']).where('memory_id', '=', id).compile())).rows;
+  const inTheScope = rows.some((row) => row.scope === scope.scope && row.project_id === scope.project_id && row.worktree_id === scope.worktree_id
+    && row.workflow_id === scope.workflow_id && row.agent_id === scope.agent_id);
+  return { inScope: inTheScope, anywhere: rows.length > 0 };
 }
 
 /** One item of the contradiction summary (CONTRACT.md §6.5). */

@@ -19,6 +19,11 @@ interface Shape {
 // Keyed by the caller's shape name: a pure function of the code, so it never goes stale (decision 0010).
 const SHAPES = new Map<string, Shape>();
 
+/** The SQL of every shape compiled so far, by key: for checking their query plans. */
+export function compiledShapes(): ReadonlyMap<string, string> {
+  return new Map([...SHAPES].map(([key, shape]) => [key, shape.sql]));
+}
+
 /**
  * Runs the statement `compile` describes with `args` bound, and returns its result. The first call for `key`
  * compiles it with a slot standing in for each argument; later calls bind their arguments to that SQL and skip

@@ -1,9 +1,12 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { runShape } from '../../src/storage/statement-shapes.js';
-import { findCurrentWithKey, findDuplicate, inScope, scopeArgs, scopeSlots } from '../../src/storage/record-repository.js';
-import { candidateRow, openEngine, storeRow } from '../helpers/storage.js';
+import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
+import {
+  contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope, memoryPresence, scopeArgs, scopeSlots, supersedeRecord,
+} from '../../src/storage/record-repository.js';
+import { exactHits, keywordHits, memoryRecords, scopeHasHistorical, semanticHits } from '../../src/storage/retrieval-repository.js';
+import { candidateRow, openEngine, storeRow, unitVector, withRaw } from '../helpers/storage.js';
 
 // Statements compiled once per shape (docs/decisions/0012): later calls bind new arguments to the SQL of the
 // first and must read exactly what the Kysely builder would.
@@ -68,4 +71,47 @@ t.test('which arguments are null is part of the shape: Kysely writes is null for
   t.match(compiledSql[0], /"project_id" is null/);
   t.match(compiledSql[1], /"project_id" is \?/);
   t.match(compiledSql[1], /"agent_id" is null/);
+});
+
+t.test('every repository statement finds its rows through an index, never by walking a scope or the table', async (t) => {
+  const dbPath = join(t.testdir(), 'plans.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const project = { ...GLOBAL, scope: 'PROJECT', project_id: 'p1' };
+  const rows = Array.from({ length: 40 }, (_, i) => candidateRow({ scope: 'PROJECT', project_id: 'p1', scope_key: 'scope-p1', fact: `fact ${i}`, lifecycle_state: i % 2 ? 'CANDIDATE' : 'VALIDATED_CURRENT', authority_role: i % 2 ? 'UNRESOLVED' : 'PROJECT_CURRENT', verified_by: i % 2 ? 'UNVERIFIED' : 'OWNER', last_verified_at: i % 2 ? null : '2026-01-01T00:00:00Z', source_timestamp: i % 2 ? null : '2026-01-01T00:00:00Z' }));
+  for (const [i, row] of rows.entries()) await storeRow(engine, row, i);
+  const one = rows[0]!;
+  // Run every repository read and write once, so that each shape is compiled.
+  await engine.read(async (db) => {
+    await findRecord(db, one.record_id);
+    await findByIdempotencyKey(db, one.idempotency_key);
+    await findDuplicate(db, project, one.native_content_hash);
+    await findCurrentWithKey(db, project, one.contradiction_key, one.native_content_hash, true);
+    await findCurrentWithKey(db, project, one.contradiction_key, one.native_content_hash, false, one.memory_id);
+    await findLiveRecord(db, project, one.memory_id);
+    await memoryPresence(db, project, one.memory_id);
+    await contradictionSummary(db, 'scope-p1');
+    await exactHits(db, project, one.native_content_hash, true, 5);
+    await keywordHits(db, project, ['fact'], true, 5);
+    await semanticHits(db, 'scope-p1', unitVector(1), true, 5);
+    await scopeHasHistorical(db, project);
+    await memoryRecords(db, project, one.memory_id, 5);
+  });
+  const live = (await engine.read((db) => findLiveRecord(db, project, one.memory_id)))!;
+  await engine.write((trx) => supersedeRecord(trx, live));
+
+  // Reads only: a raw connection cannot prepare the writes (their fence triggers call the engine's writer function).
+  const plans = withRaw(dbPath, (db) => [...compiledShapes()].filter(([, text]) => /^\s*select/i.test(text)).map(([key, text]) => {
+    const parameters = new Array((text.match(/\?/g) ?? []).length).fill(null);
+    const detail = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...parameters) as { detail: string }[]).map((row) => row.detail).join(' | ');
+    return { key, detail };
+  }));
+  const planOf = (prefix: string) => plans.find((plan) => plan.key.startsWith(prefix))?.detail ?? 'not compiled';
+  t.ok(plans.length >= 12, `${plans.length} read shapes compiled`);
+  t.same(plans.filter((plan) => /\bSCAN (adapter_records|r)\b/.test(plan.detail)), [], 'no full scan of adapter_records');
+  t.match(planOf('findLiveRecord:'), /ux_adapter_live_memory/, 'the live record comes from the partial index on memory_id');
+  t.match(planOf('memoryScopes:'), /ux_adapter_memory_revision|ux_adapter_live_memory/, "a memory's scopes come from an index on memory_id");
+  t.match(planOf('memoryRecords:'), /ux_adapter_memory_revision/, "a memory's history comes from (memory_id, revision)");
+  t.match(planOf('findRecord:'), /record_id/, 'a record by its id');
+  t.match(planOf('findByIdempotencyKey:'), /idempotency_key/, 'a record by its idempotency key');
 });
