@@ -106,6 +106,7 @@ t.test('every repository statement finds its rows through an index, never by wal
     const detail = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...parameters) as { detail: string }[]).map((row) => row.detail).join(' | ');
     return { key, detail };
   }));
+  for (const plan of plans) t.comment(`${plan.key}: ${plan.detail}`);
   const planOf = (prefix: string) => plans.find((plan) => plan.key.startsWith(prefix))?.detail ?? 'not compiled';
   t.ok(plans.length >= 12, `${plans.length} read shapes compiled`);
   t.same(plans.filter((plan) => /\bSCAN (adapter_records|r)\b/.test(plan.detail)), [], 'no full scan of adapter_records');
