@@ -127,7 +127,7 @@ t.test('a runtime fingerprint change between the status checks around an embeddi
   const adapter = bench.adapter('owner-current');
   const first = await store(adapter, currentRequest({ fact: FACT }));
   t.equal(first.status, 'OK');
-  const record = first.results[0] as Json;
+  let record = first.results[0] as Json;
   const boundDigest = fakeDigest(`fake-${NOMIC.model}`);
 
   /** While Ollama answers the embed request, `change` alters what the next status check sees. */
@@ -157,7 +157,7 @@ t.test('a runtime fingerprint change between the status checks around an embeddi
       } else {
         const envelope = (await run()) as Json;
         t.equal(envelope.status, 'OK', `${label}: ${operation} succeeds`);
-        if (operation === 'update') Object.assign(record, envelope.results[0]);
+        if (operation === 'update') record = envelope.results[0]; // envelope records are frozen: take the successor
       }
       t.equal(fake.received('/api/embed').length, 1, `${label}: ${operation}: one embed request`);
       t.equal(fake.received('/api/version').length, 2, `${label}: ${operation}: a status check before and after it`);
