@@ -87,6 +87,38 @@ function scopeBlocks(reading: ScopeReading): { counts: Record<string, unknown>; 
 }
 const SCOPE_BLOCKS = new WeakMap<ScopeReading, { counts: Record<string, unknown>; retention: Record<string, unknown> }>();
 
+/** capacityBlock, frozen and kept while every reading stays the same (free space and file sizes rarely change between calls). */
+export function rememberedCapacityBlock(reading: CapacityReading): Record<string, unknown> {
+  const last = lastCapacity;
+  if (last !== undefined && CAPACITY_FIELDS.every((field) => last.reading[field] === reading[field])) return last.block;
+  lastCapacity = { reading, block: freezeCanonical(capacityBlock(reading)) };
+  return lastCapacity.block;
+}
+const CAPACITY_FIELDS = ['pageSizeBytes', 'pageCount', 'freelistCount', 'databaseFileBytes', 'walFileBytes', 'shmFileBytes', 'filesystemFreeBytes'] as const;
+let lastCapacity: { reading: CapacityReading; block: Record<string, unknown> } | undefined;
+
+interface BackendParts {
+  readonly storage: Record<string, unknown>;
+  readonly profile: Record<string, unknown>;
+  readonly compatibility: unknown;
+  readonly counts: Record<string, unknown>;
+  readonly retention: Record<string, unknown>;
+  readonly capacity: Record<string, unknown>;
+}
+
+/** `backend_status`, frozen and kept while each of its parts is the same (frozen) object as last time. */
+function backendStatusBlock(parts: BackendParts): Record<string, unknown> {
+  const last = lastBackend;
+  if (last !== undefined && BACKEND_PARTS.every((part) => last.parts[part] === parts[part])) return last.block;
+  const block = { available: true, backend: 'sqlite_vec', storage: parts.storage, profile: parts.profile, embedding_compatibility: parts.compatibility, counts: parts.counts, retention: parts.retention, capacity: parts.capacity };
+  // Only a block made of frozen parts can be frozen and kept; a compatibility answer that is not frozen is used once.
+  if (!Object.isFrozen(parts.compatibility)) return block;
+  lastBackend = { parts, block: freezeCanonical(block) };
+  return lastBackend.block;
+}
+const BACKEND_PARTS = ['storage', 'profile', 'compatibility', 'counts', 'retention', 'capacity'] as const;
+let lastBackend: { parts: BackendParts; block: Record<string, unknown> } | undefined;
+
 /** `launcher` per write profile (CONTRACT.md §15), frozen. */
 const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).map(([writeProfile, spec]) => [
   writeProfile, freezeCanonical({ write_profile: writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle }),
@@ -107,15 +139,9 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; counter: S
   const capacity = readCapacity(reading.pages, engine.path);
   const { counts, retention } = scopeBlocks(reading);
   return {
-    backend_status: {
-      available: true, backend: 'sqlite_vec',
-      storage: storageBlock(engine),
-      profile: profileBlock(provider, provenance),
-      embedding_compatibility: compatibility,
-      counts,
-      retention,
-      capacity: capacityBlock(capacity),
-    },
+    backend_status: backendStatusBlock({
+      storage: storageBlock(engine), profile: profileBlock(provider, provenance), compatibility, counts, retention, capacity: rememberedCapacityBlock(capacity),
+    }),
     provider_status: providerStatus,
     token_measurement: TOKEN_MEASUREMENT,
     launcher: LAUNCHER_BLOCKS[input.writeProfile],

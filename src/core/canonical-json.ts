@@ -51,6 +51,8 @@ const FROZEN_TEXT = new WeakMap<object, string>();
  */
 export function freezeCanonical<T>(value: T): T {
   if (typeof value !== 'object' || value === null) return value;
+  // Already passed through here: deep-frozen, its text kept.
+  if (FROZEN_TEXT.has(value)) return value;
   for (const item of Object.values(value)) freezeCanonical(item);
   Object.freeze(value);
   FROZEN_TEXT.set(value, canonicalJson(value));

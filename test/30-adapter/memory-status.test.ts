@@ -5,6 +5,7 @@ import { scopeDigest, validateScope } from '../../src/adapter/request-scope.js';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { freshBindingJson, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
 import { LOCAL_HASH_DIGEST, LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { capacityBlock, rememberedCapacityBlock } from '../../src/adapter/memory-status.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
@@ -122,11 +123,13 @@ t.test('blocks that stay the same for a launch are frozen and shared between cal
   t.strictSame(one.provider_status, { available: true, ...(await new LocalHashProvider().statusCheck()) }, 'provider_status is the status check with available: true');
   t.equal(two.backend_status.counts, one.backend_status.counts, 'counts are kept while the database is unchanged');
   t.equal(two.backend_status.retention, one.backend_status.retention, 'and so is retention');
-  t.not(one.backend_status.capacity, two.backend_status.capacity, 'capacity is read on every call');
+  t.equal(two.backend_status, one.backend_status, 'so is the whole backend_status block while no reading changed');
   const embedding = new Float32Array(384).fill(1 / Math.sqrt(384));
   await first.write((trx) => insertRecordUnchecked(trx, candidateRow({ embedding_output_dimension: 384 }), { searchText: 'a fact', embedding }));
   const three = await status(adapter, { scope: 'GLOBAL_USER' });
   t.not(three.backend_status.counts, one.backend_status.counts, 'a commit makes new counts');
+  t.not(three.backend_status.capacity, one.backend_status.capacity, 'and new capacity readings');
+  t.not(three.backend_status.capacity.wal_file_bytes, one.backend_status.capacity.wal_file_bytes, 'the WAL grew and the status says so');
   t.equal(three.backend_status.counts.CANDIDATE, 1);
   t.equal(three.backend_status.retention.superseded_total, 0);
 
@@ -201,4 +204,23 @@ t.test('a failing provider check: provider_status unavailable, compatibility UNP
   t.equal(envelope.backend_status.profile.model_digest, LOCAL_HASH_DIGEST, 'reference digest when nothing was observed');
   const broken = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new TypeError('bug'); } });
   await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only' }).execute('memory_status', { scope: 'GLOBAL_USER' }), TypeError, 'an unexpected fault is not relabelled');
+});
+
+t.test('a remembered capacity block is served only for the very same readings', async (t) => {
+  const base = { pageSizeBytes: 4096, pageCount: 30, freelistCount: 0, databaseFileBytes: 4096, walFileBytes: 123632, shmFileBytes: 32768, filesystemFreeBytes: 84_073_308_160 };
+  const first = rememberedCapacityBlock(base);
+  t.strictSame(first, capacityBlock(base));
+  t.ok(Object.isFrozen(first));
+  t.equal(rememberedCapacityBlock({ ...base }), first, 'equal readings: the same block');
+  const changes: Record<string, number | null> = {
+    pageSizeBytes: 8192, pageCount: 31, freelistCount: 1, databaseFileBytes: 8192, walFileBytes: 0, shmFileBytes: 65536, filesystemFreeBytes: 1,
+  };
+  for (const [field, value] of Object.entries(changes)) {
+    const reading = { ...base, [field]: value };
+    const block = rememberedCapacityBlock(reading);
+    t.strictSame(block, capacityBlock(reading), `${field} changed: a block of the new readings`);
+    t.equal(rememberedCapacityBlock(base), rememberedCapacityBlock(base), 'and back');
+  }
+  const unknown = rememberedCapacityBlock({ ...base, filesystemFreeBytes: null });
+  t.equal(unknown.observation, 'UNKNOWN', 'a failed reading is never hidden by a remembered one');
 });
