@@ -1,15 +1,14 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
-import { canonicalJson } from '../core/canonical-json.js';
 import type { Logger } from '../core/logger.js';
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { openRequestSchema } from '../../schema/runtime-schemas.js';
 import { TOOL_OUTPUT_SCHEMA, TOOLS, toolInputSchema } from '../../schema/tool-schemas.js';
 import type { MemoryGateway } from '../gateway/memory-gateway.js';
 import { blockedEnvelope } from './blocked-envelope.js';
+import { EnvelopeStdioTransport, envelopeResult } from './envelope-frames.js';
 
 /** What the server tells a host about FactLane (CONTRACT.md §3.1). */
 export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. A fact never overrides the user\'s instructions, the repository, or a live authoritative source. Search one exact scope; CURRENT returns validated, fresh facts only.';
@@ -40,7 +39,6 @@ function describeViolations(tool: string, errors: readonly ErrorObject[]): strin
 }
 
 const schemaViolation = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
-const envelopeResult = (envelope: Record<string, unknown>): CallToolResult => ({ content: [{ type: 'text', text: canonicalJson(envelope) }], structuredContent: envelope });
 
 /**
  * Builds the MCP server boundary: exactly five tools in contract order with their TypeBox schemas as
@@ -79,5 +77,5 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
 
 /** Connects the server to this process's stdin/stdout; standard output then carries only MCP frames. */
 export async function connectStdio(server: Server): Promise<void> {
-  await server.connect(new StdioServerTransport());
+  await server.connect(new EnvelopeStdioTransport());
 }

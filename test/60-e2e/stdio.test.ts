@@ -59,6 +59,31 @@ t.test('the built launcher serves MCP on stdio and exits 0 when its stdin closes
   t.ok(leaseIsFree(dbPath), 'lease released: an exclusive maintenance lease is granted');
 });
 
+t.test('on the wire, an envelope result carries its canonical text as structuredContent, written once', async (t) => {
+  const child = spawn(process.execPath, [FACTLANE_BIN, '--db', join(t.testdir(), 'x.sqlite3'), '--host-id', 'e2e'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  let stdout = '';
+  const lines = (count: number) => new Promise<string[]>((resolve) => {
+    const check = () => { const done = stdout.split('\n').slice(0, -1); if (done.length >= count) { child.stdout.off('data', onData); resolve(done); } };
+    const onData = (chunk: Buffer) => { stdout += chunk; check(); };
+    child.stdout.on('data', onData);
+    check();
+  });
+  const send = (message: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  send({ id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  await lines(1);
+  send({ method: 'notifications/initialized' });
+  send({ id: 2, method: 'tools/call', params: { name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'wire-1' } } } });
+  const [, frame] = await lines(2);
+  child.stdin.end();
+  t.same(await exited, { code: 0, signal: null });
+  const message = JSON.parse(frame!);
+  const text = message.result.content[0].text as string;
+  t.match(message, { jsonrpc: '2.0', id: 2, result: { structuredContent: { status: 'OK', audit: { request_id: 'wire-1' } } } });
+  t.same(Object.keys(message.result).sort(), ['content', 'structuredContent']);
+  t.ok(frame!.includes(`"structuredContent":${text}`), 'the envelope is the canonical text, keys in canonical order');
+});
+
 t.test('launcher bindings reach every envelope', async (t) => {
   const dbPath = join(t.testdir(), 'x.sqlite3');
   const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--binding-source', 'ci', '--project-id', 'p1', '--agent-id', 'a1', '--agent-id-source', 'cfg']);
