@@ -8,6 +8,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 const FACTLANE = fileURLToPath(new URL('../../bin/factlane.js', import.meta.url));
 /** The bare SDK echo server the suites compare FactLane against. */
 export const ECHO_SERVER = fileURLToPath(new URL('./echo-server.js', import.meta.url));
+/** A bare SDK server answering every call with one fixed envelope (FACTLANE_BENCH_ENVELOPE). */
+export const ENVELOPE_SERVER = fileURLToPath(new URL('./envelope-server.js', import.meta.url));
 
 /**
  * The `node` arguments that start the built launcher with `launcherArgs`, after any extra Node.js flags
@@ -19,10 +21,13 @@ export function factlaneArgs(...launcherArgs: string[]): string[] {
   return [...nodeFlags, FACTLANE, ...launcherArgs];
 }
 
-/** A client connected over stdio to `node args…` (server stderr ignored), and the time to the initialize response. */
-export async function connectBenchClient(name: string, args: string[]): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
+/**
+ * A client connected over stdio to `node args…` (server stderr ignored, `env` added to the SDK's default
+ * environment), and the time to the initialize response.
+ */
+export async function connectBenchClient(name: string, args: string[], env: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
   const started = performance.now();
-  const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore' });
+  const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore', env });
   const client = new Client({ name, version: '1.0.0' });
   await client.connect(transport);
   return { client, transport, startupMs: performance.now() - started };
