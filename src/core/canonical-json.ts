@@ -59,6 +59,11 @@ export function freezeCanonical<T>(value: T): T {
   return value;
 }
 
+/** True for a value passed through freezeCanonical: deep-frozen, so equal to itself for as long as it lives. */
+export function isFrozenCanonical(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && FROZEN_TEXT.has(value);
+}
+
 // Envelopes repeat the same few hundred keys: quoting each once makes canonicalJson about 1.7x faster.
 const QUOTED_KEYS = new Map<string, string>();
 const QUOTED_KEYS_MAX = 4096;

@@ -1,5 +1,5 @@
 import { canonicalDigest } from '../core/hashing.js';
-import { canonicalJson, freezeCanonical } from '../core/canonical-json.js';
+import { canonicalJson, freezeCanonical, isFrozenCanonical } from '../core/canonical-json.js';
 import { semanticIdentity, type EmbeddingProfile } from './embedding-profiles.js';
 import type { RuntimeProvenance } from './embedding-provider.js';
 
@@ -65,14 +65,22 @@ export function evaluateCompatibility(input: {
   profile: EmbeddingProfile; bindingText: string | null; tableDimension: number | null; provenance: RuntimeProvenance | null;
 }): EmbeddingCompatibility {
   // A pure function of its inputs, evaluated on every status, search and write: the last answer is
-  // kept (frozen with its canonical text, since envelopes carry it) and reused while the inputs are unchanged.
+  // kept (frozen with its canonical text, since envelopes carry it) and reused while the inputs are unchanged:
+  // the very same inputs (a deep-frozen provenance, as the built-in provider returns), else equal ones.
+  const last = lastCompatibility;
+  if (last !== undefined && last.profile === input.profile && last.tableDimension === input.tableDimension && last.bindingText === input.bindingText
+    && (input.provenance === null ? last.provenance === null : last.provenance === input.provenance && isFrozenCanonical(input.provenance))) {
+    return last.result;
+  }
   const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000${JSON.stringify(input.provenance)}`;
-  if (lastCompatibility?.key === key && lastCompatibility.profile === input.profile) return lastCompatibility.result;
+  if (last?.key === key && last.profile === input.profile) return last.result;
   const result = freezeCanonical(computeCompatibility(input));
-  lastCompatibility = { key, profile: input.profile, result };
+  lastCompatibility = { key, profile: input.profile, tableDimension: input.tableDimension, bindingText: input.bindingText, provenance: input.provenance, result };
   return result;
 }
-let lastCompatibility: { key: string; profile: EmbeddingProfile; result: EmbeddingCompatibility } | undefined;
+let lastCompatibility: {
+  key: string; profile: EmbeddingProfile; tableDimension: number | null; bindingText: string | null; provenance: RuntimeProvenance | null; result: EmbeddingCompatibility;
+} | undefined;
 
 function computeCompatibility(input: Parameters<typeof evaluateCompatibility>[0]): EmbeddingCompatibility {
   const { raw, binding } = parseBinding(input.bindingText);

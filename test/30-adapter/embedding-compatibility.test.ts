@@ -141,3 +141,17 @@ t.test('the provider: constant status check, no prefixes, batches equal single c
   t.strictSame(batch[0], await provider.embedQuery('one fact'));
   t.strictSame(batch[1], localHashEmbedding('another fact'));
 });
+
+t.test('the remembered answer follows a provenance object that changes in place; a frozen one is reused as it is', async (t) => {
+  const frozen = evaluate(goodBinding);
+  t.equal(evaluate(goodBinding), frozen, 'the built-in provider\'s frozen provenance: the same answer object');
+  const live = { ...provenance, capabilities: [...provenance.capabilities] } as RuntimeProvenance & { digest: string };
+  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN' }, 'another answer in between, so the next one is remembered with the unfrozen object');
+  t.match(evaluate(goodBinding, 384, live), { state: 'COMPATIBLE' }, 'an equal, unfrozen provenance');
+  live.digest = 'f'.repeat(64);
+  t.match(evaluate(goodBinding, 384, live), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'the same object, changed: evaluated again');
+  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' });
+  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' }, 'no provenance twice');
+  t.match(evaluate(goodBinding, 128, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'no provenance, another table dimension');
+  t.match(evaluate(edited((b) => { b.vector_dimension = 128; }), 384, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'no provenance, another binding');
+});
