@@ -5,6 +5,7 @@ import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
 import { auditDatabase } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
+import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
 import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -13,12 +14,14 @@ import { isLoopbackOllamaUrl } from './launcher-options.js';
 
 const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
+  factlane-admin restore --from FILE --db PATH [--json]
   factlane-admin verify (--db PATH | --backup FILE) [--json]
   factlane-admin reembed --db PATH --profile ID [--ollama-url URL] [--dry-run] [--json]
   factlane-admin audit --db PATH [--json]
 
+restore writes a new database only: PATH, PATH-wal and PATH-shm must not exist
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
-restore, housekeep and recover are not in this build yet.
+housekeep and recover are not in this build yet.
 exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems
 `;
 
@@ -29,7 +32,7 @@ function parse() {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
-      db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
     } });
   } catch (error) {
@@ -38,6 +41,7 @@ function parse() {
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
+  if (command !== 'restore' && parsed.values.from !== undefined) throw new UsageError('--from belongs to restore');
   const reembedFlags = ['profile', 'ollama-url', 'dry-run'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'reembed' && reembedFlags.length > 0) throw new UsageError(`--${reembedFlags[0]} belongs to reembed`);
   if (command === 'reembed') {
@@ -47,6 +51,8 @@ function parse() {
     if (parsed.values['ollama-url'] !== undefined && !isLoopbackOllamaUrl(parsed.values['ollama-url'])) {
       throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
     }
+  } else if (command === 'restore') {
+    if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('restore needs --from FILE and --db PATH');
   } else if (command === 'audit') {
     if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('audit needs --db PATH');
   } else if (command === 'backup') {
@@ -93,6 +99,15 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   if (command === 'reembed') {
     const provider = createProvider(values.profile!, values['ollama-url'] ?? 'http://127.0.0.1:11434');
     printReembed(await reembedDatabase({ dbPath: values.db!, provider, dryRun: values['dry-run'] === true, onProgress: printProgress }));
+    return EXIT.OK;
+  }
+  if (command === 'restore') {
+    const report = await restoreVerifiedBackup({ from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations() });
+    if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else {
+      process.stdout.write(`restored and verified: ${report.file_bytes} bytes, database_id ${report.database_id}, schema version ${report.schema_version}\n`);
+      if (report.needs_migration) process.stdout.write('the schema is older than this release: run factlane-migrate up on it before serving it\n');
+    }
     return EXIT.OK;
   }
   if (command === 'verify' && values.backup) {

@@ -8,8 +8,9 @@ import { formatTimestamp, type Clock } from '../core/time.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
-import { bindingProfileId, inspectSchema } from '../storage/schema-inspection.js';
+import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+import type { MigrationFile } from '../storage/migration-files.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
 export interface BackupManifest {
@@ -38,6 +39,29 @@ function fsyncPath(path: string): void {
 }
 
 /**
+ * Verifies a fresh copy as OPERATIONS.md §4.1 step 3 asks: integrity_check must be `ok` (else VERIFY_FAILED);
+ * the verify checks run and are returned, not enforced, so a damaged database can still be copied.
+ */
+export function verifyCopy(path: string, shipped: readonly MigrationFile[]): { findings: SchemaFindings; checks: CheckResult[] } {
+  if (!integrityOk(path)) throw new AdapterError('VERIFY_FAILED', 'the copy failed integrity_check; the source may be damaged');
+  return withReadOnly(path, (connection) => {
+    const findings = inspectSchema(connection, shipped);
+    return { findings, checks: verifySchema(connection, findings, shipped) };
+  }, { loadVec: true });
+}
+
+/**
+ * Publishes a finished temporary file under `file` without ever overwriting (OPERATIONS.md §4.1 step 4):
+ * fsync, hard link (fails with EEXIST if `file` exists), drop the temporary name, fsync the directory.
+ */
+export function publishWithoutOverwrite(temp: string, file: string): void {
+  fsyncPath(temp);
+  linkSync(temp, file);
+  unlinkSync(temp);
+  fsyncPath(dirname(file));
+}
+
+/**
  * Writes a verified online backup of `target` to `outFile` and its `outFile.manifest.json`
  * (OPERATIONS.md §4.1), under the lease the caller already holds. Never overwrites: TARGET_EXISTS when
  * the file, its `-wal`/`-shm` or its manifest exist. MAINTENANCE_IN_PROGRESS for a database holding the
@@ -58,16 +82,8 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
   const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
   try {
     await onlineBackup(target.path, temp);
-    const integrity = integrityOk(temp);
-    if (!integrity) throw new AdapterError('VERIFY_FAILED', 'the backup copy failed integrity_check; the source may be damaged');
-    const { findings, checks } = withReadOnly(temp, (connection) => {
-      const copyFindings = inspectSchema(connection, target.shipped);
-      return { findings: copyFindings, checks: verifySchema(connection, copyFindings, target.shipped) };
-    }, { loadVec: true });
-    fsyncPath(temp);
-    linkSync(temp, file); // fails if `file` appeared meanwhile: never overwrite
-    unlinkSync(temp);
-    fsyncPath(dirname(file));
+    const { findings, checks } = verifyCopy(temp, target.shipped);
+    publishWithoutOverwrite(temp, file);
     const bytes = readFileSync(file);
     const manifest: BackupManifest = {
       manifest_version: 1,

@@ -2,6 +2,7 @@ import { chmodSync } from 'node:fs';
 import { Database } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
 import { translateSqliteError } from './sqlite-errors.js';
+import { AdapterError } from '../core/adapter-error.js';
 
 /**
  * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
@@ -27,6 +28,23 @@ export async function onlineBackup(sourcePath: string, targetPath: string): Prom
     throw translateSqliteError(error);
   } finally {
     copy.close();
+  }
+}
+
+/**
+ * Switches a closed database file to WAL, as a restored database is served (OPERATIONS.md §4.2 step 3). The
+ * setting is stored in the file; the connection that made it is the last to close, so SQLite removes the
+ * `-wal` and `-shm` it created.
+ */
+export function setWalMode(path: string): void {
+  const connection = new Database(path, { fileMustExist: true });
+  try {
+    const mode = connection.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new AdapterError('VERIFY_FAILED', `the copy stayed in journal mode ${String(mode)}`);
+  } catch (error) {
+    throw translateSqliteError(error);
+  } finally {
+    connection.close();
   }
 }
 

@@ -39,7 +39,7 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   await engine.close();
 
   t.equal(admin('backup', '--db', dbPath).status, 2, 'usage');
-  t.equal(admin('restore', '--db', dbPath).status, 2, 'not in this build');
+  t.equal(admin('housekeep', '--db', dbPath).status, 2, 'not in this build');
   const missing = admin('verify', '--db', join(dir, 'nope.sqlite3'));
   t.equal(missing.status, 1);
   t.notOk(existsSync(join(dir, 'nope.sqlite3')));

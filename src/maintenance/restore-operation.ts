@@ -1,0 +1,80 @@
+import { existsSync, mkdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { AdapterError } from '../core/adapter-error.js';
+import { dbIdentity } from '../storage/maintenance-target.js';
+import type { MigrationFile } from '../storage/migration-files.js';
+import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
+import type { CheckResult } from '../storage/schema-verification.js';
+import { auditFile, type AuditReport } from './audit-operation.js';
+import { publishWithoutOverwrite, verifyCopy } from './backup-operation.js';
+import { verifyBackup } from './verify-operation.js';
+
+/** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
+export interface RestoreReport {
+  readonly db_identity: string;
+  readonly database_id: string | null;
+  readonly schema_version: number;
+  /** True when the backup's schema is older than this release: run `factlane-migrate up` before serving it. */
+  readonly needs_migration: boolean;
+  readonly journal_mode: 'wal';
+  readonly file_bytes: number;
+  readonly lifecycle_counts: Record<string, number>;
+  readonly verification: { readonly integrity_check: 'PASS'; readonly checks: readonly CheckResult[] };
+  readonly audit: AuditReport;
+}
+
+const failed = (checks: readonly CheckResult[], name: string) => checks.some((check) => check.name === name && check.status === 'FAIL');
+
+/**
+ * Restores a verified backup into a new database file (OPERATIONS.md §4.2). The backup must match its manifest
+ * (MANIFEST_MISMATCH), pass every verify check (VERIFY_FAILED; SCHEMA_MISMATCH when its schema is newer than this
+ * release) and hold no recovery interlock (MAINTENANCE_IN_PROGRESS). Never overwrites: TARGET_EXISTS when the
+ * database or its `-wal`/`-shm` exists. The copy is made with the online backup API into a temporary file (0600,
+ * missing parents 0700) beside the target, verified as a backup is, set to WAL, then published by hard link.
+ * The copy keeps the backup's database_id. On failure the temporary file is removed.
+ */
+export async function restoreVerifiedBackup(input: { from: string; dbPath: string; shipped: readonly MigrationFile[] }): Promise<RestoreReport> {
+  const source = verifyBackup(input.from, input.shipped);
+  if (failed(source.checks, 'manifest_matches')) {
+    throw new AdapterError('MANIFEST_MISMATCH', 'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not the file the manifest describes');
+  }
+  if (failed(source.checks, 'release_knows_version')) throw new AdapterError('SCHEMA_MISMATCH', 'the backup\'s schema is newer than this release; restore it with the release that wrote it');
+  if (source.interlock_present) {
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the backup holds the recovery interlock; an unsealed purge may still hold old pages');
+  }
+  const failing = source.checks.filter((check) => check.status === 'FAIL').map((check) => check.name);
+  if (failing.length > 0) throw new AdapterError('VERIFY_FAILED', `the backup fails verification (${failing.join(', ')}); see factlane-admin verify --backup`);
+
+  const file = resolve(input.dbPath);
+  if ([file, `${file}-wal`, `${file}-shm`].some((path) => existsSync(path))) {
+    throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm already exists; restore never overwrites: stop every FactLane process and move them aside first');
+  }
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.restore.tmp`);
+  try {
+    // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
+    await onlineBackup(resolve(input.from), temp);
+    const { findings, checks } = verifyCopy(temp, input.shipped);
+    const counts = lifecycleCounts(temp);
+    const audit = auditFile(temp, input.shipped);
+    setWalMode(temp);
+    publishWithoutOverwrite(temp, file);
+    return {
+      db_identity: dbIdentity(realpathSync(file)),
+      database_id: findings.meta.database_id ?? null,
+      schema_version: findings.schemaVersion,
+      needs_migration: findings.schemaVersion < (input.shipped.at(-1)?.version ?? 0),
+      journal_mode: 'wal',
+      file_bytes: statSync(file).size,
+      lifecycle_counts: counts,
+      verification: { integrity_check: 'PASS', checks },
+      audit,
+    };
+  } catch (error) {
+    for (const path of [temp, `${temp}-wal`, `${temp}-shm`]) if (existsSync(path)) unlinkSync(path);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+      throw new AdapterError('TARGET_EXISTS', 'the database appeared while the backup was being restored; nothing was overwritten');
+    }
+    throw error;
+  }
+}

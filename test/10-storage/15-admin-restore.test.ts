@@ -1,0 +1,157 @@
+import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { candidateRow, openEngine, RawDatabase, REPO_ROOT, storeRow, tableCounts, withRaw, writeInterlock } from '../helpers/storage.js';
+
+// OPERATIONS.md §4.2: factlane-admin restore --from FILE --db PATH.
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const modeOf = (path: string) => statSync(path).mode & 0o777;
+const records = (path: string) => withRaw(path, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
+const meta = (path: string) => withRaw(path, (db) => db.prepare('SELECT key, value FROM adapter_meta ORDER BY key').all());
+
+/** A live database with three records, and a verified backup of it taken while it stays open. */
+async function backedUp(t: Test) {
+  const dir = t.testdir();
+  const live = join(dir, 'live.sqlite3');
+  const engine = await openEngine(live);
+  t.teardown(() => engine.close());
+  for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow({ fact: `fact number ${i}` }), i);
+  const backup = join(dir, 'backup.sqlite3');
+  const result = admin('backup', '--db', live, '--out', backup);
+  t.equal(result.status, 0, result.stderr);
+  return { dir, live, backup };
+}
+
+/** Rewrites a backup's manifest so it describes the file as it is now (size and SHA-256). */
+function refreshManifest(backup: string): void {
+  const manifestPath = `${backup}.manifest.json`;
+  const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
+  const bytes = readFileSync(backup);
+  writeFileSync(manifestPath, JSON.stringify({ ...manifest, file_bytes: bytes.length, file_sha256: createHash('sha256').update(bytes).digest('hex') }));
+}
+
+/** A refused restore: exit 1, the code on stderr, and nothing new in the target directory. */
+function refused(t: Test, args: string[], code: string, targetDir: string): void {
+  const before = existsSync(targetDir) ? readdirSync(targetDir).sort() : null;
+  const result = admin('restore', ...args);
+  t.equal(result.status, 1, `${code}: exit 1`);
+  t.match(result.stderr, new RegExp(`^factlane-admin: ${code}: `, 'm'), result.stderr);
+  t.equal(result.stdout, '', `${code}: no report`);
+  t.same(existsSync(targetDir) ? readdirSync(targetDir).sort() : null, before, `${code}: nothing written beside the target`);
+}
+
+t.test('a backup restores into a new WAL database that FactLane serves, with the same id and records', async (t) => {
+  const { dir, live, backup } = await backedUp(t);
+  const target = join(dir, 'new', 'nested', 'restored.sqlite3');
+  const result = admin('restore', '--from', backup, '--db', target, '--json');
+  t.equal(result.status, 0, result.stderr);
+  t.notMatch(result.stdout, dir, 'no path in the report');
+  const report = JSON.parse(result.stdout);
+  const sourceId = (meta(live) as { key: string; value: string }[]).find((row) => row.key === 'database_id')!.value;
+  t.match(report, {
+    db_identity: /^[0-9a-f]{64}$/, database_id: sourceId, schema_version: 1, needs_migration: false, journal_mode: 'wal',
+    file_bytes: statSync(target).size, lifecycle_counts: { CANDIDATE: 3 }, verification: { integrity_check: 'PASS' }, audit: { ok: true },
+  });
+  t.ok(report.verification.checks.every((check: { status: string }) => check.status === 'PASS'), 'every verify check passes on the copy');
+  t.same(readdirSync(join(dir, 'new', 'nested')), ['restored.sqlite3'], 'no temporary file, -wal or -shm left');
+  t.equal(modeOf(target), 0o600, 'file 0600');
+  t.equal(modeOf(join(dir, 'new')), 0o700, 'created parents 0700');
+  t.equal(modeOf(join(dir, 'new', 'nested')), 0o700);
+  t.equal(readFileSync(target)[18], 2, 'the file header says WAL');
+  t.same(tableCounts(target), tableCounts(live), 'records, FTS, vectors, meta and migrations');
+  t.same(records(target), records(live), 'every record byte for byte');
+  t.same(meta(target), meta(live), 'meta, database_id included');
+
+  const engine = await openEngine(target);
+  t.equal(engine.findings.schemaVersion, 1, 'the storage engine opens it');
+  await engine.close();
+  t.equal(admin('verify', '--db', target).status, 0, 'verify passes');
+
+  const text = admin('restore', '--from', backup, '--db', join(dir, 'second.sqlite3'));
+  t.equal(text.status, 0, text.stderr);
+  t.match(text.stdout, /^restored and verified: \d+ bytes, database_id [0-9a-f-]+, schema version 1\n$/);
+});
+
+t.test('restore never overwrites a database, a WAL or a shared-memory file, nor a name that appears meanwhile', async (t) => {
+  const { dir, backup } = await backedUp(t);
+  for (const suffix of ['', '-wal', '-shm']) {
+    const targetDir = join(dir, `existing${suffix || '-db'}`);
+    mkdirSync(targetDir);
+    const target = join(targetDir, 'x.sqlite3');
+    writeFileSync(`${target}${suffix}`, `keep me ${suffix}`);
+    refused(t, ['--from', backup, '--db', target], 'TARGET_EXISTS', targetDir);
+    t.equal(readFileSync(`${target}${suffix}`, 'utf8'), `keep me ${suffix}`, `the existing ${suffix || 'database'} file is untouched`);
+  }
+  // A dangling symlink is absent to the existence check but present to the final link: the race path.
+  const racing = join(dir, 'racing');
+  mkdirSync(racing);
+  symlinkSync(join(dir, 'nowhere'), join(racing, 'x.sqlite3'));
+  refused(t, ['--from', backup, '--db', join(racing, 'x.sqlite3')], 'TARGET_EXISTS', racing);
+  t.notOk(existsSync(join(dir, 'nowhere')), 'nothing written through the link');
+});
+
+t.test('a backup that is missing, changed, damaged or interlocked is refused before anything is written', async (t) => {
+  const { dir, backup } = await backedUp(t);
+  const targetDir = join(dir, 'target');
+  mkdirSync(targetDir);
+  const target = join(targetDir, 'x.sqlite3');
+  refused(t, ['--from', join(dir, 'absent.sqlite3'), '--db', target], 'SOURCE_NOT_FOUND', targetDir);
+  const bare = join(dir, 'bare.sqlite3');
+  copyFileSync(backup, bare);
+  refused(t, ['--from', bare, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
+
+  const edited = join(dir, 'edited.sqlite3');
+  copyFileSync(backup, edited);
+  copyFileSync(`${backup}.manifest.json`, `${edited}.manifest.json`);
+  const manifest = JSON.parse(readFileSync(`${edited}.manifest.json`, 'utf8'));
+  writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, file_sha256: '0'.repeat(64) }));
+  refused(t, ['--from', edited, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+
+  const damaged = join(dir, 'damaged.sqlite3');
+  copyFileSync(backup, damaged);
+  copyFileSync(`${backup}.manifest.json`, `${damaged}.manifest.json`);
+  const raw = new RawDatabase(damaged);
+  const fence = (raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' LIMIT 1").get() as { name: string }).name;
+  raw.exec(`DROP TRIGGER "${fence}"`);
+  raw.close();
+  refreshManifest(damaged);
+  const result = admin('restore', '--from', damaged, '--db', target);
+  t.match(result.stderr, /VERIFY_FAILED: .*fences_present/, 'names the failing check');
+  refused(t, ['--from', damaged, '--db', target], 'VERIFY_FAILED', targetDir);
+
+  const interlocked = join(dir, 'interlocked.sqlite3');
+  copyFileSync(backup, interlocked);
+  copyFileSync(`${backup}.manifest.json`, `${interlocked}.manifest.json`);
+  writeInterlock(interlocked);
+  refreshManifest(interlocked);
+  refused(t, ['--from', interlocked, '--db', target], 'MAINTENANCE_IN_PROGRESS', targetDir);
+  t.same(readdirSync(targetDir), [], 'the target directory stayed empty');
+});
+
+t.test('a schema newer than the release is refused; an older one is restored and reported as needing migration', async (t) => {
+  const { dir, backup } = await backedUp(t);
+  const shipped = MaintenanceTarget.shippedMigrations();
+  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'newer.sqlite3'), shipped: [] }), { code: 'SCHEMA_MISMATCH' });
+  t.notOk(existsSync(join(dir, 'newer.sqlite3')));
+  const next = { version: 2, name: 'next', fileName: '0002_next.sql', sql: 'SELECT 1;', checksum: '0'.repeat(64) };
+  const report = await restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'older.sqlite3'), shipped: [...shipped, next] });
+  t.match(report, { schema_version: 1, needs_migration: true });
+  t.ok(existsSync(join(dir, 'older.sqlite3')));
+});
+
+t.test('restore usage errors exit 2', async (t) => {
+  const dir = t.testdir();
+  for (const args of [['restore', '--db', join(dir, 'x')], ['restore', '--from', join(dir, 'b')], ['restore', '--from', 'b', '--db', 'x', '--out', 'y'],
+    ['backup', '--db', 'x', '--out', 'y', '--from', 'b'], ['restore', '--from', 'b', '--db', 'x', 'extra']]) {
+    const result = admin(...args);
+    t.equal(result.status, 2, args.join(' '));
+  }
+  t.same(readdirSync(dir), [], 'nothing created');
+});
