@@ -4,7 +4,7 @@ import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
 import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading } from '../storage/status-repository.js';
+import { capacityKnown, readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading } from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
@@ -13,7 +13,7 @@ export const TOKEN_MEASUREMENT = freezeCanonical({ available: true, profile: 'PO
 
 /** `backend_status.capacity` (OPERATIONS.md §2): KNOWN only when every reading it needs succeeded. */
 export function capacityBlock(reading: CapacityReading): Record<string, unknown> {
-  const known = [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((v) => v !== null);
+  const known = capacityKnown(reading);
   const times = (a: number | null, b: number | null) => (a === null || b === null ? null : a * b);
   return {
     observation: known ? 'KNOWN' : 'UNKNOWN',

@@ -6,6 +6,9 @@ import { createProvider } from '../embedding/provider-factory.js';
 import { auditDatabase } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
 import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
+import { housekeep, type HousekeepReport, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
+import { validateScope } from '../adapter/request-scope.js';
+import { AdapterError } from '../core/adapter-error.js';
 import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -18,10 +21,13 @@ const USAGE = `usage:
   factlane-admin verify (--db PATH | --backup FILE) [--json]
   factlane-admin reembed --db PATH --profile ID [--ollama-url URL] [--dry-run] [--json]
   factlane-admin audit --db PATH [--json]
+  factlane-admin housekeep --db PATH --scope SCOPE [--project-id ID] [--worktree-id ID] [--workflow-id ID] [--agent-id ID]
+                           --max-records N --required-free-bytes B [--json]
 
 restore writes a new database only: PATH, PATH-wal and PATH-shm must not exist
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
-housekeep and recover are not in this build yet.
+housekeep compacts at most N ready SUPERSEDED records of one exact scope, only while free space is below B
+recover is not in this build yet.
 exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems
 `;
 
@@ -34,6 +40,7 @@ function parse() {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
       db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
+      ...Object.fromEntries(HOUSEKEEP_FLAGS.map((flag) => [flag, { type: 'string' }])),
     } });
   } catch (error) {
     throw new UsageError((error as Error).message);
@@ -42,6 +49,8 @@ function parse() {
   if (parsed.values.help) return { command: 'help', values: parsed.values };
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   if (command !== 'restore' && parsed.values.from !== undefined) throw new UsageError('--from belongs to restore');
+  const housekeepFlags = HOUSEKEEP_FLAGS.filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  if (command !== 'housekeep' && housekeepFlags.length > 0) throw new UsageError(`--${housekeepFlags[0]} belongs to housekeep`);
   const reembedFlags = ['profile', 'ollama-url', 'dry-run'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'reembed' && reembedFlags.length > 0) throw new UsageError(`--${reembedFlags[0]} belongs to reembed`);
   if (command === 'reembed') {
@@ -55,6 +64,9 @@ function parse() {
     if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('restore needs --from FILE and --db PATH');
   } else if (command === 'audit') {
     if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('audit needs --db PATH');
+  } else if (command === 'housekeep') {
+    if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('housekeep needs --db PATH');
+    return { command, values: parsed.values, housekeep: housekeepRequest(parsed.values as Record<string, string | undefined>) };
   } else if (command === 'backup') {
     if (!parsed.values.db || !parsed.values.out || parsed.values.backup) throw new UsageError('backup needs --db PATH and --out FILE');
   } else if (command === 'verify') {
@@ -63,6 +75,37 @@ function parse() {
     throw new UsageError(command ? `unknown or unavailable command ${command}` : 'a command is required');
   }
   return { command, values: parsed.values };
+}
+
+const HOUSEKEEP_FLAGS = ['scope', 'project-id', 'worktree-id', 'workflow-id', 'agent-id', 'max-records', 'required-free-bytes'] as const;
+
+/** A whole number of at least `min` written in decimal digits, else a usage error. */
+function wholeNumber(flag: string, text: string | undefined, min: number): number {
+  const value = text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min) throw new UsageError(`--${flag} must be a whole number of at least ${min}`);
+  return value;
+}
+
+/** The housekeep flags as a request: the scope follows CONTRACT.md §4.2; a violation is a usage error. */
+function housekeepRequest(values: Record<string, string | undefined>): HousekeepRequest {
+  const fields = { scope: values.scope, project_id: values['project-id'], worktree_id: values['worktree-id'], workflow_id: values['workflow-id'], agent_id: values['agent-id'] };
+  let scope;
+  try {
+    scope = validateScope(Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)));
+  } catch (error) {
+    if (error instanceof AdapterError) throw new UsageError(`${error.code}: ${error.message}`);
+    throw error;
+  }
+  return { scope, maxRecords: wholeNumber('max-records', values['max-records'], 1), requiredFreeBytes: wholeNumber('required-free-bytes', values['required-free-bytes'], 0) };
+}
+
+function printHousekeep(report: HousekeepReport): void {
+  if (wantsJson()) {
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    return;
+  }
+  const free = (bytes: number | null) => (bytes === null ? 'unknown' : `${bytes}`);
+  process.stdout.write(`housekeep: ${report.outcome}\n  next: ${report.next_action}\n  compacted ${report.compacted_records} of ${report.selected_records} selected (at most ${report.max_records}); ready ${report.compaction_ready_before} -> ${report.compaction_ready_after}\n  free bytes ${free(report.filesystem_free_bytes_before)} -> ${free(report.filesystem_free_bytes_after)}, required ${report.required_free_bytes}; the file does not shrink\n`);
 }
 
 function printVerify(report: VerifyReport): void {
@@ -91,7 +134,8 @@ function printReembed(report: ReembedReport): void {
 }
 
 await runCommand('factlane-admin', USAGE, wantsJson, async () => {
-  const { command, values } = parse();
+  const parsedCommand = parse();
+  const { command, values } = parsedCommand;
   if (command === 'help') {
     process.stdout.write(USAGE);
     return EXIT.OK;
@@ -126,6 +170,10 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
         for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(26)} ${check.count}${check.samples.length > 0 ? `  e.g. ${check.samples.slice(0, 3).join(', ')}` : ''}\n`);
       }
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
+    }
+    if (command === 'housekeep') {
+      printHousekeep(await housekeep(target, parsedCommand.housekeep!));
+      return EXIT.OK;
     }
     if (command === 'verify') {
       const report = { db_identity: target.dbIdentity, ...verifyDatabase(target) };

@@ -18,3 +18,28 @@ export function runLineageAudit(connection: SqliteConnection): AuditCheck[] {
     return { name, status: samples.length === 0 ? 'PASS' : 'FAIL', count: samples.length, samples: samples.slice(0, MAX_SAMPLES) };
   });
 }
+
+/** The health readings housekeeping takes before and after compaction (OPERATIONS.md §3 steps 4-6). */
+export interface HealthReading {
+  /** FTS and vector rows without their record (`no_orphans`). */
+  readonly vectorOrphans: number;
+  /** Records in a memory with two live records, plus records with two successors (`no_current_forks`, `single_successor`). */
+  readonly currentLineageForks: number;
+  readonly quickCheck: 'PASS' | 'FAIL';
+  readonly integrityCheck: 'PASS' | 'FAIL';
+}
+
+/** Reads the health of a whole database on a connection with sqlite-vec loaded; read-only. */
+export function readHealth(connection: SqliteConnection): HealthReading {
+  const violations = (query: string) => connection.prepare(query).pluck().all().length;
+  const answersOk = (pragma: string) => {
+    const rows = connection.prepare(pragma).pluck().all();
+    return rows.length === 1 && rows[0] === 'ok' ? 'PASS' : 'FAIL';
+  };
+  return {
+    vectorOrphans: violations(LINEAGE_AUDIT_QUERIES.no_orphans),
+    currentLineageForks: violations(LINEAGE_AUDIT_QUERIES.no_current_forks) + violations(LINEAGE_AUDIT_QUERIES.single_successor),
+    quickCheck: answersOk('PRAGMA quick_check'),
+    integrityCheck: answersOk('PRAGMA integrity_check'),
+  };
+}

@@ -123,6 +123,11 @@ function fileBytes(path: string): number | null {
   }
 }
 
+/** OPERATIONS.md §2: capacity is KNOWN when the three pragmas, the database file size and the free space were all read. */
+export function capacityKnown(reading: CapacityReading): boolean {
+  return [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((value) => value !== null);
+}
+
 /** Capacity from the page pragmas read with the counts (null when they failed) and file sizes; each failed reading is null. */
 export function readCapacity(pages: PageReading | null, path: string): CapacityReading {
   let filesystemFreeBytes: number | null;

@@ -1,0 +1,135 @@
+import { AdapterError } from '../core/adapter-error.js';
+import { compactRecord, readyForCompaction } from '../storage/compaction-repository.js';
+import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
+import type { MaintenanceTarget } from '../storage/maintenance-target.js';
+import type { ScopeColumns } from '../storage/record-repository.js';
+import { schemaRefusal } from '../storage/schema-inspection.js';
+import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
+import { WriteConnection } from '../storage/write-connection.js';
+
+/** What one housekeeping run asks for (OPERATIONS.md §3). */
+export interface HousekeepRequest {
+  readonly scope: ScopeColumns;
+  /** At most this many records are compacted (≥ 1). */
+  readonly maxRecords: number;
+  /** The free space the operator needs for the operation they plan, for this run only (≥ 0). */
+  readonly requiredFreeBytes: number;
+}
+
+/** The housekeeping report (OPERATIONS.md §3): counts and outcomes only, never record ids, hashes or provenance. */
+export interface HousekeepReport {
+  readonly outcome: string;
+  readonly next_action: string;
+  readonly mutation: 'NONE' | 'BOUNDED_COMPACTION';
+  readonly required_free_bytes: number;
+  readonly max_records: number;
+  readonly filesystem_free_bytes_before: number | null;
+  readonly filesystem_free_bytes_after: number | null;
+  readonly capacity_requirement_met_before: boolean | null;
+  readonly capacity_requirement_met_after: boolean | null;
+  readonly compaction_ready_before: number;
+  readonly compaction_ready_after: number;
+  readonly selected_records: number;
+  readonly compacted_records: number;
+  readonly compaction_blocked_partial: number;
+  readonly historical_total_before: number;
+  readonly historical_total_after: number;
+  readonly vector_orphans_after: number | null;
+  readonly current_lineage_forks_after: number | null;
+  readonly quick_check_after: 'PASS' | 'FAIL' | null;
+  readonly integrity_check_after: 'PASS' | 'FAIL' | null;
+  readonly physical_file_shrink_claimed: false;
+  readonly automatic_housekeeping: false;
+}
+
+/** Capacity and the scope's retention counts at one moment. */
+interface Observation {
+  readonly known: boolean;
+  readonly freeBytes: number | null;
+  readonly ready: number;
+  readonly blockedPartial: number;
+  readonly historical: number;
+}
+
+/** The readings a run takes and its one mutation; tests replace them to reach outcomes a healthy machine never shows. */
+export interface HousekeepProbes {
+  readonly capacity: typeof readCapacity;
+  readonly health: typeof readHealth;
+  /** Compacts one record in its own transaction; true when it was compacted. */
+  readonly compact: (connection: WriteConnection, recordId: string) => Promise<boolean>;
+}
+const PROBES: HousekeepProbes = {
+  capacity: readCapacity, health: readHealth, compact: (connection, recordId) => connection.write((trx) => compactRecord(trx, recordId)),
+};
+
+async function observe(connection: WriteConnection, path: string, scope: ScopeColumns, probes: HousekeepProbes): Promise<Observation> {
+  const reading = await connection.read((db) => countScope(db, scope));
+  const capacity = probes.capacity(reading.pages, path);
+  return {
+    known: capacityKnown(capacity), freeBytes: capacity.filesystemFreeBytes,
+    ready: reading.retention.compactionReady, blockedPartial: reading.retention.compactionBlockedPartial, historical: reading.counts.HISTORICAL,
+  };
+}
+
+const healthy = (health: HealthReading) => health.vectorOrphans === 0 && health.currentLineageForks === 0 && health.quickCheck === 'PASS' && health.integrityCheck === 'PASS';
+
+/**
+ * One bounded housekeeping run over an exact scope (OPERATIONS.md §3) under the shared lease the caller holds:
+ * the first matching row of the table decides the outcome; only step 8 compacts, up to `maxRecords` ready
+ * records oldest first, one transaction each (STORAGE.md §8), then re-checks health and capacity. The embedding
+ * provider is not consulted. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (a database
+ * this release cannot write). An error during compaction stops the run; finished compactions stay.
+ */
+export async function housekeep(target: MaintenanceTarget, request: HousekeepRequest, probes: HousekeepProbes = PROBES): Promise<HousekeepReport> {
+  if (target.findings.interlockPresent) {
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+  }
+  const refusal = schemaRefusal(target.findings, target.shipped, null);
+  if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
+  const connection = WriteConnection.open({ path: target.path });
+  try {
+    const required = request.requiredFreeBytes;
+    const met = (observation: Observation) => (observation.known && observation.freeBytes !== null ? observation.freeBytes >= required : null);
+    const before = await observe(connection, target.path, request.scope, probes);
+    let after = before;
+    let health: HealthReading | null = null;
+    let selected = 0;
+    let compacted = 0;
+    const report = (outcome: string, nextAction: string): HousekeepReport => ({
+      outcome, next_action: nextAction, mutation: compacted > 0 ? 'BOUNDED_COMPACTION' : 'NONE',
+      required_free_bytes: required, max_records: request.maxRecords,
+      filesystem_free_bytes_before: before.freeBytes, filesystem_free_bytes_after: after.freeBytes,
+      capacity_requirement_met_before: met(before), capacity_requirement_met_after: met(after),
+      compaction_ready_before: before.ready, compaction_ready_after: after.ready,
+      selected_records: selected, compacted_records: compacted, compaction_blocked_partial: before.blockedPartial,
+      historical_total_before: before.historical, historical_total_after: after.historical,
+      vector_orphans_after: health?.vectorOrphans ?? null, current_lineage_forks_after: health?.currentLineageForks ?? null,
+      quick_check_after: health?.quickCheck ?? null, integrity_check_after: health?.integrityCheck ?? null,
+      physical_file_shrink_claimed: false, automatic_housekeeping: false,
+    });
+
+    if (!before.known) return report('BLOCKED_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
+    if (met(before)) return report('NO_ACTION_CAPACITY_REQUIREMENT_ALREADY_MET', 'NO_ACTION_REQUIRED');
+    if (before.blockedPartial > 0) return report('BLOCKED_PARTIAL_RECLAIM_STATE', 'REPAIR_PARTIAL_RECLAIM_STATE_BEFORE_MEMORY_MUTATION');
+    health = probes.health(connection.connection);
+    if (health.vectorOrphans > 0) return report('BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION');
+    if (health.currentLineageForks > 0) return report('BLOCKED_PREEXISTING_CURRENT_FORK', 'REPAIR_CURRENT_LINEAGE_FORK_BEFORE_MEMORY_MUTATION');
+    if (health.quickCheck !== 'PASS' || health.integrityCheck !== 'PASS') return report('BLOCKED_DATABASE_INTEGRITY', 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION');
+
+    const ready = await connection.read((db) => readyForCompaction(db, request.scope, request.maxRecords));
+    if (ready.length === 0) return report('NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
+    selected = ready.length;
+    for (const recordId of ready) {
+      if (await probes.compact(connection, recordId)) compacted += 1;
+    }
+    after = await observe(connection, target.path, request.scope, probes);
+    health = probes.health(connection.connection);
+    if (!healthy(health)) return report('BLOCKED_POST_MAINTENANCE_HEALTH', 'REPAIR_POST_MAINTENANCE_HEALTH_BEFORE_MEMORY_MUTATION');
+    if (!after.known) return report('BLOCKED_POST_MAINTENANCE_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
+    return met(after)
+      ? report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_MET', 'NO_ACTION_REQUIRED')
+      : report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
+  } finally {
+    await connection.close();
+  }
+}
