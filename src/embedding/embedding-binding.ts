@@ -66,20 +66,25 @@ export function evaluateCompatibility(input: {
 }): EmbeddingCompatibility {
   // A pure function of its inputs, evaluated on every status, search and write: the last answer is
   // kept (frozen with its canonical text, since envelopes carry it) and reused while the inputs are unchanged:
-  // the very same inputs (a deep-frozen provenance, as the built-in provider returns), else equal ones.
+  // the very same inputs (a provenance that was deep-frozen when the answer was kept, as the built-in provider
+  // returns), else equal ones.
   const last = lastCompatibility;
   if (last !== undefined && last.profile === input.profile && last.tableDimension === input.tableDimension && last.bindingText === input.bindingText
-    && (input.provenance === null ? last.provenance === null : last.provenance === input.provenance && isFrozenCanonical(input.provenance))) {
+    && (input.provenance === null ? last.provenance === null : last.provenance === input.provenance && last.provenanceFrozen)) {
     return last.result;
   }
   const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000${JSON.stringify(input.provenance)}`;
   if (last?.key === key && last.profile === input.profile) return last.result;
   const result = freezeCanonical(computeCompatibility(input));
-  lastCompatibility = { key, profile: input.profile, tableDimension: input.tableDimension, bindingText: input.bindingText, provenance: input.provenance, result };
+  lastCompatibility = {
+    key, profile: input.profile, tableDimension: input.tableDimension, bindingText: input.bindingText,
+    provenance: input.provenance, provenanceFrozen: isFrozenCanonical(input.provenance), result,
+  };
   return result;
 }
 let lastCompatibility: {
-  key: string; profile: EmbeddingProfile; tableDimension: number | null; bindingText: string | null; provenance: RuntimeProvenance | null; result: EmbeddingCompatibility;
+  key: string; profile: EmbeddingProfile; tableDimension: number | null; bindingText: string | null;
+  provenance: RuntimeProvenance | null; provenanceFrozen: boolean; result: EmbeddingCompatibility;
 } | undefined;
 
 function computeCompatibility(input: Parameters<typeof evaluateCompatibility>[0]): EmbeddingCompatibility {

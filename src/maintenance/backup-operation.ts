@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
+import { fsyncPath } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -29,15 +30,6 @@ export interface BackupManifest {
   readonly audit: AuditReport;
 }
 
-function fsyncPath(path: string): void {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /**
  * Verifies a fresh copy as OPERATIONS.md §4.1 step 3 asks: integrity_check must be `ok` (else VERIFY_FAILED);
  * the verify checks run and are returned, not enforced, so a damaged database can still be copied.
@@ -51,14 +43,33 @@ export function verifyCopy(path: string, shipped: readonly MigrationFile[]): { f
 }
 
 /**
- * Publishes a finished temporary file under `file` without ever overwriting (OPERATIONS.md §4.1 step 4):
- * fsync, hard link (fails with EEXIST if `file` exists), drop the temporary name, fsync the directory.
+ * Writes `file` through a temporary file beside it (OPERATIONS.md §4.1 steps 2-4): the temporary file is created
+ * exclusively with mode 0600 before anything is written into it, `fill` writes and verifies it, then it is
+ * fsynced and published by hard link, which fails if `file` exists (never overwrite), and the directory is
+ * fsynced. On failure before the link, the temporary file and any `-wal`/`-shm` of it are removed. TARGET_EXISTS
+ * when `file` or the temporary name is taken.
  */
-export function publishWithoutOverwrite(temp: string, file: string): void {
-  fsyncPath(temp);
-  linkSync(temp, file);
+export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>): Promise<T> {
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+  try {
+    closeSync(openSync(temp, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (.${basename(file)}.${process.pid}.tmp); remove it`);
+    throw error;
+  }
+  let result: T;
+  try {
+    result = await fill(temp);
+    fsyncPath(temp);
+    linkSync(temp, file);
+  } catch (error) {
+    for (const path of [temp, `${temp}-wal`, `${temp}-shm`]) if (existsSync(path)) unlinkSync(path);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', 'the target appeared while it was being written; nothing was overwritten');
+    throw error;
+  }
   unlinkSync(temp);
   fsyncPath(dirname(file));
+  return result;
 }
 
 /**
@@ -79,35 +90,34 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
     throw new AdapterError('TARGET_EXISTS', 'the backup file or its manifest already exists; choose a new --backup path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  try {
+  const { findings, checks } = await writeThenPublish(file, async (temp) => {
     await onlineBackup(target.path, temp);
-    const { findings, checks } = verifyCopy(temp, target.shipped);
-    publishWithoutOverwrite(temp, file);
-    const bytes = readFileSync(file);
-    const manifest: BackupManifest = {
-      manifest_version: 1,
-      factlane_version: PACKAGE_VERSION,
-      database_id: findings.meta.database_id ?? null,
-      schema_version: findings.schemaVersion,
-      contract_version: findings.contractVersion,
-      embedding_profile_id: bindingProfileId(findings.bindingText),
-      vector_dimension: findings.vectorDimension,
-      created_at: formatTimestamp(clock()),
-      file_bytes: statSync(file).size,
-      file_sha256: createHash('sha256').update(bytes).digest('hex'),
-      lifecycle_counts: lifecycleCounts(file),
-      verification: { integrity_check: 'PASS', checks },
-      audit: auditFile(file, target.shipped),
-    };
+    return verifyCopy(temp, target.shipped);
+  });
+  const bytes = readFileSync(file);
+  const manifest: BackupManifest = {
+    manifest_version: 1,
+    factlane_version: PACKAGE_VERSION,
+    database_id: findings.meta.database_id ?? null,
+    schema_version: findings.schemaVersion,
+    contract_version: findings.contractVersion,
+    embedding_profile_id: bindingProfileId(findings.bindingText),
+    vector_dimension: findings.vectorDimension,
+    created_at: formatTimestamp(clock()),
+    file_bytes: statSync(file).size,
+    file_sha256: createHash('sha256').update(bytes).digest('hex'),
+    lifecycle_counts: lifecycleCounts(file),
+    verification: { integrity_check: 'PASS', checks },
+    audit: auditFile(file, target.shipped),
+  };
+  try {
     writeFileSync(manifestPath, `${canonicalJson(manifest)}\n`, { mode: 0o600, flag: 'wx' });
-    fsyncPath(dirname(file));
-    return manifest;
   } catch (error) {
-    if (existsSync(temp)) unlinkSync(temp);
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new AdapterError('TARGET_EXISTS', 'the backup file appeared while it was being written; choose a new --backup path');
+      throw new AdapterError('TARGET_EXISTS', 'the manifest appeared while the backup was being written; the backup file is complete, its manifest was not written');
     }
     throw error;
   }
+  fsyncPath(dirname(file));
+  return manifest;
 }

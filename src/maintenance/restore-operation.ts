@@ -1,12 +1,14 @@
-import { existsSync, mkdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { createPrivateParents, removeDirectories } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
-import { publishWithoutOverwrite, verifyCopy } from './backup-operation.js';
+import { verifyCopy, writeThenPublish } from './backup-operation.js';
 import { verifyBackup } from './verify-operation.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
@@ -21,6 +23,13 @@ export interface RestoreReport {
   readonly lifecycle_counts: Record<string, number>;
   readonly verification: { readonly integrity_check: 'PASS'; readonly checks: readonly CheckResult[] };
   readonly audit: AuditReport;
+}
+
+const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+/** The SHA-256 the backup's manifest records (verifyBackup has already compared it with the file). */
+function readManifestDigest(from: string): string {
+  return String((JSON.parse(readFileSync(`${from}.manifest.json`, 'utf8')) as { file_sha256?: unknown }).file_sha256);
 }
 
 const failed = (checks: readonly CheckResult[], name: string) => checks.some((check) => check.name === name && check.status === 'FAIL');
@@ -45,36 +54,37 @@ export async function restoreVerifiedBackup(input: { from: string; dbPath: strin
   const failing = source.checks.filter((check) => check.status === 'FAIL').map((check) => check.name);
   if (failing.length > 0) throw new AdapterError('VERIFY_FAILED', `the backup fails verification (${failing.join(', ')}); see factlane-admin verify --backup`);
 
+  const from = resolve(input.from);
+  const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
   if ([file, `${file}-wal`, `${file}-shm`].some((path) => existsSync(path))) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm already exists; restore never overwrites: stop every FactLane process and move them aside first');
   }
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.restore.tmp`);
+  const createdDirectories = createPrivateParents(file);
   try {
-    // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
-    await onlineBackup(resolve(input.from), temp);
-    const { findings, checks } = verifyCopy(temp, input.shipped);
-    const counts = lifecycleCounts(temp);
-    const audit = auditFile(temp, input.shipped);
-    setWalMode(temp);
-    publishWithoutOverwrite(temp, file);
+    const copy = await writeThenPublish(file, async (temp) => {
+      // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
+      await onlineBackup(from, temp);
+      if (sha256Of(from) !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
+      const verified = verifyCopy(temp, input.shipped);
+      const counts = lifecycleCounts(temp);
+      const audit = auditFile(temp, input.shipped);
+      setWalMode(temp);
+      return { ...verified, counts, audit };
+    });
     return {
       db_identity: dbIdentity(realpathSync(file)),
-      database_id: findings.meta.database_id ?? null,
-      schema_version: findings.schemaVersion,
-      needs_migration: findings.schemaVersion < (input.shipped.at(-1)?.version ?? 0),
+      database_id: copy.findings.meta.database_id ?? null,
+      schema_version: copy.findings.schemaVersion,
+      needs_migration: copy.findings.schemaVersion < (input.shipped.at(-1)?.version ?? 0),
       journal_mode: 'wal',
       file_bytes: statSync(file).size,
-      lifecycle_counts: counts,
-      verification: { integrity_check: 'PASS', checks },
-      audit,
+      lifecycle_counts: copy.counts,
+      verification: { integrity_check: 'PASS', checks: copy.checks },
+      audit: copy.audit,
     };
   } catch (error) {
-    for (const path of [temp, `${temp}-wal`, `${temp}-shm`]) if (existsSync(path)) unlinkSync(path);
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new AdapterError('TARGET_EXISTS', 'the database appeared while the backup was being restored; nothing was overwritten');
-    }
+    if (!existsSync(file)) removeDirectories(createdDirectories);
     throw error;
   }
 }

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { integrityOk } from '../storage/online-backup.js';
-import { inspectSchema } from '../storage/schema-inspection.js';
+import { inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 
 /** The `factlane-admin verify` report (OPERATIONS.md §4.3). */
@@ -28,8 +28,10 @@ export function verifyDatabase(target: MaintenanceTarget): VerifyReport {
 }
 
 /**
- * Verifies a backup file read-only: its manifest must match (size, SHA-256, database_id, schema
- * version), then the same checks as a database. SOURCE_NOT_FOUND when the file or its manifest is absent.
+ * Verifies a backup file read-only: its size and SHA-256 are compared with the manifest before SQLite opens it,
+ * then its database_id and schema version, then the same checks as a database. A file SQLite cannot read as a
+ * database fails `sqlite_file` (and the manifest) instead of stopping the report. SOURCE_NOT_FOUND when the file
+ * or its manifest is absent.
  */
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
@@ -41,15 +43,24 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
   } catch {
     manifest = {};
   }
-  const digest = createHash('sha256').update(readFileSync(path)).digest('hex');
-  const { findings, checks } = withReadOnly(path, (connection) => {
-    const copy = inspectSchema(connection, shipped);
-    return { findings: copy, checks: verifySchema(connection, copy, shipped) };
-  }, { loadVec: true });
-  const manifestOk = manifest.file_bytes === statSync(path).size && manifest.file_sha256 === digest &&
-    manifest.database_id === (findings.meta.database_id ?? null) && manifest.schema_version === findings.schemaVersion;
+  const bytes = readFileSync(path);
+  const fileMatches = manifest.file_bytes === bytes.length && manifest.file_sha256 === createHash('sha256').update(bytes).digest('hex');
+  const describe = 'size, SHA-256, database_id and schema version';
+  let inspected: { findings: SchemaFindings; checks: CheckResult[] };
+  try {
+    inspected = withReadOnly(path, (connection) => {
+      const copy = inspectSchema(connection, shipped);
+      return { findings: copy, checks: verifySchema(connection, copy, shipped) };
+    }, { loadVec: true });
+  } catch (error) {
+    if (!(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
+    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, 'an SQLite database file')], false);
+  }
+  const { findings, checks } = inspected;
+  const manifestOk = fileMatches && manifest.database_id === (findings.meta.database_id ?? null) && manifest.schema_version === findings.schemaVersion;
   return report([
-    pass('manifest_matches', manifestOk, 'size, SHA-256, database_id and schema version'),
+    pass('manifest_matches', manifestOk, describe),
+    pass('sqlite_file', true, 'an SQLite database file'),
     pass('integrity_check', integrityOk(path), 'PRAGMA integrity_check'),
     ...checks,
   ], findings.interlockPresent);

@@ -7,7 +7,7 @@ import { AdapterError } from '../core/adapter-error.js';
 /**
  * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
  * the copy to rollback-journal mode (no `-wal`/`-shm`), so it opens read-only even on read-only media
- * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target must not exist.
+ * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target is new: absent, or empty.
  */
 export async function onlineBackup(sourcePath: string, targetPath: string): Promise<void> {
   const source = openReadOnlyConnection(sourcePath);

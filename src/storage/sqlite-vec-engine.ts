@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
@@ -9,6 +9,7 @@ import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
 import type { DB } from '../../generated/db.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
+import { createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
@@ -51,15 +52,6 @@ export function resolveDatabasePath(dbPath: string): string {
 }
 
 /** Creates missing parent directories with mode 0700, independent of the umask. */
-function createParents(path: string): void {
-  const missing: string[] = [];
-  for (let dir = dirname(path); !existsSync(dir); dir = dirname(dir)) missing.unshift(dir);
-  for (const dir of missing) {
-    mkdirSync(dir, { mode: 0o700 });
-    chmodSync(dir, 0o700);
-  }
-}
-
 function parseBindingDimension(bindingText: string | null): number | null {
   if (bindingText === null) return null;
   try {
@@ -124,7 +116,7 @@ export class SQLiteVecEngine {
     if (existing && !existing.isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
     let binding = !existing || existing.size === 0 ? await options.newDatabaseBinding() : undefined;
 
-    if (binding) createParents(path);
+    if (binding) createPrivateParents(path);
     const lease = DatabaseLease.acquire(path, 'shared', { create: true });
     let connection: WriteConnection | undefined;
     try {

@@ -107,12 +107,26 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   copyFileSync(backup, bare);
   refused(t, ['--from', bare, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
 
-  const edited = join(dir, 'edited.sqlite3');
-  copyFileSync(backup, edited);
-  copyFileSync(`${backup}.manifest.json`, `${edited}.manifest.json`);
-  const manifest = JSON.parse(readFileSync(`${edited}.manifest.json`, 'utf8'));
-  writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, file_sha256: '0'.repeat(64) }));
-  refused(t, ['--from', edited, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  const manifest = JSON.parse(readFileSync(`${backup}.manifest.json`, 'utf8'));
+  for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }], ['size', { file_bytes: manifest.file_bytes + 1 }],
+    ['database_id', { database_id: '00000000-0000-4000-8000-000000000000' }], ['schema_version', { schema_version: 2 }]] as const) {
+    const edited = join(dir, `edited-${name}.sqlite3`);
+    copyFileSync(backup, edited);
+    writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, ...edit }));
+    refused(t, ['--from', edited, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  }
+  // A copy cut short, and bytes that are no database at all, each with the manifest of the real backup.
+  const truncated = join(dir, 'truncated.sqlite3');
+  writeFileSync(truncated, readFileSync(backup).subarray(0, 8192));
+  const noise = join(dir, 'noise.sqlite3');
+  writeFileSync(noise, Buffer.alloc(manifest.file_bytes, 7));
+  for (const file of [truncated, noise]) {
+    copyFileSync(`${backup}.manifest.json`, `${file}.manifest.json`);
+    refused(t, ['--from', file, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  }
+  const verifyNoise = admin('verify', '--backup', noise, '--json');
+  t.equal(verifyNoise.status, 3, 'verify reports a file that is no database instead of stopping');
+  t.match(JSON.parse(verifyNoise.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }, { name: 'sqlite_file', status: 'FAIL' }]);
 
   const damaged = join(dir, 'damaged.sqlite3');
   copyFileSync(backup, damaged);
@@ -133,6 +147,22 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   refreshManifest(interlocked);
   refused(t, ['--from', interlocked, '--db', target], 'MAINTENANCE_IN_PROGRESS', targetDir);
   t.same(readdirSync(targetDir), [], 'the target directory stayed empty');
+});
+
+t.test('a directory that cannot be made, or a temporary name already taken, refuses the restore and leaves things as they were', async (t) => {
+  const { dir, backup } = await backedUp(t);
+  writeFileSync(join(dir, 'plain.txt'), 'not a directory');
+  const underFile = admin('restore', '--from', backup, '--db', join(dir, 'plain.txt', 'sub', 'x.sqlite3'));
+  t.equal(underFile.status, 1);
+  t.match(underFile.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: [^\n]*\(ENOTDIR\)\n$/, 'one line, no stack, no path');
+  const shipped = MaintenanceTarget.shippedMigrations();
+  const targetDir = join(dir, 'taken');
+  mkdirSync(targetDir);
+  const squatter = join(targetDir, `.x.sqlite3.${process.pid}.tmp`);
+  writeFileSync(squatter, 'someone else');
+  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped }), { code: 'TARGET_EXISTS' });
+  t.equal(readFileSync(squatter, 'utf8'), 'someone else', 'a file of someone else under the temporary name is left alone');
+  t.same(readdirSync(targetDir), [`.x.sqlite3.${process.pid}.tmp`]);
 });
 
 t.test('a schema newer than the release is refused; an older one is restored and reported as needing migration', async (t) => {

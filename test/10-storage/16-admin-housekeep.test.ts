@@ -10,7 +10,7 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { readCapacity } from '../../src/storage/status-repository.js';
 import { WriteConnection } from '../../src/storage/write-connection.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { RawDatabase, REPO_ROOT, sqliteVec, withRaw, writeInterlock } from '../helpers/storage.js';
+import { migrationsDir, RawDatabase, REPO_ROOT, sqliteVec, withRaw, writeInterlock } from '../helpers/storage.js';
 import { currentRequest, derivedRows, diskState, openWriteBench, reverifyRequest, store, update, type Json, type WriteBench } from '../helpers/writes.js';
 
 // OPERATIONS.md §3 (housekeeping) and STORAGE.md §8 (compaction of one record).
@@ -96,6 +96,39 @@ t.test('a run compacts at most N ready records, oldest first; every other row st
   t.match(none, { outcome: 'NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET', next_action: 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED', mutation: 'NONE', selected_records: 0 });
 });
 
+t.test('oldest first means created_at as a time (whole seconds before fractions), then record_id; only the exact scope', async (t) => {
+  const bench = await openWriteBench(t);
+  const at = (iso: string) => () => new Date(iso);
+  /** A memory stored at `createdAt` and reverified once: returns the superseded record's id. */
+  let stored = 0;
+  const supersede = async (createdAt: string, scope: Json = {}) => {
+    const owner = bench.adapter('owner-current', { clock: at(createdAt) });
+    stored += 1;
+    const root = ((await store(owner, currentRequest({ fact: `fact number ${stored}`, ...scope }))).results as Json[])[0]!;
+    t.equal(root.created_at, createdAt.replace('.000Z', 'Z').replace('.500Z', '.500000Z'), 'stored as a new memory at its own time');
+    await update(bench.adapter('owner-current', { clock: at('2026-11-30T09:30:00Z') }), reverifyRequest(root));
+    return root.record_id as string;
+  };
+  const fraction = await supersede('2026-11-30T09:00:00.500Z');
+  const whole = await supersede('2026-11-30T09:00:00.000Z');
+  const tieA = await supersede('2026-11-30T09:10:00Z');
+  const tieB = await supersede('2026-11-30T09:10:00Z');
+  const otherScopes = [await supersede('2026-11-30T08:00:00Z', { scope: 'PROJECT', project_id: 'p1' }), await supersede('2026-11-30T08:00:00Z', { agent_id: 'agent-1' })];
+  const target = await openTarget(t, bench.dbPath);
+  const order: string[] = [];
+  for (let i = 0; i < 4; i += 1) {
+    const lifecyclesBefore = diskState(bench.dbPath).lifecycles;
+    t.match(await housekeep(target, request(1, NEVER_ENOUGH)), { compacted_records: 1 });
+    const lifecycles = diskState(bench.dbPath).lifecycles;
+    order.push(...Object.keys(lifecycles).filter((id) => lifecycles[id] === 'HISTORICAL' && lifecyclesBefore[id] !== 'HISTORICAL'));
+  }
+  t.same(order, [whole, fraction, ...[tieA, tieB].sort()], 'one at a time: whole second, its fraction, then the tie by record_id');
+  t.match(await housekeep(target, request(10, NEVER_ENOUGH)), { outcome: 'NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET' }, 'the other scopes\' ready records are not this scope\'s');
+  const lifecycles = diskState(bench.dbPath).lifecycles;
+  t.same(otherScopes.map((id) => lifecycles[id]), ['SUPERSEDED', 'SUPERSEDED'], 'a PROJECT record and a GLOBAL_USER record with an agent_id stay as they were');
+  t.match(await housekeep(target, { scope: { ...GLOBAL, agent_id: 'agent-1' }, maxRecords: 10, requiredFreeBytes: NEVER_ENOUGH }), { compacted_records: 1 }, 'its own scope compacts it');
+});
+
 t.test('compacted history stays readable through memory_get and keyword search, and survives a restart', async (t) => {
   const bench = await openWriteBench(t);
   const oldestFirst = await supersededHistory(bench);
@@ -152,6 +185,15 @@ t.test('each precondition, in table order, ends the run before anything is compa
   fts.close();
   await unchanged('a partial record', {}, 'BLOCKED_PARTIAL_RECLAIM_STATE', 'REPAIR_PARTIAL_RECLAIM_STATE_BEFORE_MEMORY_MUTATION',
     { compaction_blocked_partial: 1, compaction_ready_before: 5, vector_orphans_after: null });
+
+  // Earlier rows win over later ones.
+  const enough = await housekeep(target, request(4, 0), { capacity: readCapacity, health: readHealth, compact: failCompact });
+  t.match(enough, { outcome: 'NO_ACTION_CAPACITY_REQUIREMENT_ALREADY_MET', compaction_blocked_partial: 1 }, 'row 2 before row 3');
+  const forkedAndDamaged = health({ vectorOrphans: 0, currentLineageForks: 1, integrityCheck: 'FAIL' });
+  const partialRepaired = new RawDatabase(bench.dbPath);
+  partialRepaired.prepare('INSERT INTO fact_fts (rowid, search_text) SELECT row_id, fact FROM adapter_records WHERE row_id = ?').run(victim);
+  partialRepaired.close();
+  await unchanged('a fork and a failing integrity_check', { health: forkedAndDamaged }, 'BLOCKED_PREEXISTING_CURRENT_FORK', 'REPAIR_CURRENT_LINEAGE_FORK_BEFORE_MEMORY_MUTATION', { integrity_check_after: 'FAIL' });
 });
 
 t.test('after compacting, health and capacity are read again', async (t) => {
@@ -172,6 +214,9 @@ t.test('after compacting, health and capacity are read again', async (t) => {
   t.match(await housekeep(target, request(1, 1500), { capacity: freedAfter, health: readHealth, compact }),
     { outcome: 'HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_MET', next_action: 'NO_ACTION_REQUIRED', filesystem_free_bytes_before: 1000, filesystem_free_bytes_after: 2000,
       capacity_requirement_met_before: false, capacity_requirement_met_after: true, compacted_records: 1 });
+  const declined: HousekeepProbes['compact'] = async () => false;
+  t.match(await housekeep(target, request(2, NEVER_ENOUGH), { capacity: readCapacity, health: readHealth, compact: declined }),
+    { selected_records: 2, compacted_records: 0, mutation: 'NONE', outcome: 'HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET' }, 'records another run compacted first are not counted');
   let compactions = 0;
   const breaksSecond: HousekeepProbes['compact'] = async (connection, id) => {
     if (++compactions === 2) throw new Error('disk unplugged');
@@ -211,6 +256,17 @@ t.test('compacting one record follows the STORAGE.md §8 table and rolls back on
   await refuse(rows[1]!.record_id, 'COMPACTION_STATE_INVALID', 'a SUPERSEDED record without its FTS row');
   await refuse(rows[2]!.record_id, 'COMPACTION_STATE_INVALID', 'a SUPERSEDED record without its vector row');
   await refuse(oldest!, 'COMPACTION_STATE_INVALID', 'a HISTORICAL record that holds a vector again');
+});
+
+t.test('a database this release cannot write is refused before anything runs', async (t) => {
+  const bench = await openWriteBench(t);
+  await supersededHistory(bench);
+  const newer = migrationsDir(dirname(bench.dbPath), 'newer-release', { '0002_next.sql': 'CREATE TABLE next_feature (id INTEGER);' });
+  const target = MaintenanceTarget.open({ dbPath: bench.dbPath, lease: 'shared', migrationsDir: newer });
+  t.teardown(() => target.close());
+  const before = tableRows(bench.dbPath);
+  await t.rejects(housekeep(target, request(4, NEVER_ENOUGH)), { code: 'SCHEMA_MISMATCH', message: /older than this release/ });
+  t.same(tableRows(bench.dbPath), before);
 });
 
 t.test('housekeep refuses an interlocked database; the command line validates its flags', async (t) => {

@@ -226,6 +226,7 @@ t.test('startup failures exit 1 with one stderr line and leave files as they wer
     ['foreign SQLite file', ['--db', foreign, '--host-id', 'h'], 'SCHEMA_MISMATCH'],
     ['text file', ['--db', text, '--host-id', 'h'], 'BACKEND_CORRUPT'],
     ['Ollama profile on a new database', ['--db', join(box.root, 'new', 'x.sqlite3'), '--host-id', 'h', '--profile', 'nomic-768'], 'EMBEDDING_UNAVAILABLE'],
+    ['a directory that cannot be created', ['--db', join(text, 'sub', 'x.sqlite3'), '--host-id', 'h'], 'BACKEND_UNAVAILABLE'],
   ];
   for (const [label, args, code] of cases) {
     const before = box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']);

@@ -1,0 +1,34 @@
+import t from 'tap';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createPrivateParents, removeDirectories } from '../../src/storage/durable-files.js';
+
+// STORAGE.md §2: parent directories of a new database are created 0700, whatever the umask.
+
+t.test('missing parents are created 0700 under any umask, outermost first, and can be removed again', async (t) => {
+  const dir = t.testdir();
+  const previous = process.umask(0o022);
+  t.teardown(() => process.umask(previous));
+  const created = createPrivateParents(join(dir, 'a', 'b', 'c', 'x.sqlite3'));
+  t.same(created, [join(dir, 'a'), join(dir, 'a', 'b'), join(dir, 'a', 'b', 'c')]);
+  for (const path of created) t.equal(statSync(path).mode & 0o777, 0o700, `${path} is 0700`);
+  t.same(createPrivateParents(join(dir, 'a', 'b', 'c', 'y.sqlite3')), [], 'nothing to create the second time');
+  writeFileSync(join(dir, 'a', 'keep.txt'), 'x');
+  removeDirectories(created);
+  t.same(readdirSync(join(dir, 'a')), ['keep.txt'], 'empty ones removed, a non-empty one kept');
+});
+
+t.test('a parent that cannot be created is BACKEND_UNAVAILABLE without the path, and the ones made before are removed', async (t) => {
+  const dir = t.testdir();
+  writeFileSync(join(dir, 'file.txt'), 'not a directory');
+  t.throws(() => createPrivateParents(join(dir, 'file.txt', 'sub', 'x.sqlite3')), { code: 'BACKEND_UNAVAILABLE', message: /\(ENOTDIR\)$/ });
+  let error: Error | undefined;
+  try {
+    createPrivateParents(join(dir, 'made', 'n'.repeat(300), 'x.sqlite3'));
+  } catch (caught) {
+    error = caught as Error;
+  }
+  t.match(error, { code: 'BACKEND_UNAVAILABLE', message: /ENAMETOOLONG/ });
+  t.notMatch(error?.message ?? '', dir, 'no path in the message');
+  t.notOk(existsSync(join(dir, 'made')), 'the directory created before the failure is removed');
+});
