@@ -11,7 +11,10 @@ import { canonicalJson, isJsonObject } from '../core/canonical-json.js';
 /** Each envelope a result was built from, and its canonical text, by the envelope's audit object. */
 const ENVELOPE_TEXTS = new WeakMap<object, { readonly envelope: Readonly<Record<string, unknown>>; readonly text: string }>();
 
-/** The tool result of an envelope: its canonical JSON as the one text item, and the envelope as structuredContent. */
+/**
+ * The tool result of an envelope: its canonical JSON as the one text item, and the envelope as structuredContent.
+ * The envelope must not be changed after this call: the frame writes the text computed here in its place.
+ */
 export function envelopeResult(envelope: Record<string, unknown>): CallToolResult {
   const text = canonicalJson(envelope);
   if (isJsonObject(envelope.audit)) ENVELOPE_TEXTS.set(envelope.audit, { envelope, text });
