@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { closeSync, existsSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -12,6 +11,7 @@ import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-tar
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
+import { sha256Hex } from '../core/hashing.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
 export interface BackupManifest {
@@ -54,7 +54,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   try {
     closeSync(openSync(temp, 'wx', 0o600));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (.${basename(file)}.${process.pid}.tmp); remove it`);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (${basename(temp)}); remove it`);
     throw error;
   }
   let result: T;
@@ -105,7 +105,7 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
     vector_dimension: findings.vectorDimension,
     created_at: formatTimestamp(clock()),
     file_bytes: statSync(file).size,
-    file_sha256: createHash('sha256').update(bytes).digest('hex'),
+    file_sha256: sha256Hex(bytes),
     lifecycle_counts: lifecycleCounts(file),
     verification: { integrity_check: 'PASS', checks },
     audit: auditFile(file, target.shipped),

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -10,6 +9,7 @@ import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { verifyCopy, writeThenPublish } from './backup-operation.js';
 import { verifyBackup } from './verify-operation.js';
+import { sha256Hex } from '../core/hashing.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
 export interface RestoreReport {
@@ -24,8 +24,6 @@ export interface RestoreReport {
   readonly verification: { readonly integrity_check: 'PASS'; readonly checks: readonly CheckResult[] };
   readonly audit: AuditReport;
 }
-
-const sha256Of = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
 /** The SHA-256 the backup's manifest records (verifyBackup has already compared it with the file). */
 function readManifestDigest(from: string): string {
@@ -65,7 +63,7 @@ export async function restoreVerifiedBackup(input: { from: string; dbPath: strin
     const copy = await writeThenPublish(file, async (temp) => {
       // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
       await onlineBackup(from, temp);
-      if (sha256Of(from) !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
+      if (sha256Hex(readFileSync(from)) !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);
       const audit = auditFile(temp, input.shipped);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -7,6 +6,7 @@ import type { MigrationFile } from '../storage/migration-files.js';
 import { integrityOk } from '../storage/online-backup.js';
 import { inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+import { sha256Hex } from '../core/hashing.js';
 
 /** The `factlane-admin verify` report (OPERATIONS.md §4.3). */
 export interface VerifyReport {
@@ -44,7 +44,7 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
     manifest = {};
   }
   const bytes = readFileSync(path);
-  const fileMatches = manifest.file_bytes === bytes.length && manifest.file_sha256 === createHash('sha256').update(bytes).digest('hex');
+  const fileMatches = manifest.file_bytes === bytes.length && manifest.file_sha256 === sha256Hex(bytes);
   const describe = 'size, SHA-256, database_id and schema version';
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };
   try {

@@ -1,5 +1,4 @@
 export { withReadOnly } from './write-connection.js';
-import { createHash } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -14,6 +13,7 @@ import { inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
 import { WriteConnection, withReadOnly } from './write-connection.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
+import { sha256Hex } from '../core/hashing.js';
 
 /** Options of MaintenanceTarget.open. */
 export interface MaintenanceTargetOptions {
@@ -26,7 +26,7 @@ export interface MaintenanceTargetOptions {
 
 /** SHA-256 of the resolved absolute path: how reports name a database without showing its path. */
 export function dbIdentity(path: string): string {
-  return createHash('sha256').update(path).digest('hex');
+  return sha256Hex(path);
 }
 
 /**

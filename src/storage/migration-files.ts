@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sha256Hex } from '../core/hashing.js';
 
 /** One shipped migration file (STORAGE.md §12.1). */
 export interface MigrationFile {
@@ -69,7 +69,7 @@ export function loadMigrationFiles(dir: string): readonly MigrationFile[] {
     const bytes = readFileSync(join(dir, fileName));
     const sql = bytes.toString('utf8');
     assertMigrationStatementsAllowed(fileName, sql);
-    const checksum = createHash('sha256').update(bytes).digest('hex');
+    const checksum = sha256Hex(bytes);
     return Object.freeze({ version, name: match[2]!, fileName, sql, checksum });
   });
   if (migrations.length === 0) throw new MigrationFileError('no migration files shipped');

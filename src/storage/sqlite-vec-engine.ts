@@ -51,7 +51,6 @@ export function resolveDatabasePath(dbPath: string): string {
   return resolve(realpathSync(parent), ...tail);
 }
 
-/** Creates missing parent directories with mode 0700, independent of the umask. */
 function parseBindingDimension(bindingText: string | null): number | null {
   if (bindingText === null) return null;
   try {
