@@ -40,6 +40,8 @@ exit codes: 0 clean shutdown or help; 1 startup failure; 2 usage error
 `;
 
 const SHUTDOWN_GRACE_MS = 5000;
+/** Set to `off` by the write bench for its comparison run only. */
+const BENCH_WRITER_QUEUE_ENV = 'FACTLANE_BENCH_WRITER_QUEUE';
 const logger = createStderrLogger('factlane');
 
 function printHelp(options: LaunchOptions): number {
@@ -66,6 +68,10 @@ async function serve(options: LaunchOptions): Promise<void> {
   const engine = await SQLiteVecEngine.open({
     dbPath: options.dbPath,
     newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    // Only the write bench turns the queue off, to measure SQLite's busy handling alone beside it
+    // (docs/decisions/0018); it is no flag, and off changes latency, never an outcome.
+    writerQueue: { enabled: process.env[BENCH_WRITER_QUEUE_ENV] !== 'off' },
+    logger,
   });
   const gateway = new MemoryGateway({ adapter: new MemoryAdapter({ engine, provider, writeProfile: options.writeProfile, hostId: options.hostBinding!.host_id }), hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio' });
   const inFlight = new Set<Promise<unknown>>();

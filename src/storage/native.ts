@@ -16,7 +16,24 @@ export function loadSqliteVec(connection: SqliteConnection): void {
   (require('sqlite-vec') as { load(db: SqliteConnection): void }).load(connection);
 }
 
+/** The `flock(2)` operations fs-ext accepts. */
+export type FlockFlags = 'sh' | 'ex' | 'shnb' | 'exnb' | 'un';
+
 /** The `flock(2)` binding, or the load error when the native build is missing. */
-export function loadFlock(): ((fd: number, flags: 'sh' | 'ex' | 'shnb' | 'exnb' | 'un') => void) {
+export function loadFlock(): ((fd: number, flags: FlockFlags) => void) {
   return (require('fs-ext') as { flockSync(fd: number, flags: string): void }).flockSync;
 }
+
+/**
+ * The asynchronous `flock(2)` binding: the call runs on the libuv threadpool, so a blocking `ex` waits
+ * there and never stalls the event loop; `callback` gets the errno error or null.
+ */
+export function loadAsyncFlock(): AsyncFlock {
+  return (require('fs-ext') as { flock: AsyncFlock }).flock;
+}
+
+/** fs-ext's callback form of `flock(2)`. */
+export type AsyncFlock = (fd: number, flags: FlockFlags, callback: FlockCallback) => void;
+
+/** Called with the errno error of an asynchronous flock, or null once it is done. */
+export type FlockCallback = (error: NodeJS.ErrnoException | null) => void;

@@ -14,7 +14,9 @@ import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import { inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
-import { WriteConnection, withReadOnly, type WriteWork } from './write-connection.js';
+import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
+import { WRITER_SIDECAR_SUFFIX, type WriterQueueTurns } from './writer-queue.js';
+import type { Logger } from '../core/logger.js';
 
 /** The embedding binding written into a new database (CONTRACT.md §14.5). */
 export interface NewDatabaseBinding {
@@ -36,6 +38,10 @@ export interface SQLiteVecEngineOptions {
   readonly retry?: BusyRetryPolicy;
   /** The migrations to create from and check against; defaults to the shipped folder. */
   readonly migrationsDir?: string;
+  /** The cross-process writer queue (STORAGE.md §6, docs/decisions/0018); on by default. */
+  readonly writerQueue?: WriterQueueSettings;
+  /** Receives storage warnings (a writer queue that cannot be used); default silent. */
+  readonly logger?: Logger;
 }
 
 /** Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. */
@@ -128,7 +134,8 @@ export class SQLiteVecEngine {
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
       }
-      connection = WriteConnection.open({ path, retry: options.retry });
+      const { retry, writerQueue, logger } = options;
+      connection = WriteConnection.open({ path, retry, writerQueue, logger });
       let created = false;
       const findings = await connection.write(async (trx, raw) => {
         const current = inspectSchema(raw, shipped);
@@ -179,6 +186,11 @@ export class SQLiteVecEngine {
     return this.#connection.write(work);
   }
 
+  /** How write attempts went through the writer queue (locked, bypassed, unqueued); undefined when it is off. */
+  get writerQueueTurns(): WriterQueueTurns | undefined {
+    return this.#connection.writerQueueTurns;
+  }
+
   /** A read with bounded busy retries and translated errors. */
   read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     this.#assertOpen();
@@ -208,7 +220,8 @@ function removeUnfinishedDatabase(lease: DatabaseLease): void {
   } catch {
     return;
   }
-  for (const suffix of ['', '-wal', '-shm']) {
+  // The sidecar too: with the exclusive lease nobody else is attached, so nobody can be queued on it.
+  for (const suffix of ['', '-wal', '-shm', WRITER_SIDECAR_SUFFIX]) {
     try {
       unlinkSync(lease.path + suffix);
     } catch {

@@ -6,6 +6,8 @@ import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import { translateSqliteError } from './sqlite-errors.js';
+import { WriterQueue, type WriterQueueTurns } from './writer-queue.js';
+import type { Logger } from '../core/logger.js';
 
 /** The busy timeout every FactLane connection sets; weaker effective values are refused. */
 export const BUSY_TIMEOUT_MS = 5000;
@@ -17,6 +19,18 @@ export type WriteWork<T> = (trx: Transaction<DB>, connection: SqliteConnection) 
 export interface WriteConnectionOptions {
   readonly path: string;
   readonly retry?: BusyRetryPolicy;
+  /** The cross-process writer queue (STORAGE.md §6); on by default. */
+  readonly writerQueue?: WriterQueueSettings;
+  /** Receives the one warning when the writer queue cannot be used; default silent. */
+  readonly logger?: Logger;
+}
+
+/** How writes of a connection queue across processes, frozen. */
+export interface WriterQueueSettings {
+  /** Default true. Off, every write goes straight to BEGIN IMMEDIATE and SQLite's busy handling. */
+  readonly enabled?: boolean;
+  /** How long a write waits for its turn before it goes on without it; default WRITER_QUEUE_WAIT_MS. */
+  readonly waitMs?: number;
 }
 
 /**
@@ -29,10 +43,12 @@ export class WriteConnection {
   readonly #kysely: Kysely<DB>;
   readonly #gate = { open: false };
   readonly #retry: BusyRetryPolicy;
+  readonly #queue: WriterQueue | undefined;
 
-  private constructor(connection: SqliteConnection, retry: BusyRetryPolicy) {
+  private constructor(connection: SqliteConnection, retry: BusyRetryPolicy, queue: WriterQueue | undefined) {
     this.#connection = connection;
     this.#retry = retry;
+    this.#queue = queue;
     this.#kysely = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, this.#gate) });
   }
 
@@ -45,7 +61,10 @@ export class WriteConnection {
     try {
       connection = new Database(options.path, { fileMustExist: true });
       loadSqliteVec(connection);
-      const writeConnection = new WriteConnection(connection, options.retry ?? DEFAULT_BUSY_RETRY);
+      const queue = options.writerQueue?.enabled === false
+        ? undefined
+        : new WriterQueue({ databasePath: options.path, logger: options.logger, waitMs: options.writerQueue?.waitMs });
+      const writeConnection = new WriteConnection(connection, options.retry ?? DEFAULT_BUSY_RETRY, queue);
       const gate = writeConnection.#gate;
       // Not deterministic and not direct-only: triggers must be able to call it (STORAGE.md §5).
       connection.function(WRITER_FUNCTION_NAME, { deterministic: false, directOnly: false }, () => (gate.open ? 1 : 0));
@@ -83,10 +102,20 @@ export class WriteConnection {
    * Runs `work` in one BEGIN IMMEDIATE transaction with the writer gate open; retries the whole
    * transaction on busy/locked (STORAGE.md §6) and ends in BACKEND_BUSY. Governed errors thrown by
    * `work` pass through; SQLite errors are translated once. Nothing is left half-written.
+   * Each attempt first waits its turn in the writer queue, before the transaction takes the connection
+   * (reads of this process go on meanwhile), and gives the turn back when it commits or rolls back, so
+   * the backoff pause between attempts holds nothing.
    */
   async write<T>(work: WriteWork<T>): Promise<T> {
     this.#assertOpen();
-    return withBusyRetry(this.#retry, () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection)));
+    const transaction = () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection));
+    const queue = this.#queue;
+    return withBusyRetry(this.#retry, queue ? () => queue.run(transaction) : transaction);
+  }
+
+  /** How this connection's write attempts went through the writer queue; undefined when it is off. */
+  get writerQueueTurns(): WriterQueueTurns | undefined {
+    return this.#queue?.turns;
   }
 
   /** Runs a read with the same busy retries and error translation as writes. */
@@ -97,6 +126,7 @@ export class WriteConnection {
 
   /** Closes the connection; returns true when SQLite confirms it is closed. */
   async close(): Promise<boolean> {
+    this.#queue?.close();
     if (!this.#connection.open) return true;
     await this.#kysely.destroy();
     if (this.#connection.open) this.#connection.close();

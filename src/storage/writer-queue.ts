@@ -1,0 +1,231 @@
+import { closeSync, constants, fchmodSync, fstatSync, openSync } from 'node:fs';
+import { setImmediate as nextLoopTurn } from 'node:timers/promises';
+import { SILENT_LOGGER, type Logger } from '../core/logger.js';
+import { loadAsyncFlock, loadFlock } from './native.js';
+
+/** The sidecar lock file's suffix: `<db>-writer`, beside the database (STORAGE.md §2, §6). */
+export const WRITER_SIDECAR_SUFFIX = '-writer';
+
+/**
+ * How long a writer waits for its turn before it goes on to BEGIN IMMEDIATE without the queue, where
+ * busy_timeout and the retries still order it (docs/decisions/0018). Far above a queue of a few dozen
+ * sub-millisecond transactions; a bound, so a stuck holder delays writers but never stops them.
+ */
+export const WRITER_QUEUE_WAIT_MS = 1000;
+
+/** Options of a WriterQueue, frozen. */
+export interface WriterQueueOptions {
+  /** The resolved database path; the sidecar is this path plus WRITER_SIDECAR_SUFFIX. */
+  readonly databasePath: string;
+  /** Where the one warning goes when the sidecar cannot be used; default silent. */
+  readonly logger?: Logger;
+  /** Default WRITER_QUEUE_WAIT_MS. */
+  readonly waitMs?: number;
+}
+
+/** How the attempts of one queue went so far: with the lock, past it after the wait, or with no queue at all. */
+export interface WriterQueueTurns {
+  readonly locked: number;
+  readonly bypassed: number;
+  readonly unqueued: number;
+}
+
+/**
+ * The cooperative cross-process writer queue of STORAGE.md §6: an exclusive `flock` on the sidecar
+ * `<db>-writer`, held only around one write attempt, behind an in-process FIFO (flock belongs to the open
+ * file description, so two writes of one process on one descriptor would both "hold" it). The lock is
+ * tried without blocking, then waited for on the libuv threadpool, never on the event loop. A writer
+ * that waited WRITER_QUEUE_WAIT_MS goes on without it, and a sidecar that cannot be opened turns the
+ * queue off with one warning: SQLite's busy handling stays the safety net either way, so the queue
+ * changes only latency, never an outcome. The kernel drops the lock of a process that dies.
+ */
+export class WriterQueue {
+  /** The sidecar lock file's path. */
+  readonly sidecarPath: string;
+  readonly #logger: Logger;
+  readonly #waitMs: number;
+  readonly #flockSync = loadFlock();
+  readonly #flockAsync = loadAsyncFlock();
+  #state: 'UNOPENED' | 'OPEN' | 'OFF' | 'CLOSED' = 'UNOPENED';
+  #fd: number | undefined;
+  /** Settles when the last writer that entered the in-process FIFO leaves it. */
+  #tail: Promise<void> = Promise.resolve();
+  /** Writers of this process in the FIFO, the running one included. */
+  #entered = 0;
+  /** A writer of this process is between its lock request and its release. */
+  #active = false;
+  #holding = false;
+  /** The one outstanding threadpool flock of this process; a later writer inherits it. */
+  #pending: Promise<void> | undefined;
+  /** The last release left writers of this process queued: the next one lets other processes go first. */
+  #yieldBeforeNext = false;
+  readonly #turns = { locked: 0, bypassed: 0, unqueued: 0 };
+
+  constructor(options: WriterQueueOptions) {
+    this.sidecarPath = options.databasePath + WRITER_SIDECAR_SUFFIX;
+    this.#logger = options.logger ?? SILENT_LOGGER;
+    this.#waitMs = options.waitMs ?? WRITER_QUEUE_WAIT_MS;
+  }
+
+  /**
+   * Runs `attempt` (one whole write transaction, from BEGIN IMMEDIATE to commit or rollback) in this
+   * process's turn, holding the cross-process lock when it got it within the wait; releases it as soon
+   * as the attempt settles. What `attempt` returns or throws passes through unchanged.
+   */
+  async run<T>(attempt: () => Promise<T>): Promise<T> {
+    const previous = this.#tail;
+    let leave!: () => void;
+    this.#tail = new Promise<void>((resolve) => { leave = resolve; });
+    this.#entered += 1;
+    await previous;
+    try {
+      await this.#lock();
+      return await attempt();
+    } finally {
+      this.#unlock();
+      this.#entered -= 1;
+      leave();
+    }
+  }
+
+  /** Counts of attempts by how they ran, for tests and benchmarks. */
+  get turns(): WriterQueueTurns {
+    return { ...this.#turns };
+  }
+
+  /** Closes the sidecar descriptor (after an outstanding threadpool request returns); later writes run unqueued. */
+  close(): void {
+    const wasOpen = this.#state === 'OPEN';
+    this.#state = 'CLOSED';
+    if (wasOpen && this.#pending === undefined) this.#closeDescriptor();
+  }
+
+  async #lock(): Promise<void> {
+    this.#active = true;
+    if (this.#state === 'UNOPENED') this.#open();
+    if (this.#state !== 'OPEN') {
+      this.#turns.unqueued += 1;
+      return;
+    }
+    if (this.#yieldBeforeNext) {
+      // This process just released with more of its writes queued. Taking the lock again at once would
+      // win the race against the waiters the kernel has just woken in other processes, every time.
+      this.#yieldBeforeNext = false;
+      await nextLoopTurn();
+    }
+    if (this.#pending === undefined) {
+      if (this.#tryLock()) {
+        this.#turns.locked += 1;
+        return;
+      }
+      if (this.#state !== 'OPEN') {
+        this.#turns.unqueued += 1;
+        return;
+      }
+      this.#pending = this.#request();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#waitMs); });
+    await Promise.race([this.#pending, waited]);
+    clearTimeout(timer);
+    if (this.#holding) this.#turns.locked += 1;
+    else this.#turns.bypassed += 1;
+  }
+
+  #tryLock(): boolean {
+    try {
+      this.#flockSync(this.#fd!, 'exnb');
+      this.#holding = true;
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') this.#turnOff(code);
+      return false;
+    }
+  }
+
+  /** Waits for the lock on the threadpool; resolves when the request returns, holding or not. */
+  #request(): Promise<void> {
+    const fd = this.#fd!;
+    return new Promise<void>((resolve) => {
+      this.#flockAsync(fd, 'ex', (error) => {
+        this.#pending = undefined;
+        if (error) {
+          // EINTR only ends this request; the next writer asks again.
+          if (error.code !== 'EINTR') this.#turnOff(error.code);
+        } else if (this.#active && this.#state === 'OPEN') {
+          // The writer waiting for it, or one that went on without it and is still in its attempt.
+          this.#holding = true;
+        } else {
+          // Nobody of this process is writing (the request was abandoned): hand the turn on at once.
+          this.#release(fd);
+        }
+        if (this.#state !== 'OPEN') this.#closeDescriptor();
+        resolve();
+      });
+    });
+  }
+
+  #unlock(): void {
+    this.#active = false;
+    if (this.#holding) {
+      this.#holding = false;
+      this.#release(this.#fd!);
+      this.#yieldBeforeNext = this.#entered > 1;
+    }
+  }
+
+  #release(fd: number): void {
+    try {
+      this.#flockSync(fd, 'un');
+    } catch (error) {
+      // Closing the only descriptor of the open file description drops its lock for certain.
+      this.#turnOff((error as NodeJS.ErrnoException).code);
+    }
+  }
+
+  #open(): void {
+    try {
+      let fd: number;
+      try {
+        // No symlink is followed: the sidecar is created where the database is, nowhere else.
+        const createFlags = constants.O_RDONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+        fd = openSync(this.sidecarPath, createFlags, 0o600);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        // O_NONBLOCK: opening a FIFO planted under the name must not hang the write.
+        fd = openSync(this.sidecarPath, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+      }
+      this.#fd = fd;
+      if (!fstatSync(fd).isFile()) {
+        this.#turnOff('ENOTREG');
+        return;
+      }
+      try {
+        fchmodSync(fd, 0o600); // independent of the umask; fails harmlessly on a sidecar of another owner
+      } catch {
+        // The lock still works; the mode is not ours to change.
+      }
+      this.#state = 'OPEN';
+    } catch (error) {
+      this.#turnOff((error as NodeJS.ErrnoException).code);
+    }
+  }
+
+  /** Turns the queue off for the life of this connection, with one warning; the descriptor (and any lock) goes. */
+  #turnOff(code: string | undefined): void {
+    if (this.#state === 'OFF' || this.#state === 'CLOSED') return;
+    this.#state = 'OFF';
+    this.#holding = false;
+    if (this.#pending === undefined) this.#closeDescriptor();
+    this.#logger.warn('writes go on without the cross-process writer queue: its lock file beside the database '
+      + `cannot be used (${code ?? 'unknown error'}); SQLite busy handling still orders them`);
+  }
+
+  #closeDescriptor(): void {
+    if (this.#fd === undefined) return;
+    const fd = this.#fd;
+    this.#fd = undefined;
+    closeSync(fd);
+  }
+}

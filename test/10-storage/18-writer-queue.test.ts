@@ -1,0 +1,306 @@
+// STORAGE.md §6 "Queueing writers across processes" (docs/decisions/0018): the sidecar `<db>-writer`, its
+// exclusive flock held only around one write attempt, the in-process FIFO in front of it, the bounded wait,
+// a holder killed with SIGKILL, and what happens when the sidecar cannot be used. No test asserts a time.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, symlinkSync, writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import type { Logger } from '../../src/core/logger.js';
+import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
+import {
+  candidateRow, migrationsDir, openEngine, REPO_ROOT, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine,
+} from '../helpers/storage.js';
+
+const require = createRequire(import.meta.url);
+/** fs-ext for the test's own probes (the product reaches it through storage/native.ts). */
+const fsExt: { flockSync(fd: number, flags: string): void } = require('fs-ext');
+
+const modeOf = (path: string) => statSync(path).mode & 0o777;
+const countRecords = (engine: Awaited<ReturnType<typeof openEngine>>) => engine.read(async (db) => {
+  const row = await db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return row.n;
+});
+const isWouldBlock = (error: unknown) => ['EWOULDBLOCK', 'EAGAIN'].includes((error as NodeJS.ErrnoException).code ?? '');
+
+/** Tries the sidecar's lock on a descriptor of its own (so a lock of this process counts too): 'held' or 'free'. */
+function probe(sidecar: string): 'held' | 'free' {
+  const fd = openSync(sidecar, 'r');
+  try {
+    fsExt.flockSync(fd, 'exnb');
+    fsExt.flockSync(fd, 'un');
+    return 'free';
+  } catch (error) {
+    if (isWouldBlock(error)) return 'held';
+    throw error;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The same probe from another process. */
+function probeFromAnotherProcess(sidecar: string): 'held' | 'free' {
+  const script = `const fd = require('node:fs').openSync(process.argv[1], 'r');
+    try { require('fs-ext').flockSync(fd, 'exnb'); process.stdout.write('free'); }
+    catch (e) { process.stdout.write(e.code === 'EWOULDBLOCK' || e.code === 'EAGAIN' ? 'held' : e.code); }`;
+  const run = spawnSync(process.execPath, ['-e', script, sidecar], { cwd: REPO_ROOT, encoding: 'utf8' });
+  if (run.stdout !== 'held' && run.stdout !== 'free') throw new Error(`probe failed: ${run.stdout} ${run.stderr}`);
+  return run.stdout;
+}
+
+/** Holds the sidecar's lock on a descriptor of the test's own, as another process would. */
+function holdSidecar(sidecar: string): { release(): void } {
+  const fd = openSync(sidecar, 'r');
+  fsExt.flockSync(fd, 'exnb');
+  return { release: () => closeSync(fd) };
+}
+
+function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines, info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warn: ${m}`), error: (m) => lines.push(`error: ${m}`),
+  };
+}
+
+t.test('the sidecar is created 0600 beside the database on the first write, locked only during a write', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'queue.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  // A umask that would leave the file read-only for its owner: the mode is set on the descriptor.
+  const umask = process.umask(0o277);
+  let engine;
+  try {
+    engine = await openEngine(dbPath);
+  } finally {
+    process.umask(umask);
+  }
+  t.teardown(() => engine.close());
+  t.ok(existsSync(sidecar), 'opening the database ran its first write, which created the sidecar');
+  t.equal(modeOf(sidecar), 0o600, 'mode 0600 whatever the umask');
+  t.equal(statSync(sidecar).size, 0, 'it holds no data');
+  const files = ['queue.sqlite3', 'queue.sqlite3-shm', 'queue.sqlite3-wal', 'queue.sqlite3-writer'];
+  t.same(readdirSync(dir).sort(), files, 'nothing else beside the database');
+  t.equal(probeFromAnotherProcess(sidecar), 'free', 'between writes another process can take the lock');
+
+  const during: string[] = [];
+  await storeRow(engine, candidateRow());
+  await engine.write(async (trx) => {
+    during.push(probeFromAnotherProcess(sidecar), probe(sidecar));
+    await insertRecordUnchecked(trx, candidateRow(), { searchText: 'x', embedding: unitVector(1) });
+  });
+  t.same(during, ['held', 'held'], 'during a write transaction another process cannot take it');
+  t.equal(probeFromAnotherProcess(sidecar), 'free', 'released after the commit');
+  const failing = engine.write(async () => {
+    during.push(probe(sidecar));
+    throw new Error('work failed');
+  });
+  await t.rejects(failing, /work failed/);
+  t.equal(during.at(-1), 'held', 'held in a write that rolls back');
+  t.equal(probe(sidecar), 'free', 'released after the rollback');
+  t.equal(await countRecords(engine), 2, 'reads take no turn');
+  t.equal(probe(sidecar), 'free');
+  t.same(engine.writerQueueTurns, { locked: 4, bypassed: 0, unqueued: 0 }, 'the open, two commits and the rollback took it');
+});
+
+t.test('an existing sidecar of another mode is set to 0600; one with the queue off is left alone', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'mode.sqlite3');
+  writeFileSync(`${dbPath}-writer`, '');
+  chmodSync(`${dbPath}-writer`, 0o644);
+  const engine = await openEngine(dbPath);
+  t.equal(modeOf(`${dbPath}-writer`), 0o600);
+  await engine.close();
+  const off = join(dir, 'off.sqlite3');
+  const unqueued = await openEngine(off, { writerQueue: { enabled: false } });
+  await storeRow(unqueued, candidateRow());
+  t.equal(unqueued.writerQueueTurns, undefined, 'no queue');
+  t.notOk(existsSync(`${off}-writer`), 'no sidecar without the queue');
+  await unqueued.close();
+});
+
+t.test('a write waits for its turn without blocking the event loop: reads of the process go on', async (t) => {
+  const dbPath = join(t.testdir(), 'wait.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { writerQueue: { waitMs: 600_000 } });
+  t.teardown(() => engine.close());
+  const holder = holdSidecar(sidecar);
+  let committed = false;
+  const write = storeRow(engine, candidateRow()).then(() => { committed = true; });
+  const readsMeanwhile: number[] = [];
+  for (let i = 0; i < 20; i += 1) {
+    await sleep(5);
+    readsMeanwhile.push(await countRecords(engine));
+  }
+  t.same(readsMeanwhile, Array(20).fill(0), 'twenty reads and timers ran while the write waited');
+  t.notOk(committed, 'the write did not begin while another holder had the lock');
+  t.equal(tableCounts(dbPath).records, 0, 'nothing on disk yet');
+  holder.release();
+  await write;
+  t.equal(tableCounts(dbPath).records, 1, 'the write commits once the lock is handed over');
+  t.same(engine.writerQueueTurns, { locked: 2, bypassed: 0, unqueued: 0 }, 'it waited for the lock, not past it');
+  t.equal(probe(sidecar), 'free');
+});
+
+t.test('concurrent writes of one process all commit, one at a time, in call order, each holding the lock', async (t) => {
+  const dbPath = join(t.testdir(), 'fifo.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const WRITES = 40;
+  let inside = 0;
+  let mostInside = 0;
+  const probes = new Set<string>();
+  const writes = Array.from({ length: WRITES }, (_, n) => engine.write(async (trx) => {
+    inside += 1;
+    mostInside = Math.max(mostInside, inside);
+    probes.add(probe(sidecar));
+    const row = candidateRow({ fact: `concurrent write ${n}` });
+    const rowId = await insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: unitVector(n) });
+    inside -= 1;
+    return rowId;
+  }));
+  const reads = Array.from({ length: 10 }, () => countRecords(engine));
+  const rowIds = await Promise.all(writes);
+  await Promise.all(reads);
+  t.equal(mostInside, 1, 'never two write transactions at once');
+  t.same([...probes], ['held'], 'the lock was held through every one of them');
+  t.same(rowIds, [...rowIds].sort((a, b) => (a < b ? -1 : 1)), 'committed in the order they were called');
+  t.equal(new Set(rowIds).size, WRITES);
+  t.equal(tableCounts(dbPath).records, WRITES, 'every write committed');
+  t.same(engine.writerQueueTurns, { locked: WRITES + 1, bypassed: 0, unqueued: 0 });
+  t.equal(probe(sidecar), 'free', 'and released after the last');
+});
+
+t.test('a busy retry gives its turn back during the backoff pause and takes it again to retry', async (t) => {
+  const dbPath = join(t.testdir(), 'retry.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { retry: { retries: 1, baseDelayMs: 200, jitterRatio: 0 } });
+  t.teardown(() => engine.close());
+  const seen: string[] = [];
+  let attempts = 0;
+  await engine.write(async (trx) => {
+    attempts += 1;
+    seen.push(`attempt ${attempts}: ${probe(sidecar)}`);
+    if (attempts === 1) {
+      // Runs after the rollback, inside the backoff pause (the pause is a timer, this the next loop turn).
+      setImmediate(() => seen.push(`pause: ${probe(sidecar)}`));
+      throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+    }
+    await insertRecordUnchecked(trx, candidateRow(), { searchText: 'x', embedding: unitVector(0) });
+  });
+  t.same(seen, ['attempt 1: held', 'pause: free', 'attempt 2: held']);
+  t.equal(tableCounts(dbPath).records, 1);
+});
+
+t.test('a writer that waited its bounded time goes on without the lock; the abandoned request lets go', async (t) => {
+  const dbPath = join(t.testdir(), 'bound.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { writerQueue: { waitMs: 50 } });
+  t.teardown(() => engine.close());
+  const holder = holdSidecar(sidecar);
+  await storeRow(engine, candidateRow());
+  t.equal(tableCounts(dbPath).records, 1, 'the write committed although another holder kept the lock');
+  t.same(engine.writerQueueTurns, { locked: 1, bypassed: 1, unqueued: 0 }, 'it went past the queue once');
+  holder.release();
+  // The abandoned threadpool request is granted now; with no write of this process running it must let go.
+  let free = 0;
+  for (let i = 0; i < 500 && free < 5; i += 1) {
+    await sleep(10);
+    free = probe(sidecar) === 'free' ? free + 1 : 0;
+  }
+  t.equal(free, 5, 'the lock is free again: the granted request was released at once');
+  await storeRow(engine, candidateRow());
+  t.same(engine.writerQueueTurns, { locked: 2, bypassed: 1, unqueued: 0 }, 'the next write queues normally');
+});
+
+t.test('a sidecar that cannot be used turns the queue off with one warning; writes still commit', async (t) => {
+  const dir = t.testdir();
+  const cases: [string, (sidecar: string) => void][] = [
+    ['a directory', (sidecar) => mkdirSync(sidecar)],
+    ['a symlink', (sidecar) => symlinkSync(join(dir, 'elsewhere'), sidecar)],
+  ];
+  for (const [label, plant] of cases) {
+    const dbPath = join(dir, `${label.replace(/\W/g, '-')}.sqlite3`);
+    plant(`${dbPath}-writer`);
+    const logger = recordingLogger();
+    const engine = await openEngine(dbPath, { logger });
+    for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow());
+    t.equal(tableCounts(dbPath).records, 3, `${label}: every write committed`);
+    t.same(engine.writerQueueTurns, { locked: 0, bypassed: 0, unqueued: 4 }, `${label}: none queued`);
+    t.equal(logger.lines.length, 1, `${label}: one warning`);
+    const warning = /^warn: writes go on without the cross-process writer queue: .*\((ENOTREG|ELOOP)\)/;
+    t.match(logger.lines[0], warning, `${label}: says why`);
+    t.notMatch(logger.lines[0], dir, `${label}: no path in the warning`);
+    await engine.close();
+  }
+  t.notOk(existsSync(join(dir, 'elsewhere')), 'nothing created through the symlink');
+});
+
+t.test('a process killed with SIGKILL while it holds the writer lock blocks nobody', async (t) => {
+  const dbPath = join(t.testdir(), 'killed.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { writerQueue: { waitMs: 600_000 } });
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow({ fact: 'before the holder' }));
+  const holder = spawnTsHelper('engine-process.ts', ['hold-writer', dbPath]);
+  t.teardown(() => { holder.kill('SIGKILL'); });
+  await waitForLine(holder, /^holding$/);
+  t.equal(probe(sidecar), 'held', 'the other process holds the lock inside its open write');
+  let committed = false;
+  const write = storeRow(engine, candidateRow({ fact: 'after the holder' })).then(() => { committed = true; });
+  await sleep(50);
+  t.notOk(committed, 'the write waits for its turn');
+  holder.kill('SIGKILL');
+  await once(holder, 'exit');
+  await write;
+  t.ok(committed, 'the kernel released the dead holder’s lock and the waiting write went on');
+  t.same(engine.writerQueueTurns, { locked: 3, bypassed: 0, unqueued: 0 }, 'with the lock, not past it');
+  t.equal(tableCounts(dbPath).records, 2, 'both writes of this process, nothing of the killed one');
+  t.equal(probe(sidecar), 'free');
+});
+
+const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+const ADMIN = join(REPO_ROOT, 'src/cli/factlane-admin.ts');
+const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, ADMIN, ...args], { encoding: 'utf8' });
+
+t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stale one refuses no restore', async (t) => {
+  const dir = t.testdir();
+  const live = join(dir, 'live.sqlite3');
+  const engine = await openEngine(live);
+  for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow({ fact: `fact ${i}` }), i);
+  const outDir = join(dir, 'out');
+  mkdirSync(outDir);
+  const backup = join(outDir, 'backup.sqlite3');
+  const backedUp = admin('backup', '--db', live, '--out', backup);
+  t.equal(backedUp.status, 0, backedUp.stderr);
+  await engine.close();
+  t.ok(existsSync(`${live}-writer`), 'the live database has its sidecar');
+  t.same(readdirSync(outDir).sort(), ['backup.sqlite3', 'backup.sqlite3.manifest.json'], 'no sidecar copied');
+  t.equal(admin('verify', '--db', live).status, 0, 'verify passes beside a sidecar');
+
+  const targetDir = join(dir, 'restored');
+  mkdirSync(targetDir);
+  const target = join(targetDir, 'x.sqlite3');
+  writeFileSync(`${target}-writer`, '');
+  const restored = admin('restore', '--from', backup, '--db', target);
+  t.equal(restored.status, 0, `a stale sidecar does not refuse a restore: ${restored.stderr}`);
+  t.same(readdirSync(targetDir).sort(), ['x.sqlite3', 'x.sqlite3-writer'], 'restore writes the database only, sidecar untouched');
+  t.equal(statSync(`${target}-writer`).size, 0);
+  const reopened = await openEngine(target);
+  await storeRow(reopened, candidateRow({ fact: 'after restore' }));
+  t.same(reopened.writerQueueTurns, { locked: 2, bypassed: 0, unqueued: 0 }, 'it queues on the sidecar it finds');
+  await reopened.close();
+  t.equal(tableCounts(target).records, 4);
+});
+
+t.test('a failed first start removes the sidecar with the database', async (t) => {
+  const dir = t.testdir();
+  const broken = migrationsDir(dir, 'broken', { '0002_broken.sql': 'CREATE TABLE broken (;\n' });
+  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
+  t.same(readdirSync(dir), ['broken'], 'no database, -wal, -shm or -writer left');
+});
