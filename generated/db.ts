@@ -50,6 +50,25 @@ export interface AdapterRecords {
   worktree_id: string | null;
 }
 
+export interface EligibleCodes {
+  rowid: bigint;
+  shard_key: string;
+  simhash_v1: Uint8Array;
+}
+
+export interface EligibleShards {
+  scope_key: string;
+  shard: number;
+  size: number;
+}
+
+export interface EligibleVectors {
+  embedding: Uint8Array;
+  row_id: Generated<number>;
+  scope_key: string;
+  shard: number;
+}
+
 export interface FactFts {
   search_text: string;
 }
@@ -72,6 +91,9 @@ export interface SchemaMigrations {
 export interface DB {
   adapter_meta: AdapterMeta;
   adapter_records: AdapterRecords;
+  eligible_codes: EligibleCodes;
+  eligible_shards: EligibleShards;
+  eligible_vectors: EligibleVectors;
   fact_fts: FactFts;
   fact_vec: FactVec;
   schema_migrations: SchemaMigrations;

@@ -10,7 +10,10 @@ export const SQLITE_VEC_MINIMUM_VERSION = '0.1.6';
 export const WRITER_FUNCTION_NAME = 'factlane_contract_v2_writer';
 /** Marker raised by a fence trigger when the writer gate is closed (STORAGE.md §5). */
 export const WRITER_FENCE_MARKER = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
-/** The nine fence triggers (STORAGE.md §5), in table order. */
+/**
+ * The fence triggers (STORAGE.md §5, §4.6), in table order: the nine of schema 1, then the six that schema 2 adds
+ * on its real vector tables (`eligible_vectors`, `eligible_shards`). A database checks those its version defines.
+ */
 export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_adapter_insert_fence',
   'factlane_v2_adapter_update_fence',
@@ -21,4 +24,10 @@ export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_migrations_insert_fence',
   'factlane_v2_migrations_update_fence',
   'factlane_v2_migrations_delete_fence',
+  'factlane_v2_eligible_vectors_insert_fence',
+  'factlane_v2_eligible_vectors_update_fence',
+  'factlane_v2_eligible_vectors_delete_fence',
+  'factlane_v2_eligible_shards_insert_fence',
+  'factlane_v2_eligible_shards_update_fence',
+  'factlane_v2_eligible_shards_delete_fence',
 ] as const);

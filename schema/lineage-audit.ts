@@ -63,5 +63,28 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
     UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
 } as const);
 
+/**
+ * L10 under the schema-2 vector layout (STORAGE.md §4.5): every VALIDATED_CURRENT record, and no other, has its
+ * eligible forms, in its own scope: an `eligible_vectors` row holding the same float bytes as its `fact_vec` row, and
+ * an `eligible_codes` row in that row's shard; no eligible row lacks its record or its float copy; each
+ * `eligible_shards` size counts its shard's vectors. (That each code is the SimHash of its vector is checked by code:
+ * the projection is not SQL.) Runs only on databases whose schema has these tables.
+ */
+export const ELIGIBLE_AUDIT_QUERY = `SELECT sample FROM (
+    SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
+      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT') <> (e.row_id IS NOT NULL)
+         OR (e.row_id IS NOT NULL AND (e.scope_key IS NOT r.scope_key
+               OR e.embedding IS NOT (SELECT v.embedding FROM fact_vec v WHERE v.rowid = r.row_id)
+               OR (SELECT c.shard_key FROM eligible_codes c WHERE c.rowid = r.row_id) IS NOT e.scope_key || '/' || e.shard))
+    UNION ALL SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
+      WHERE e.row_id NOT IN (SELECT row_id FROM adapter_records)
+         OR NOT EXISTS (SELECT 1 FROM eligible_shards s WHERE s.scope_key = e.scope_key AND s.shard = e.shard)
+    UNION ALL SELECT 'eligible_codes:' || c.rowid FROM eligible_codes c WHERE c.rowid NOT IN (SELECT row_id FROM eligible_vectors)
+    UNION ALL SELECT 'eligible_shards:' || s.scope_key || '/' || s.shard FROM eligible_shards s
+      LEFT JOIN (SELECT scope_key, shard, count(*) AS n FROM eligible_vectors GROUP BY scope_key, shard) g
+        ON g.scope_key = s.scope_key AND g.shard = s.shard
+      WHERE s.size IS NOT coalesce(g.n, 0))
+  ORDER BY sample`;
+
 /** The names of the lineage checks, in report order. */
 export type LineageCheck = keyof typeof LINEAGE_AUDIT_QUERIES;

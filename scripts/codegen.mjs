@@ -23,8 +23,8 @@ const db = new Kysely({ dialect: new SqliteDialect({ database: connection }) });
 const generated = await generate({
   db,
   dialect: new CodegenSqliteDialect(),
-  // Shadow tables of fact_fts and fact_vec and SQLite's own tables are internal to their modules.
-  excludePattern: '(fact_fts_*|fact_vec_*|sqlite_*)',
+  // Shadow tables of fact_fts, fact_vec and eligible_codes and SQLite's own tables are internal to their modules.
+  excludePattern: '(fact_fts_*|fact_vec_*|eligible_codes_*|sqlite_*)',
   overrides: {
     columns: {
       'fact_fts.search_text': 'string',
@@ -33,6 +33,11 @@ const generated = await generate({
       'fact_vec.rowid': 'bigint',
       'fact_vec.is_current': 'bigint',
       'fact_vec.embedding': 'Uint8Array | Float32Array',
+      'eligible_codes.shard_key': 'string',
+      'eligible_codes.rowid': 'bigint',
+      // vec_bit(...) of the 96-byte SimHash code.
+      'eligible_codes.simhash_v1': 'Uint8Array',
+      'eligible_vectors.embedding': 'Uint8Array',
     },
   },
   outFile: null,

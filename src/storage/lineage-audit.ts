@@ -1,5 +1,6 @@
-import { LINEAGE_AUDIT_QUERIES } from '../../schema/lineage-audit.js';
+import { ELIGIBLE_AUDIT_QUERY, LINEAGE_AUDIT_QUERIES } from '../../schema/lineage-audit.js';
 import type { SqliteConnection } from './native.js';
+import { simhashCode } from './simhash-projection.js';
 
 /** One audit check: PASS/FAIL, how many violations, and up to 20 samples (record ids, or table:rowid). */
 export interface AuditCheck {
@@ -11,12 +12,32 @@ export interface AuditCheck {
 
 const MAX_SAMPLES = 20;
 
-/** Runs the schema package's lineage queries on a read-only connection with sqlite-vec loaded. */
+function checkOf(name: string, samples: readonly string[]): AuditCheck {
+  return { name, status: samples.length === 0 ? 'PASS' : 'FAIL', count: samples.length, samples: samples.slice(0, MAX_SAMPLES) };
+}
+
+/**
+ * Runs the schema package's lineage queries on a read-only connection with sqlite-vec loaded; on a schema with the
+ * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
+ * float vector besides ELIGIBLE_AUDIT_QUERY.
+ */
 export function runLineageAudit(connection: SqliteConnection): AuditCheck[] {
-  return Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => {
-    const samples = connection.prepare(query).pluck().all() as string[];
-    return { name, status: samples.length === 0 ? 'PASS' : 'FAIL', count: samples.length, samples: samples.slice(0, MAX_SAMPLES) };
-  });
+  const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, connection.prepare(query).pluck().all() as string[]));
+  const hasLayout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'").get() !== undefined;
+  if (hasLayout) checks.push(checkOf('eligible_forms', [...connection.prepare(ELIGIBLE_AUDIT_QUERY).pluck().all() as string[], ...wrongCodes(connection)]));
+  return checks;
+}
+
+/** `eligible_codes:ROWID` for every code that is not the SimHash of its eligible float vector. */
+function wrongCodes(connection: SqliteConnection): string[] {
+  const code = connection.prepare('SELECT simhash_v1 FROM eligible_codes WHERE rowid = ?').pluck();
+  const wrong: string[] = [];
+  for (const row of connection.prepare('SELECT row_id, embedding FROM eligible_vectors ORDER BY row_id').iterate() as Iterable<{ row_id: number; embedding: Buffer }>) {
+    const stored = code.get(BigInt(row.row_id)) as Buffer | undefined;
+    const vector = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
+    if (stored === undefined || !Buffer.from(simhashCode(vector)).equals(stored)) wrong.push(`eligible_codes:${row.row_id}`);
+  }
+  return wrong;
 }
 
 /** The health readings housekeeping takes before and after compaction (OPERATIONS.md §3 steps 4-6). */

@@ -1,5 +1,6 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
+import { rebuildEligibleVectors } from './eligible-vectors.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 
@@ -11,9 +12,17 @@ export interface AppliedStep {
 }
 
 /**
- * Applies `pending` in version order inside the caller's open write transaction (writer gate open),
- * each followed by its `schema_migrations` row. Runs nothing outside that transaction, so a failure
- * anywhere rolls back every file. `onStep` reports progress after each file.
+ * Derived rows a file's SQL cannot compute, rebuilt by code right after that file in the same transaction: schema 2's
+ * eligible vector forms come from fact_vec through the seeded SimHash projection.
+ */
+const DERIVED_REBUILDS: ReadonlyMap<string, (trx: Transaction<DB>) => Promise<unknown>> = new Map([
+  ['0002_eligible_vectors.sql', rebuildEligibleVectors],
+]);
+
+/**
+ * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
+ * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS) and its `schema_migrations` row. Runs nothing
+ * outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each file.
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
@@ -26,6 +35,7 @@ export async function applyMigrations(
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     connection.exec(renderMigration(file, options.vectorDimension));
+    await DERIVED_REBUILDS.get(file.fileName)?.(trx);
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,
       applied_at: options.appliedAt, applied_by: options.appliedBy,

@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import type { NewRecordRow, RecordRow } from './record-repository.js';
+import type { NewRecordRow, RecordRow } from './record-rows.js';
 
 // STORAGE.md §7.3: the storage floor re-validates lineage and current-authority metadata on every write,
 // as a second line of defence behind the adapter.

@@ -1,13 +1,13 @@
-import { sql, type Insertable, type Kysely, type Selectable, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
-import type { AdapterRecords, DB } from '../../generated/db.js';
+import type { DB } from '../../generated/db.js';
+import { addEligibleVector, removeEligibleVector } from './eligible-vectors.js';
 import { assertRecordInvariants } from './record-invariants.js';
+import type { NewRecordRow, RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
 
-/** A stored record row as read back. */
-export type RecordRow = Selectable<AdapterRecords> & { row_id: number };
-/** A record row to insert; `row_id` is assigned by SQLite. */
-export type NewRecordRow = Omit<Insertable<AdapterRecords>, 'row_id'> & { parent_record_id: string | null; supersedes: string; project_id: string | null; worktree_id: string | null; workflow_id: string | null; agent_id: string | null; source_timestamp: string | null; last_verified_at: string | null };
+export type { NewRecordRow, RecordRow } from './record-rows.js';
+
 /** Reads run on the root handle or inside a transaction. */
 export type Reader = Kysely<DB> | Transaction<DB>;
 
@@ -57,8 +57,9 @@ export function inScope(reader: Reader, scope: ScopeColumns) {
 
 /**
  * Inserts one record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
- * `is_current` 1 exactly for VALIDATED_CURRENT) inside the caller's write transaction, after the
- * storage-level checks of STORAGE.md §7.3. Returns the row_id.
+ * `is_current` 1 exactly for VALIDATED_CURRENT) and, for VALIDATED_CURRENT, its eligible vector forms
+ * (eligible-vectors.ts), inside the caller's write transaction, after the storage-level checks of
+ * STORAGE.md §7.3. Returns the row_id.
  */
 export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null): Promise<bigint> {
   assertRecordInvariants(record, parent);
@@ -78,20 +79,24 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
   await runShape(trx, 'insertFts', [rowId, derived.searchText], ([id, text]) => sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${id}, ${text})`.compile(trx));
   // vec0 refuses REAL for rowid and metadata integers: bind BigInt.
   const vector = new Uint8Array(derived.embedding.buffer, derived.embedding.byteOffset, derived.embedding.byteLength);
-  await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(record.lifecycle_state === 'VALIDATED_CURRENT' ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
+  const current = record.lifecycle_state === 'VALIDATED_CURRENT';
+  await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
     sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));
+  if (current) await addEligibleVector(trx, rowId, record.scope_key, derived.embedding);
   return rowId;
 }
 
 /**
  * Compare-and-swap of STORAGE.md §7.2 step 3: marks `live` SUPERSEDED only if its row, revision and
- * lifecycle are unchanged, and clears its vector's `is_current`. VERSION_CONFLICT when no row matched.
+ * lifecycle are unchanged, clears its vector's `is_current` and removes its eligible vector forms.
+ * VERSION_CONFLICT when no row matched.
  */
 export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Promise<void> {
   const result = await runShape(trx, 'supersedeRecord', [live.row_id, live.revision, live.lifecycle_state], ([rowId, revision, lifecycle]) =>
     trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' }).where('row_id', '=', rowId).where('revision', '=', revision).where('lifecycle_state', '=', lifecycle).compile());
   if (result.numAffectedRows !== 1n) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
   await runShape(trx, 'clearCurrentVector', [BigInt(live.row_id)], ([rowId]) => sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${rowId}`.compile(trx));
+  if (live.lifecycle_state === 'VALIDATED_CURRENT') await removeEligibleVector(trx, BigInt(live.row_id));
 }
 
 /** Reads one record by `record_id`. */

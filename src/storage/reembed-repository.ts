@@ -2,6 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { sha256Hex } from '../core/hashing.js';
 import type { DB } from '../../generated/db.js';
+import { rebuildEligibleVectors } from './eligible-vectors.js';
 import type { MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { inspectSchema } from './schema-inspection.js';
@@ -126,9 +127,9 @@ export interface SwitchInput {
 /**
  * The switch of OPERATIONS.md §7, inside the caller's BEGIN IMMEDIATE write: when a record changed since
  * it was filled, returns the changes and writes nothing; otherwise replaces `fact_vec` with the shipped
- * definition at the new dimension, copies `fact_vec_next` into it, drops `fact_vec_next`, sets the
- * embedding provenance of every record with a vector, writes the binding, and runs the verify checks of
- * the schema and binding: VERIFY_FAILED (rolled back) if they fail.
+ * definition at the new dimension, copies `fact_vec_next` into it, drops `fact_vec_next`, rebuilds the eligible
+ * vector forms from it, sets the embedding provenance of every record with a vector, writes the binding, and runs
+ * the verify checks of the schema and binding: VERIFY_FAILED (rolled back) if they fail.
  */
 export async function switchVectorTable(trx: Transaction<DB>, connection: SqliteConnection, input: SwitchInput): Promise<SwitchOutcome> {
   const changes = vectorChanges(readVectorRows(connection), input.filled);
@@ -139,6 +140,8 @@ export async function switchVectorTable(trx: Transaction<DB>, connection: Sqlite
   connection.exec(`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
     SELECT rowid, scope_key, is_current, embedding FROM ${NEXT_VECTOR_TABLE}`);
   connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);
+  // The eligible forms derive from the float source, which just changed (STORAGE.md §4.5 rule 3).
+  await rebuildEligibleVectors(trx);
   // Which records were re-embedded is the set of vec0 rowids, which Kysely's types do not know.
   await sql`UPDATE adapter_records SET embedding_profile_id = ${input.profileId}, embedding_model_digest = ${input.modelDigest},
     embedding_output_dimension = ${input.dimension} WHERE row_id IN (SELECT rowid FROM fact_vec)`.execute(trx);

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { eligibleNeighbours, type Neighbour } from './eligible-vectors.js';
 import { createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
 import { runShape } from './statement-shapes.js';
 
@@ -48,20 +49,20 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
 }
 
 /**
- * SEMANTIC: sqlite-vec KNN in the scope's partition with `k = limit`; for CURRENT `is_current = 1` is a
- * constraint inside the KNN query, so nearer Candidates never use up k.
+ * SEMANTIC with `k = limit`. CURRENT reads only the eligible forms of the exact scope (eligibleNeighbours:
+ * VALIDATED_CURRENT vectors alone, re-scored exactly), so nearer Candidates are never scored nor use up k;
+ * REVIEW_HISTORY is sqlite-vec KNN over every vector of the scope's `fact_vec` partition.
  */
 export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
-  const vector = new Uint8Array(embedding.buffer, embedding.byteOffset, embedding.byteLength);
-  const current = currentOnly ? sql`AND is_current = ${1n}` : sql``;
-  const neighbours = await runShape(reader, `semanticHits:${currentOnly}`, [vector, BigInt(limit), scopeKey], ([v, k, key]) => sql<{ rowid: number; distance: number }>`
-    SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${v} AND k = ${k} AND scope_key = ${key} ${current}
-    ORDER BY distance`.compile(reader));
-  if (neighbours.rows.length === 0) return [];
-  const rowIds = neighbours.rows.map((n) => n.rowid);
+  const neighbours = currentOnly ? await eligibleNeighbours(reader, scopeKey, embedding, limit) : (await runShape(reader, 'semanticHits:history',
+    [new Uint8Array(embedding.buffer, embedding.byteOffset, embedding.byteLength), BigInt(limit), scopeKey], ([v, k, key]) =>
+      sql<Neighbour>`SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${v} AND k = ${k} AND scope_key = ${key}
+        ORDER BY distance`.compile(reader))).rows;
+  if (neighbours.length === 0) return [];
+  const rowIds = neighbours.map((n) => n.rowid);
   const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records').selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
   const byRowId = new Map(rows.map((row) => [row.row_id, row]));
-  return neighbours.rows.flatMap((n, index) => {
+  return neighbours.flatMap((n, index) => {
     const row = byRowId.get(n.rowid);
     return row ? [{ row, rank: index + 1, distance: n.distance }] : [];
   });

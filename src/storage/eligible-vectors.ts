@@ -1,0 +1,113 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../../generated/db.js';
+import { simhashCode } from './simhash-projection.js';
+import { runShape } from './statement-shapes.js';
+
+// The eligible vector forms of schema 2 (STORAGE.md §4.5, docs/decisions/0017-eligible-vector-layout.md): for every
+// VALIDATED_CURRENT record, a copy of its float vector (eligible_vectors), its SimHash code in one shard of its scope
+// (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT semantic query never
+// scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
+
+/** Most eligible vectors one shard of a scope holds; a full scope opens its next shard. */
+export const ELIGIBLE_SHARD_ROWS = 1024;
+/** How many codes the first pass keeps over the whole scope; a scope this small or smaller is searched exactly. */
+export const FIRST_PASS_ROWS = 256;
+/** The least k asked of one shard, so a shard's best few always reach the exact re-scoring. */
+export const MIN_SHARD_K = 8;
+
+/** A vector neighbour: the record's row id and its exact cosine distance on the stored float vector. */
+export interface Neighbour {
+  readonly rowid: number;
+  readonly distance: number;
+}
+
+type Reader = Kysely<DB> | Transaction<DB>;
+
+const asBytes = (vector: Float32Array) => new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+
+/**
+ * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
+ * the SimHash code in the scope's least-filled shard (a new shard when every shard is full) and that shard's size.
+ */
+export async function addEligibleVector(trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array): Promise<void> {
+  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
+    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
+  let shard: number;
+  if (least !== undefined && least.size < ELIGIBLE_SHARD_ROWS) {
+    shard = least.shard;
+    await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
+      sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
+  } else {
+    shard = least === undefined ? 0 : await shardCount(trx, scopeKey);
+    await runShape(trx, 'openShard', [scopeKey, shard], ([key, s]) =>
+      sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
+  }
+  await runShape(trx, 'insertEligibleVector', [rowId, scopeKey, shard, asBytes(embedding)], ([id, key, s, bytes]) =>
+    sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (${id}, ${key}, ${s}, ${bytes})`.compile(trx));
+  // vec0 refuses a REAL rowid: bind BigInt.
+  await runShape(trx, 'insertEligibleCode', [rowId, `${scopeKey}/${shard}`, simhashCode(embedding)], ([id, shardKey, code]) =>
+    sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (${id}, ${shardKey}, vec_bit(${code}))`.compile(trx));
+}
+
+async function shardCount(trx: Transaction<DB>, scopeKey: string): Promise<number> {
+  return Number((await runShape(trx, 'shardCount', [scopeKey], ([key]) => sql<{ shards: number }>`
+    SELECT count(*) AS shards FROM eligible_shards WHERE scope_key = ${key}`.compile(trx))).rows[0]!.shards);
+}
+
+/** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
+export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint): Promise<void> {
+  const held = (await runShape(trx, 'eligibleShardOf', [rowId], ([id]) => sql<{ scope_key: string; shard: number }>`
+    SELECT scope_key, shard FROM eligible_vectors WHERE row_id = ${id}`.compile(trx))).rows[0];
+  if (held === undefined) return;
+  await runShape(trx, 'deleteEligibleVector', [rowId], ([id]) => sql`DELETE FROM eligible_vectors WHERE row_id = ${id}`.compile(trx));
+  await runShape(trx, 'shrinkShard', [held.scope_key, held.shard], ([key, s]) =>
+    sql`UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
+  await runShape(trx, 'deleteEligibleCode', [rowId], ([id]) => sql`DELETE FROM eligible_codes WHERE rowid = ${id}`.compile(trx));
+}
+
+/**
+ * Rebuilds every eligible form from the float source inside the caller's write transaction: empties the three
+ * tables, then adds each `fact_vec` row whose `is_current` is 1, in row id order (so a rebuild is deterministic).
+ * Used by `factlane-migrate up` (schema 1 → 2) and by the reembed switch. Returns how many vectors it added.
+ */
+export async function rebuildEligibleVectors(trx: Transaction<DB>): Promise<number> {
+  await sql`DELETE FROM eligible_codes`.execute(trx);
+  await sql`DELETE FROM eligible_vectors`.execute(trx);
+  await sql`DELETE FROM eligible_shards`.execute(trx);
+  // A full scan of vec0 with a metadata filter; the float vector comes back as its 4-byte-per-component blob.
+  const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
+    SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} ORDER BY rowid`.execute(trx);
+  for (const row of rows) {
+    const bytes = row.embedding;
+    const vector = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, vector);
+  }
+  return rows.length;
+}
+
+/**
+ * CURRENT semantic neighbours of `embedding` in the exact scope, nearest first (ties by row id), at most `limit`.
+ * Reads only eligible forms: each shard of the scope returns its nearest codes by Hamming distance (k in proportion
+ * to its size, at least MIN_SHARD_K), and those candidates are re-scored on their float vectors by exact cosine
+ * distance. A scope of at most FIRST_PASS_ROWS eligible vectors sends all of them to the re-scoring: exact search.
+ */
+export async function eligibleNeighbours(reader: Reader, scopeKey: string, embedding: Float32Array, limit: number): Promise<Neighbour[]> {
+  const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
+    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} AND size > 0 ORDER BY shard`.compile(reader))).rows;
+  const total = shards.reduce((sum, shard) => sum + shard.size, 0);
+  if (total === 0 || limit <= 0) return [];
+  const code = simhashCode(embedding);
+  const candidates: number[] = [];
+  for (const { shard, size } of shards) {
+    const k = total <= FIRST_PASS_ROWS ? size : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total)));
+    const { rows } = await runShape(reader, 'eligibleCodeKnn', [code, BigInt(k), `${scopeKey}/${shard}`], ([c, kk, shardKey]) =>
+      sql<{ rowid: number }>`SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${kk}
+        AND shard_key = ${shardKey}`.compile(reader));
+    for (const row of rows) candidates.push(row.rowid);
+  }
+  // Exact scores from the stored float32 vectors (STORAGE.md §4.5 rule 2), the same cosine distance vec0 computes.
+  const { rows } = await runShape(reader, 'rescoreEligible', [asBytes(embedding), JSON.stringify(candidates), limit], ([v, ids, n]) =>
+    sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${v}) AS distance FROM eligible_vectors
+      WHERE row_id IN (SELECT value FROM json_each(${ids})) ORDER BY distance, row_id LIMIT ${n}`.compile(reader));
+  return rows;
+}

@@ -1,0 +1,325 @@
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { freshBindingJson } from '../../src/embedding/embedding-binding.js';
+import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
+import { auditFile } from '../../src/maintenance/audit-operation.js';
+import { migrateUp } from '../../src/maintenance/migrate-operations.js';
+import { compactRecord } from '../../src/storage/compaction-repository.js';
+import { ELIGIBLE_SHARD_ROWS, FIRST_PASS_ROWS } from '../../src/storage/eligible-vectors.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { loadMigrationFiles } from '../../src/storage/migration-files.js';
+import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
+import { LOCAL_HASH } from '../helpers/mcp.js';
+import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
+import { RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
+import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
+import { currentRequest, replaceRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
+
+// The eligible vector layout of schema 2 (STORAGE.md §4.5, migrations/0002_eligible_vectors.sql): CURRENT semantic
+// search reads only VALIDATED_CURRENT vectors of the exact scope, every lifecycle move keeps the derived forms as the
+// lifecycle table says, `factlane-migrate up` builds them for a schema-1 database, and audit L10 checks them.
+
+const SHIPPED = loadMigrationFiles(MIGRATIONS_DIR);
+const SCOPE = scopeTuple('PROJECT', { project_id: 'p1' });
+const PROVIDER = new LocalHashProvider();
+
+/** Opens a local-hash-384 engine on `dbPath`, creating it from `migrationsDir` (default: the shipped files). */
+async function openLocalHash(dbPath: string, migrationsDir?: string): Promise<SQLiteVecEngine> {
+  return SQLiteVecEngine.open({
+    dbPath, migrationsDir,
+    newDatabaseBinding: async () => ({ vectorDimension: LOCAL_HASH.outputDimension, bindingJson: freshBindingJson(LOCAL_HASH, await PROVIDER.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+  });
+}
+
+/**
+ * Turns a database of this release back into what schema 1 made: the schema-2 tables dropped (their fences go with
+ * them) and the ledger back at version 1. Records, FTS rows and fact_vec (with is_current) are exactly what the
+ * schema-1 code wrote, since this release still keeps them the same way.
+ */
+function downgradeToSchemaOne(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
+    DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
+  raw.close();
+}
+
+/** A migrations folder holding only the shipped schema-1 file, as an older release shipped it. */
+function schemaOneDir(dir: string): string {
+  const target = join(dir, 'schema-1');
+  mkdirSync(target, { recursive: true });
+  copyFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'), join(target, '0001_initial.sql'));
+  return target;
+}
+
+const adapterOn = (engine: SQLiteVecEngine, writeProfile: 'owner-current' | 'delegated-candidate' | 'read-only', clock = movableClock()) =>
+  new MemoryAdapter({ engine, provider: PROVIDER, writeProfile, hostId: 'h', clock });
+
+async function ok(adapter: MemoryAdapter, tool: 'memory_store' | 'memory_update', request: Json): Promise<Json> {
+  const envelope = (await adapter.execute(tool, request)) as Json;
+  if (envelope.status !== 'OK') throw new Error(`${tool} ended ${envelope.status} ${envelope.error_code ?? ''}`);
+  return envelope.results[0];
+}
+
+const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL').map((c) => `${c.name}: ${c.samples.join(' ')}`);
+
+t.test('the shipped schema has the eligible tables, fenced, and a new database starts with them empty', async (t) => {
+  const dbPath = join(t.testdir(), 'new.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.equal(engine.findings.schemaVersion, SHIPPED.at(-1)!.version);
+  await engine.close();
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  const names = raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'eligible_%' AND type IN ('table', 'trigger') ORDER BY name").pluck().all();
+  t.ok(names.includes('eligible_vectors') && names.includes('eligible_shards') && names.includes('eligible_codes'));
+  for (const table of ['eligible_vectors', 'eligible_shards']) {
+    t.throws(() => raw.prepare(`DELETE FROM ${table}`).run(), /no such function: factlane_contract_v2_writer/, `${table} is fenced against raw writers`);
+  }
+  raw.close();
+  t.strictSame(readVectorForms(dbPath), { records: [], shards: [] });
+});
+
+t.test('every lifecycle move keeps the vector forms exactly as the lifecycle table says', async (t) => {
+  const dbPath = join(t.testdir(), 'moves.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const owner = adapterOn(engine, 'owner-current');
+  const delegate = adapterOn(engine, 'delegated-candidate');
+  const project = { scope: 'PROJECT', project_id: 'p1' };
+
+  const candidate = await ok(delegate, 'memory_store', storeRequest({ ...project, fact: 'The ingest job writes to bucket raw-events', memory_type: 'PROJECT_LEARNED_FACT' }));
+  assertLifecycleTable(t, dbPath, 'store of a Candidate');
+  const current = await ok(owner, 'memory_store', currentRequest({ ...project, fact: 'The exporter serves metrics on port 9464', memory_type: 'PROJECT_LEARNED_FACT' }));
+  assertLifecycleTable(t, dbPath, 'store of a current fact');
+  t.equal(readVectorForms(dbPath).records.filter((r) => r.eligible).length, 1);
+
+  const promoted = await ok(owner, 'memory_update', reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
+  assertLifecycleTable(t, dbPath, 'Candidate promotion');
+  const reverified = await ok(owner, 'memory_update', reverifyRequest(current));
+  assertLifecycleTable(t, dbPath, 'REVERIFY');
+  const replaced = await ok(owner, 'memory_update', replaceRequest(reverified, { fact: 'The exporter serves metrics on port 9100' }));
+  assertLifecycleTable(t, dbPath, 'REPLACE');
+  t.strictSame(readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId).sort(), [promoted.record_id, replaced.record_id].sort(),
+    'exactly the two current records have eligible forms');
+
+  t.ok(await engine.write((trx) => compactRecord(trx, current.record_id)), 'a SUPERSEDED record compacts');
+  assertLifecycleTable(t, dbPath, 'compaction');
+  t.strictSame(auditFailures(dbPath), [], 'audit passes after every move');
+
+  // The searches see exactly the current facts.
+  const hits = await search(owner, { ...project, query: 'which port do metrics use', intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600 });
+  t.strictSame(factsOf(hits).sort(), ['The exporter serves metrics on port 9100', 'The ingest job writes to bucket raw-events'].sort());
+});
+
+t.test('eight nearer Candidates never hide a farther validated fact, below and above the exact threshold', async (t) => {
+  const query = 'which port does the metrics exporter listen on';
+  const q = queryVector(query);
+  for (const farCurrent of [0, FIRST_PASS_ROWS + 40, ELIGIBLE_SHARD_ROWS + 100]) {
+    const dbPath = join(t.testdir(), `threshold-${farCurrent}.sqlite3`);
+    const engine = await openLocalHash(dbPath);
+    const fixtures = [];
+    for (let i = 0; i < 8; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `near candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.05 + i * 0.01, i + 1) });
+    for (let i = 0; i < farCurrent; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `far current fact ${i}`), vector: vectorAtDistance(q, 0.95 + (i % 50) * 0.002, 1000 + i) });
+    fixtures.push({ row: fixtureRow(SCOPE, 'the validated fact'), vector: vectorAtDistance(q, 0.6, 999) });
+    await insertFixtures(engine, fixtures);
+    const reader = adapterOn(engine, 'read-only');
+    const label = `${farCurrent + 1} current facts in the scope`;
+    for (const kind of ['SEMANTIC', 'HYBRID']) {
+      const envelope = await search(reader, { ...scopeRequest(SCOPE), query, intent_class: 'CURRENT_PROJECT_STATE', top_k: 1, max_memories: 1, retrieval_mode_kind: kind });
+      t.strictSame(factsOf(envelope), ['the validated fact'], `${label}, ${kind} top_k 1: the validated fact`);
+      t.equal(envelope.results[0].relevance_score, 0.7, `${label}: the exact score (cosine distance 0.6)`);
+    }
+    const shards = readVectorForms(dbPath).shards;
+    t.equal(shards.length, Math.ceil((farCurrent + 1) / ELIGIBLE_SHARD_ROWS), `${label}: ${shards.length} shard(s)`);
+    await engine.close();
+    t.strictSame(auditFailures(dbPath), [], `${label}: audit passes`);
+  }
+});
+
+t.test('shards fill the least-filled first and shrink when records stop being current', async (t) => {
+  const dbPath = join(t.testdir(), 'shards.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const total = ELIGIBLE_SHARD_ROWS * 2 + 5;
+  const fixtures = Array.from({ length: total }, (_, i) => ({ row: fixtureRow(SCOPE, `fact number ${i} of the shard test` ) }));
+  await insertFixtures(engine, fixtures);
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, ELIGIBLE_SHARD_ROWS], [1, ELIGIBLE_SHARD_ROWS], [2, 5]]);
+  // Supersede ten records of shard 0 through REVERIFY: their successors go to the least-filled shard.
+  const owner = adapterOn(engine, 'owner-current');
+  const shardZero = readVectorForms(dbPath).records.filter((r) => r.eligible?.shard === 0).slice(0, 10);
+  for (const record of shardZero) {
+    const row = fixtures.find((f) => f.row.record_id === record.recordId)!.row;
+    await ok(owner, 'memory_update', reverifyRequest({ scope: { ...SCOPE }, memory_id: row.memory_id, revision: row.revision }));
+  }
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, ELIGIBLE_SHARD_ROWS - 10], [1, ELIGIBLE_SHARD_ROWS], [2, 15]]);
+  assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
+});
+
+t.test('audit L10 names eligible forms that are missing, extra, wrong or miscounted', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'audit.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  const rows = await insertFixtures(engine, [
+    { row: fixtureRow(SCOPE, 'current one') }, { row: fixtureRow(SCOPE, 'current two') }, { row: fixtureRow(SCOPE, 'current three') },
+    { row: fixtureRow(SCOPE, 'a candidate', { lifecycle: 'CANDIDATE' }) },
+  ]);
+  await engine.close();
+  t.strictSame(auditFailures(dbPath), []);
+  const tamper = (label: string, sqlText: string, expected: RegExp) => {
+    const copy = join(dir, `${label}.sqlite3`);
+    copyFileSync(dbPath, copy);
+    const raw = new RawDatabase(copy);
+    sqliteVec.load(raw);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    raw.exec(sqlText);
+    raw.close();
+    const failures = auditFailures(copy);
+    t.equal(failures.length, 1, `${label}: one failing check`);
+    t.match(failures[0], expected, `${label}: eligible_forms names it`);
+  };
+  const rowIdOf = (recordId: string) => {
+    const raw = new RawDatabase(dbPath, { readonly: true });
+    try {
+      return (raw.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').get(recordId) as { row_id: number }).row_id;
+    } finally {
+      raw.close();
+    }
+  };
+  const one = rowIdOf(rows[0]!.record_id);
+  const candidate = rowIdOf(rows[3]!.record_id);
+  tamper('missing-code', `DELETE FROM eligible_codes WHERE rowid = ${one}`, new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
+  // sqlite-vec 0.1.9 refuses an UPDATE of a bit column, so the wrong code is written as delete + insert.
+  tamper('wrong-code', `DELETE FROM eligible_codes WHERE rowid = ${one};
+    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${one}, scope_key || '/' || shard, vec_bit(randomblob(96))
+    FROM eligible_vectors WHERE row_id = ${one}`, new RegExp(`eligible_forms: eligible_codes:${one}`));
+  tamper('candidate-eligible', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) SELECT ${candidate}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${candidate};
+    UPDATE eligible_shards SET size = size + 1 WHERE shard = 0`, new RegExp(`eligible_forms: .*${rows[3]!.record_id}`));
+  tamper('miscounted', 'UPDATE eligible_shards SET size = size + 1', /eligible_forms: eligible_shards:/);
+  tamper('other-bytes', `UPDATE eligible_vectors SET embedding = (SELECT embedding FROM eligible_vectors WHERE row_id <> ${one} LIMIT 1) WHERE row_id = ${one}`,
+    new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
+});
+
+/** Records in every lifecycle, written through the adapters (and one compaction), in the given engine. */
+async function everyLifecycle(engine: SQLiteVecEngine): Promise<void> {
+  const owner = adapterOn(engine, 'owner-current');
+  const delegate = adapterOn(engine, 'delegated-candidate');
+  const project = { scope: 'PROJECT', project_id: 'p1', memory_type: 'PROJECT_LEARNED_FACT' };
+  const facts = ['The build uses Node 20', 'Deploys run at noon', 'The cache evicts least recently used keys', 'Metrics are on port 9464',
+    'The ingest job writes to bucket raw-events', 'Releases are tagged vX.Y.Z'];
+  const stored: Json[] = [];
+  for (const [i, fact] of facts.entries()) {
+    stored.push(await ok(i % 2 === 0 ? owner : delegate, 'memory_store', (i % 2 === 0 ? currentRequest : storeRequest)({ ...project, fact, idempotency_key: `k-${i}` })));
+  }
+  const reverified = await ok(owner, 'memory_update', reverifyRequest(stored[0]!, { idempotency_key: 'u-0' }));
+  await ok(owner, 'memory_update', reverifyRequest(reverified, { idempotency_key: 'u-1' }));
+  await ok(owner, 'memory_update', reverifyRequest(stored[1]!, { expected_record_id: stored[1]!.record_id, idempotency_key: 'u-2', verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
+  await ok(owner, 'memory_update', replaceRequest(stored[2]!, { fact: 'The cache evicts the oldest keys first' }, { idempotency_key: 'u-3' }));
+  await engine.write((trx) => compactRecord(trx, stored[0]!.record_id));
+}
+
+/** Every search kind and mode over the fixed queries, as envelopes without their audit (request ids differ). */
+async function answers(engine: SQLiteVecEngine): Promise<Json[]> {
+  const reader = adapterOn(engine, 'read-only');
+  const out: Json[] = [];
+  for (const query of ['which node version does the build use', 'cache eviction', 'metrics port', 'bucket for ingest']) {
+    for (const kind of ['SEMANTIC', 'HYBRID', 'KEYWORD']) {
+      for (const mode of ['CURRENT', 'REVIEW_HISTORY']) {
+        const { audit: _audit, ...envelope } = await search(reader, { scope: 'PROJECT', project_id: 'p1', query, intent_class: 'CURRENT_PROJECT_STATE', top_k: 8,
+          max_memories: 8, max_bytes: 8000, max_tokens: 1600, retrieval_mode_kind: kind, retrieval_mode: mode });
+        out.push(envelope);
+      }
+    }
+  }
+  return out;
+}
+
+t.test('a schema-1 database with records in every lifecycle migrates and answers searches as the same records stored fresh', async (t) => {
+  const dir = t.testdir();
+  // The same records (same ids, timestamps and vectors) twice: stored fresh by this release, and a copy of them taken
+  // back to schema 1 and migrated.
+  const freshPath = join(dir, 'fresh.sqlite3');
+  const fresh = await openLocalHash(freshPath);
+  await everyLifecycle(fresh);
+  await fresh.close();
+  const oldPath = join(dir, 'old.sqlite3');
+  copyFileSync(freshPath, oldPath);
+  downgradeToSchemaOne(oldPath);
+  const reopened = await openLocalHash(oldPath, schemaOneDir(dir));
+  t.equal(reopened.findings.schemaVersion, 1, 'a schema-1 database, as an older release opens it');
+  await reopened.close();
+  await t.rejects(openLocalHash(oldPath), { code: 'SCHEMA_MISMATCH', message: /factlane-migrate up/ }, 'this release asks for the migration');
+
+  const target = MaintenanceTarget.open({ dbPath: oldPath, lease: 'exclusive' });
+  const report = await migrateUp(target, { backupFile: join(dir, 'before.sqlite3'), clock: SYSTEM_CLOCK });
+  target.close();
+  t.same(report.applied.map((step) => step.version), SHIPPED.filter((f) => f.version > 1).map((f) => f.version));
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
+  t.ok(existsSync(join(dir, 'before.sqlite3')), 'a backup was taken first');
+  assertLifecycleTable(t, oldPath, 'migrated');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
+  const lifecycles = readVectorForms(oldPath).records.map((r) => r.lifecycle);
+  t.strictSame([...new Set(lifecycles)].sort(), ['CANDIDATE', 'HISTORICAL', 'SUPERSEDED', 'VALIDATED_CURRENT'], 'records in every stored lifecycle');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the rebuilt forms equal those written fresh, shard for shard');
+
+  const migrated = await openLocalHash(oldPath);
+  const again = await openLocalHash(freshPath);
+  t.equal(migrated.findings.schemaVersion, SHIPPED.at(-1)!.version);
+  t.strictSame(await answers(migrated), await answers(again), 'every search kind and mode answers exactly alike');
+  await migrated.close();
+  await again.close();
+});
+
+t.test('a migration killed midway leaves the schema-1 database usable, and a rerun completes', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'kill.sqlite3');
+  const old = await openLocalHash(dbPath);
+  // Enough current vectors that the rebuild outlasts the first WAL write.
+  await insertFixtures(old, Array.from({ length: 3000 }, (_, i) => ({ row: fixtureRow(SCOPE, `a current fact about service ${i} and its port ${i + 1000}`) })));
+  await old.close();
+  downgradeToSchemaOne(dbPath);
+  const versionOf = () => {
+    const raw = new RawDatabase(dbPath, { readonly: true });
+    try {
+      return raw.prepare('SELECT max(version) FROM schema_migrations').pluck().get() as number;
+    } finally {
+      raw.close();
+    }
+  };
+  let killedMidway = 0;
+  for (let attempt = 0; attempt < 4 && killedMidway === 0; attempt += 1) {
+    const child = spawn(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', dbPath, '--no-backup'], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    // Kill as soon as the transaction has begun writing (the WAL grows), well before the rebuild ends.
+    const started = Date.now();
+    while (Date.now() - started < 20_000) {
+      if (existsSync(`${dbPath}-wal`) && statSync(`${dbPath}-wal`).size > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    child.kill('SIGKILL');
+    await exited;
+    const version = versionOf();
+    t.ok(version === 1 || version === SHIPPED.at(-1)!.version, `attempt ${attempt}: the schema is whole (version ${version})`);
+    if (version === 1) killedMidway += 1;
+  }
+  t.ok(killedMidway > 0, 'at least one kill landed before the commit');
+  const stillOld = await openLocalHash(dbPath, schemaOneDir(dir)).catch((error: unknown) => error);
+  t.notOk(stillOld instanceof Error, 'the old release still opens it');
+  if (!(stillOld instanceof Error)) {
+    const reader = adapterOn(stillOld, 'read-only');
+    const envelope = await search(reader, { ...scopeRequest(SCOPE), query: 'service 12 port', intent_class: 'CURRENT_PROJECT_STATE', top_k: 1, max_memories: 1, retrieval_mode_kind: 'KEYWORD' });
+    t.equal(envelope.status, 'OK', 'and searches it');
+    await stillOld.close();
+  }
+  const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
+  await migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK });
+  target.close();
+  t.equal(versionOf(), SHIPPED.at(-1)!.version, 'the rerun completes');
+  assertLifecycleTable(t, dbPath, 'after the rerun');
+  t.strictSame(auditFailures(dbPath), []);
+});
