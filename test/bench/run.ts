@@ -12,6 +12,7 @@ const SUITES: ReadonlyMap<string, BenchSuite> = new Map<string, BenchSuite>([
   ['server', async () => (await import('./server-bench.js')).runServerBench()],
   ['search', async () => (await import('./search-bench.js')).runSearchBench()],
   ['write', async () => (await import('./write-bench.js')).runWriteBench()],
+  ['write-queue', async () => (await import('./writer-queue-bench.js')).runWriterQueueBench()],
   ['embed', async () => (await import('./embed-bench.js')).runEmbedBench()],
 ]);
 

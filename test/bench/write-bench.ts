@@ -12,6 +12,7 @@ import { SeededRandom } from './seeded-random.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
 import { connectBenchClient, ECHO_SERVER, factlaneArgs } from './bench-server.js';
 import { roundTo, summarizeLatencies } from './latency-stats.js';
+import { runWriterQueueBench } from './writer-queue-bench.js';
 
 const CANDIDATE_STORES = 2000;
 const CURRENT_STORES = 1000;
@@ -137,8 +138,10 @@ function report(tally: Tally, elapsedMs: number, rateKey: string) {
  * (the raw store transaction and a bare SDK echo of a store envelope, see measureFloors);
  * (2) sequential current stores, then one sequential REVERIFY of each, through an `owner-current` launcher;
  * (3) four server processes on one database, each with its own client storing Candidates sequentially,
- * all at once: total and per-process throughput and the BACKEND_BUSY count (target: none).
- * Each measurement follows 100 warm-up calls that are not counted.
+ * all at once: total and per-process throughput and the BACKEND_BUSY count (target: none);
+ * (4) eight server processes × 50 stores, 1 and 4 calls in flight each, with and without the cross-process
+ * writer queue (writer-queue-bench.ts; also runnable alone as the `write-queue` suite).
+ * Each measurement follows 100 warm-up calls that are not counted (measurement 4: 10 per process).
  */
 export async function runWriteBench(): Promise<Record<string, unknown>> {
   const log = progressLogger('write');
@@ -189,6 +192,9 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     const busy = outcomes.BACKEND_BUSY ?? 0;
     const totalRate = rate(allSamples.length, concurrentMs);
 
+    log('measurement 4: the cross-process writer queue, 8 server processes');
+    const writerQueue = await runWriterQueueBench();
+
     return {
       environment,
       synchronous: 'FULL',
@@ -207,10 +213,12 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
         backend_busy_target: 0,
         target_met: busy === 0,
       },
+      cross_process_writer_queue: writerQueue,
       targets_met: {
         candidate_stores_per_s: candidates.tally.samples.length / (candidates.elapsedMs / 1000) >= TARGET_PER_S,
         reverify_per_s: reverifyTally.samples.length / (reverifyMs / 1000) >= TARGET_PER_S,
         no_backend_busy_with_4_processes: busy === 0,
+        writer_queue_8_processes_4_in_flight: writerQueue.target_met,
       },
     };
   } finally {
