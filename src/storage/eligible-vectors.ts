@@ -90,6 +90,7 @@ export async function rebuildEligibleVectors(trx: Transaction<DB>): Promise<numb
  * Reads only eligible forms: each shard of the scope returns its nearest codes by Hamming distance (k in proportion
  * to its size, at least MIN_SHARD_K), and those candidates are re-scored on their float vectors by exact cosine
  * distance. A scope of at most FIRST_PASS_ROWS eligible vectors sends all of them to the re-scoring: exact search.
+ * Each shard's k costs vec0 about rows x k comparisons, so many small k beat one large k over the whole scope.
  */
 export async function eligibleNeighbours(reader: Reader, scopeKey: string, embedding: Float32Array, limit: number): Promise<Neighbour[]> {
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
@@ -97,17 +98,17 @@ export async function eligibleNeighbours(reader: Reader, scopeKey: string, embed
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0 || limit <= 0) return [];
   const code = simhashCode(embedding);
-  const candidates: number[] = [];
-  for (const { shard, size } of shards) {
-    const k = total <= FIRST_PASS_ROWS ? size : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total)));
-    const { rows } = await runShape(reader, 'eligibleCodeKnn', [code, BigInt(k), `${scopeKey}/${shard}`], ([c, kk, shardKey]) =>
-      sql<{ rowid: number }>`SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${kk}
-        AND shard_key = ${shardKey}`.compile(reader));
-    for (const row of rows) candidates.push(row.rowid);
-  }
-  // Exact scores from the stored float32 vectors (STORAGE.md §4.5 rule 2), the same cosine distance vec0 computes.
-  const { rows } = await runShape(reader, 'rescoreEligible', [asBytes(embedding), JSON.stringify(candidates), limit], ([v, ids, n]) =>
-    sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${v}) AS distance FROM eligible_vectors
-      WHERE row_id IN (SELECT value FROM json_each(${ids})) ORDER BY distance, row_id LIMIT ${n}`.compile(reader));
+  const firstPass = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`,
+    k: BigInt(total <= FIRST_PASS_ROWS ? size : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total)))) }));
+  // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
+  // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
+  // rule 2), the same distance vec0 computes.
+  const args = [asBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
+  const { rows } = await runShape(reader, `eligibleNeighbours:${firstPass.length}`, args, ([vector, n, c, ...passes]) => {
+    const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${passes[2 * i]}
+      AND shard_key = ${passes[2 * i + 1]}`);
+    return sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance FROM eligible_vectors
+      WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)}) ORDER BY distance, row_id LIMIT ${n}`.compile(reader);
+  });
   return rows;
 }

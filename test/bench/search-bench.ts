@@ -13,6 +13,8 @@ import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
+import { eligibleNeighbours, rebuildEligibleVectors } from '../../src/storage/eligible-vectors.js';
+import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
 import { connectBenchClient, factlaneArgs } from './bench-server.js';
@@ -35,6 +37,8 @@ const POOL = 20;
 const POPULATE_BATCH = 5000;
 const WARMUP_QUERIES = 20;
 const QUERIES: Record<string, number> = { '10k': 300, '100k': 150 };
+/** recall@8 of the served CURRENT SEMANTIC channel against exact float KNN (issue 11). */
+const RECALL_K = 8;
 
 /** Sizes to build; `SEARCH_BENCH_SIZES=10k` skips the 100k scope when time is short. */
 const SIZES = (process.env.SEARCH_BENCH_SIZES ?? '10k,100k').split(',').filter((size) => size === '10k' || size === '100k');
@@ -241,8 +245,10 @@ function memoryOf(pid: number): Record<string, number> {
 }
 
 /** Latency of SEMANTIC and HYBRID through the server beside the raw KNN and FTS5 statements, interleaved per query. */
-async function measureScope(client: Client, raw: RawQueries, scope: ScopeTuple, count: number, rng: SeededRandom): Promise<Record<string, unknown>> {
-  const samples = { semantic: [] as number[], hybrid: [] as number[], knn: [] as number[], fts: [] as number[], knnPlusFts: [] as number[], embed: [] as number[] };
+async function measureScope(client: Client, raw: RawQueries, engine: SQLiteVecEngine, scope: ScopeTuple, count: number, rng: SeededRandom): Promise<Record<string, unknown>> {
+  const samples = { semantic: [] as number[], hybrid: [] as number[], knn: [] as number[], fts: [] as number[], knnPlusFts: [] as number[], embed: [] as number[], channel: [] as number[] };
+  let recallSum = 0;
+  let sameTop1 = 0;
   const returned = { semantic: 0, hybrid: 0 };
   const statuses = { semantic: {} as Record<string, number>, hybrid: {} as Record<string, number> };
   const base = { scope: scope.scope, project_id: scope.project_id, intent_class: INTENT };
@@ -260,7 +266,16 @@ async function measureScope(client: Client, raw: RawQueries, scope: ScopeTuple, 
     raw.fts(query, scope);
     const ftsMs = performance.now() - started;
     if (neighbours.length !== POOL) throw new Error(`raw KNN returned ${neighbours.length} rows`);
+    // The CURRENT SEMANTIC channel the server serves (eligible forms, first pass + exact re-scoring), top 8, against
+    // exact float KNN over the same VALIDATED_CURRENT vectors (the raw schema-1 statement, ordered by distance).
+    started = performance.now();
+    const served = await engine.read((db) => eligibleNeighbours(db, scopeDigest(scope), embedding, RECALL_K));
+    const channelMs = performance.now() - started;
     if (i < WARMUP_QUERIES) continue;
+    const exact = new Set(neighbours.slice(0, RECALL_K).map((n) => n.rowid));
+    recallSum += served.filter((n) => exact.has(n.rowid)).length / RECALL_K;
+    if (served[0]?.rowid === neighbours[0]!.rowid) sameTop1 += 1;
+    samples.channel.push(channelMs);
     for (const [name, envelope] of [['semantic', semantic.envelope], ['hybrid', hybrid.envelope]] as const) {
       // With the default budget (1200 tokens) five results of ~330 tokens never fit: BUDGET_EXCEEDED is expected.
       if (envelope.status !== 'OK' && envelope.degradation !== 'BUDGET_EXCEEDED') throw new Error(`${name} search ended ${envelope.status} ${envelope.degradation ?? envelope.error_code ?? ''}`);
@@ -283,6 +298,9 @@ async function measureScope(client: Client, raw: RawQueries, scope: ScopeTuple, 
   return {
     server_semantic_current: { ...semantic, mean_results: roundTo(returned.semantic / count, 2), outcomes: statuses.semantic },
     server_hybrid_current: { ...hybrid, mean_results: roundTo(returned.hybrid / count, 2), outcomes: statuses.hybrid },
+    current_semantic_recall_at_8: roundTo(recallSum / count, 4),
+    current_semantic_same_top1: roundTo(sameTop1 / count, 4),
+    in_process_current_semantic_channel_k8: summarizeLatencies(samples.channel, 'ms'),
     raw_knn_current_k20: knn,
     raw_fts5_current_limit20: summarizeLatencies(samples.fts, 'ms'),
     raw_knn_plus_fts5: knnPlusFts,
@@ -426,6 +444,14 @@ export async function runSearchBench(): Promise<Record<string, unknown>> {
     log(`populate: ${specs.map((s) => `${s.label} ${s.current}+${s.candidates}`).join(', ')}`);
     const population = populate(dbPath, specs, qualityFacts, log);
 
+    // The raw writer filled fact_vec only; the eligible forms are derived from it exactly as `factlane-migrate up`
+    // derives them (rebuildEligibleVectors), by the product's own code.
+    const engine = await SQLiteVecEngine.open({ dbPath, newDatabaseBinding: async () => { throw new Error('the bench database exists'); } });
+    const rebuildStarted = performance.now();
+    const rebuilt = await engine.write((trx) => rebuildEligibleVectors(trx));
+    const rebuild = { vectors: rebuilt, seconds: roundTo((performance.now() - rebuildStarted) / 1000, 1) };
+    population.eligible_rebuild = rebuild;
+    log(`populate: eligible forms of ${rebuilt} current vectors rebuilt in ${rebuild.seconds} s`);
     const raw = openRawReader(dbPath);
     const server = await startServer(dbPath);
     const pid = server.transport.pid;
@@ -435,7 +461,7 @@ export async function runSearchBench(): Promise<Record<string, unknown>> {
       const latency: Record<string, unknown> = {};
       for (const spec of specs.filter((s) => s.label === '10k' || s.label === '100k')) {
         log(`measure: ${spec.label} current facts, ${QUERIES[spec.label]} queries per kind`);
-        latency[`project_${spec.label}_current`] = { current_in_scope: spec.current, candidates_in_scope: spec.candidates, ...(await measureScope(server.client, raw, spec.tuple, QUERIES[spec.label]!, rng)) };
+        latency[`project_${spec.label}_current`] = { current_in_scope: spec.current, candidates_in_scope: spec.candidates, ...(await measureScope(server.client, raw, engine, spec.tuple, QUERIES[spec.label]!, rng)) };
       }
       const memory = memoryOf(pid);
       log('measure: retrieval quality');
@@ -455,12 +481,21 @@ export async function runSearchBench(): Promise<Record<string, unknown>> {
           })),
           p50_under_10ms_at_10k: at10k ? { semantic: at10k.server_semantic_current.p50_ms < 10, hybrid: at10k.server_hybrid_current.p50_ms < 10 } : 'not measured',
           largest_hybrid_p50_ms: atLargest.server_hybrid_current.p50_ms,
+          issue_11_at_10k: at10k ? {
+            semantic_p50_at_most_2_5ms: at10k.server_semantic_current.p50_ms <= 2.5, hybrid_p50_at_most_3ms: at10k.server_hybrid_current.p50_ms <= 3,
+            recall_at_8_at_least_0_97: at10k.current_semantic_recall_at_8 >= 0.97,
+          } : 'not measured',
+          issue_11_at_100k: latency.project_100k_current ? {
+            semantic_p50_at_most_20ms: (latency.project_100k_current as Record<string, any>).server_semantic_current.p50_ms <= 20,
+            recall_at_8_at_least_0_95: (latency.project_100k_current as Record<string, any>).current_semantic_recall_at_8 >= 0.95,
+          } : 'not measured',
         },
         retrieval_quality: quality,
       };
     } finally {
       await server.client.close();
       raw.close();
+      await engine.close();
     }
   } finally {
     if (keptDir === undefined) rmSync(dir, { recursive: true, force: true });
