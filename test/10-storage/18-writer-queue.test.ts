@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import type { Logger } from '../../src/core/logger.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import {
-  candidateRow, migrationsDir, openEngine, REPO_ROOT, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine,
+  candidateRow, openEngine, REPO_ROOT, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine,
 } from '../helpers/storage.js';
 
 const require = createRequire(import.meta.url);
@@ -300,7 +300,8 @@ t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stal
 
 t.test('a failed first start removes the sidecar with the database', async (t) => {
   const dir = t.testdir();
-  const broken = migrationsDir(dir, 'broken', { '0002_broken.sql': 'CREATE TABLE broken (;\n' });
-  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
-  t.same(readdirSync(dir), ['broken'], 'no database, -wal, -shm or -writer left');
+  // vec0 refuses a zero dimension: creation fails inside the first write transaction, after the sidecar exists.
+  const binding = async () => ({ vectorDimension: 0, bindingJson: JSON.stringify({ profile_id: 'broken', vector_dimension: 0 }) });
+  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { newDatabaseBinding: binding }));
+  t.same(readdirSync(dir), [], 'no database, -wal, -shm or -writer left');
 });
