@@ -14,6 +14,7 @@ const SUITES: ReadonlyMap<string, BenchSuite> = new Map<string, BenchSuite>([
   ['write', async () => (await import('./write-bench.js')).runWriteBench()],
   ['write-queue', async () => (await import('./writer-queue-bench.js')).runWriterQueueBench()],
   ['embed', async () => (await import('./embed-bench.js')).runEmbedBench()],
+  ['scopes', async () => (await import('./scopes-bench.js')).runScopesBench()],
 ]);
 
 /**
