@@ -3,14 +3,14 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
-import { candidateRow, migrationsDir, openEngine, RawDatabase, storeRow, TEST_BINDING, writeInterlock } from '../helpers/storage.js';
+import { candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, storeRow, TEST_BINDING, writeInterlock } from '../helpers/storage.js';
 
 t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'a', 'b', 'factlane.sqlite3');
   const engine = await openEngine(dbPath);
   t.equal(engine.created, true);
-  t.equal(engine.findings.schemaVersion, 1);
+  t.equal(engine.findings.schemaVersion, SHIPPED_VERSION);
   const meta = await engine.read((db) => db.selectFrom('adapter_meta').selectAll().execute());
   const byKey = Object.fromEntries(meta.map((row) => [row.key, row.value]));
   t.equal(byKey.contract_version, '2');
@@ -19,7 +19,7 @@ t.test('a new database is created at the latest version with its meta rows, 0600
   t.match(byKey.created_by, /^factlane \d+\.\d+\.\d+/);
   t.equal(byKey.embedding_profile, TEST_BINDING.bindingJson);
   const migrations = await engine.read((db) => db.selectFrom('schema_migrations').selectAll().execute());
-  t.same(migrations.map((m) => [m.version, m.name]), [[1, 'initial']]);
+  t.same(migrations.map((m) => [m.version, m.name]), SHIPPED_MIGRATIONS.map((f) => [f.version, f.name]), 'every shipped migration, in order');
   t.equal(statSync(dbPath).mode & 0o777, 0o600, 'file mode 0600');
   t.equal(statSync(join(dir, 'a')).mode & 0o777, 0o700, 'parent mode 0700');
   t.equal(statSync(join(dir, 'a', 'b')).mode & 0o777, 0o700, 'parent mode 0700');
@@ -45,7 +45,7 @@ t.test('a failed first start leaves no database file', async (t) => {
   const dir = t.testdir();
   await t.rejects(openEngine(join(dir, 'x.sqlite3'), { newDatabaseBinding: async () => { throw Object.assign(new Error('provider down'), { code: 'EMBEDDING_UNAVAILABLE' }); } }), /provider down/);
   t.same(readdirSync(dir), [], 'provider failure: nothing created');
-  const broken = migrationsDir(dir, 'broken', { '0002_broken.sql': 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
+  const broken = migrationsDir(dir, 'broken', { [nextMigration('broken')]: 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
   await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
   t.notOk(existsSync(join(dir, 'y.sqlite3')), 'migration failure: no file');
   t.notOk(existsSync(join(dir, 'y.sqlite3-wal')), 'no wal');
@@ -56,7 +56,7 @@ t.test('an older database is refused, naming factlane-migrate up', async (t) => 
   const dir = t.testdir();
   const dbPath = join(dir, 'old.sqlite3');
   await (await openEngine(dbPath)).close();
-  const newer = migrationsDir(dir, 'newer', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\n' });
+  const newer = migrationsDir(dir, 'newer', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\n' });
   const before = readFileSync(dbPath);
   await t.rejects(openEngine(dbPath, { migrationsDir: newer }), { code: 'SCHEMA_MISMATCH', message: /older than this release.*factlane-migrate up/ });
   t.ok(readFileSync(dbPath).equals(before), 'file unchanged');
@@ -65,7 +65,7 @@ t.test('an older database is refused, naming factlane-migrate up', async (t) => 
 t.test('a database newer than the release is refused', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'new.sqlite3');
-  const newer = migrationsDir(dir, 'newer', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\n' });
+  const newer = migrationsDir(dir, 'newer', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\n' });
   await (await openEngine(dbPath, { migrationsDir: newer })).close();
   await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /newer than this release/ });
 });

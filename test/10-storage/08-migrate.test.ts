@@ -7,9 +7,10 @@ import { pathToFileURL } from 'node:url';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operations.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, migrationsDir, openEngine, RawDatabase, REPO_ROOT, storeRow, tableCounts, writeInterlock } from '../helpers/storage.js';
+import { candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, REPO_ROOT, SHIPPED_VERSION, storeRow, tableCounts, writeInterlock } from '../helpers/storage.js';
 
-const NOTE_MIGRATION = { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n' };
+const NEXT = SHIPPED_VERSION + 1;
+const NOTE_MIGRATION = { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n' };
 
 async function seeded(dir: string, dbName = 'db.sqlite3', options: { migrationsDir?: string } = {}): Promise<string> {
   const dbPath = join(dir, dbName);
@@ -32,13 +33,13 @@ t.test('up applies pending migrations in one transaction after a verified backup
   const target = exclusive(dbPath, newer);
   t.teardown(() => target.close());
   t.equal(migrationStatus(target).state, 'PENDING');
-  t.same(migrationStatus(target).pending, [{ version: 2, name: 'add_note' }]);
+  t.same(migrationStatus(target).pending, [{ version: NEXT, name: 'add_note' }]);
   const steps: string[] = [];
   const backupFile = join(dir, 'before-up.sqlite3');
   const report = await migrateUp(target, { backupFile, clock: SYSTEM_CLOCK, onStep: (s) => steps.push(`${s.version}_${s.name}`) });
-  t.same(steps, ['2_add_note'], 'one progress line per file');
-  t.same(report.applied, [{ version: 2, name: 'add_note' }]);
-  t.equal(report.schema_version, 2);
+  t.same(steps, [`${NEXT}_add_note`], 'one progress line per file');
+  t.same(report.applied, [{ version: NEXT, name: 'add_note' }]);
+  t.equal(report.schema_version, NEXT);
   t.same(report.verification.filter((c) => c.status === 'FAIL'), [], 'verification passes after up');
   t.equal(migrationStatus(target).state, 'UP_TO_DATE');
 
@@ -46,7 +47,7 @@ t.test('up applies pending migrations in one transaction after a verified backup
   t.notOk(existsSync(`${backupFile}-wal`), 'backup has no wal');
   const manifest = JSON.parse(readFileSync(`${backupFile}.manifest.json`, 'utf8'));
   t.equal(manifest.file_sha256, sha(backupFile), 'manifest digest matches the file');
-  t.equal(manifest.schema_version, 1, 'backup taken before the migration');
+  t.equal(manifest.schema_version, SHIPPED_VERSION, 'backup taken before the migration');
   t.same(manifest.lifecycle_counts, { CANDIDATE: 1 });
   t.equal(manifest.verification.integrity_check, 'PASS');
   const copy = new RawDatabase(backupFile, { readonly: true });
@@ -59,14 +60,14 @@ t.test('a migration that fails half-way leaves the file byte-identical', async (
   const dir = t.testdir();
   const dbPath = await seeded(dir);
   const before = sha(dbPath);
-  const broken = migrationsDir(dir, 'broken', { '0002_add_note.sql': 'CREATE TABLE note (a TEXT);\nINSERT INTO note VALUES (1);\nCREATE TABLE broken (;\n' });
+  const broken = migrationsDir(dir, 'broken', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nINSERT INTO note VALUES (1);\nCREATE TABLE broken (;\n' });
   const target = exclusive(dbPath, broken);
   await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }));
   target.close();
   t.equal(sha(dbPath), before, 'byte-identical');
   t.notOk(existsSync(`${dbPath}-wal`), 'no wal left');
   const engine = await openEngine(dbPath);
-  t.equal(engine.findings.schemaVersion, 1, 'still at version 1 and still opens');
+  t.equal(engine.findings.schemaVersion, SHIPPED_VERSION, 'still at the shipped version and still opens');
   await engine.close();
 });
 
@@ -75,7 +76,7 @@ t.test('a migration that breaks verification is rolled back with VERIFY_FAILED',
   const dbPath = await seeded(dir);
   const before = sha(dbPath);
   // Dropping a fence is valid SQL, so only the verification before commit can catch it.
-  const dropsFence = migrationsDir(dir, 'drops-fence', { '0002_drop_fence.sql': 'DROP TRIGGER factlane_v2_meta_delete_fence;\n' });
+  const dropsFence = migrationsDir(dir, 'drops-fence', { [nextMigration('drop_fence')]: 'DROP TRIGGER factlane_v2_meta_delete_fence;\n' });
   const target = exclusive(dbPath, dropsFence);
   t.teardown(() => target.close());
   await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'VERIFY_FAILED' });

@@ -1,10 +1,12 @@
 import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { RawDatabase, REPO_ROOT, sqliteVec, writeInterlock } from '../helpers/storage.js';
+import { candidateRow, openEngine, RawDatabase, REPO_ROOT, SHIPPED_MIGRATIONS, sqliteVec, storeRow, writeInterlock } from '../helpers/storage.js';
 import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
 
 // factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
@@ -39,19 +41,35 @@ function tamper(dbPath: string, work: (db: InstanceType<typeof RawDatabase>) => 
 }
 
 const shipped = () => MaintenanceTarget.shippedMigrations();
+/** The checks of a database at the shipped version; one without the eligible vector layout (schema 1) has no eligible_forms. */
+const ALL_CHECKS = ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive', 'lineage_shape',
+  'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'eligible_forms', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check'];
 const failing = (dbPath: string) => Object.fromEntries(auditFile(dbPath, shipped()).checks.filter((c) => c.status === 'FAIL').map((c) => [c.name, c.samples]));
 
 t.test('a database written through the product passes every check', async (t) => {
   const { dbPath, close } = await lineage(t);
   await close();
   const report = auditFile(dbPath, shipped());
-  t.same(report.checks.map((c) => c.name), ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive', 'lineage_shape',
-    'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check']);
+  t.same(report.checks.map((c) => c.name), ALL_CHECKS);
   t.same(report.checks.filter((c) => c.status === 'FAIL'), []);
   t.equal(report.ok, true);
   const cli = admin('audit', '--db', dbPath, '--json');
   t.equal(cli.status, 0, cli.stderr);
   t.equal(JSON.parse(cli.stdout).ok, true);
+});
+
+t.test('a database without the eligible vector layout (schema 1) is audited without eligible_forms', async (t) => {
+  const dir = t.testdir();
+  const schemaOne = join(dir, 'schema-1');
+  mkdirSync(schemaOne);
+  copyFileSync(join(MIGRATIONS_DIR, SHIPPED_MIGRATIONS[0]!.fileName), join(schemaOne, SHIPPED_MIGRATIONS[0]!.fileName));
+  const dbPath = join(dir, 'old.sqlite3');
+  const engine = await openEngine(dbPath, { migrationsDir: schemaOne });
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  const report = auditFile(dbPath, shipped());
+  t.same(report.checks.map((c) => c.name), ALL_CHECKS.filter((name) => name !== 'eligible_forms'));
+  t.same(report.checks.filter((c) => c.status === 'FAIL'), [], 'an older ledger is still a sound one');
 });
 
 t.test('each broken invariant fails its check and names the records', async (t) => {
@@ -119,5 +137,5 @@ t.test('a backup manifest records the audit', async (t) => {
   t.equal(result.status, 0, result.stderr);
   const manifest = JSON.parse(result.stdout).manifest;
   t.equal(manifest.audit.ok, true);
-  t.equal(manifest.audit.checks.length, 13);
+  t.same(manifest.audit.checks.map((c: { name: string }) => c.name), ALL_CHECKS);
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, openEngine, RawDatabase, REPO_ROOT, storeRow, tableCounts, withRaw, writeInterlock } from '../helpers/storage.js';
+import { candidateRow, nextMigration, openEngine, RawDatabase, REPO_ROOT, SHIPPED_VERSION, storeRow, tableCounts, withRaw, writeInterlock } from '../helpers/storage.js';
 
 // OPERATIONS.md §4.2: factlane-admin restore --from FILE --db PATH.
 
@@ -56,7 +56,7 @@ t.test('a backup restores into a new WAL database that FactLane serves, with the
   const report = JSON.parse(result.stdout);
   const sourceId = (meta(live) as { key: string; value: string }[]).find((row) => row.key === 'database_id')!.value;
   t.match(report, {
-    db_identity: /^[0-9a-f]{64}$/, database_id: sourceId, schema_version: 1, needs_migration: false, journal_mode: 'wal',
+    db_identity: /^[0-9a-f]{64}$/, database_id: sourceId, schema_version: SHIPPED_VERSION, needs_migration: false, journal_mode: 'wal',
     file_bytes: statSync(target).size, lifecycle_counts: { CANDIDATE: 3 }, verification: { integrity_check: 'PASS' }, audit: { ok: true },
   });
   t.ok(report.verification.checks.every((check: { status: string }) => check.status === 'PASS'), 'every verify check passes on the copy');
@@ -70,13 +70,13 @@ t.test('a backup restores into a new WAL database that FactLane serves, with the
   t.same(meta(target), meta(live), 'meta, database_id included');
 
   const engine = await openEngine(target);
-  t.equal(engine.findings.schemaVersion, 1, 'the storage engine opens it');
+  t.equal(engine.findings.schemaVersion, SHIPPED_VERSION, 'the storage engine opens it');
   await engine.close();
   t.equal(admin('verify', '--db', target).status, 0, 'verify passes');
 
   const text = admin('restore', '--from', backup, '--db', join(dir, 'second.sqlite3'));
   t.equal(text.status, 0, text.stderr);
-  t.match(text.stdout, /^restored and verified: \d+ bytes, database_id [0-9a-f-]+, schema version 1\n$/);
+  t.match(text.stdout, new RegExp(`^restored and verified: \\d+ bytes, database_id [0-9a-f-]+, schema version ${SHIPPED_VERSION}\n$`));
 });
 
 t.test('restore never overwrites a database, a WAL or a shared-memory file, nor a name that appears meanwhile', async (t) => {
@@ -109,7 +109,7 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
 
   const manifest = JSON.parse(readFileSync(`${backup}.manifest.json`, 'utf8'));
   for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }], ['size', { file_bytes: manifest.file_bytes + 1 }],
-    ['database_id', { database_id: '00000000-0000-4000-8000-000000000000' }], ['schema_version', { schema_version: 2 }]] as const) {
+    ['database_id', { database_id: '00000000-0000-4000-8000-000000000000' }], ['schema_version', { schema_version: SHIPPED_VERSION + 1 }]] as const) {
     const edited = join(dir, `edited-${name}.sqlite3`);
     copyFileSync(backup, edited);
     writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, ...edit }));
@@ -170,9 +170,9 @@ t.test('a schema newer than the release is refused; an older one is restored and
   const shipped = MaintenanceTarget.shippedMigrations();
   await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'newer.sqlite3'), shipped: [] }), { code: 'SCHEMA_MISMATCH' });
   t.notOk(existsSync(join(dir, 'newer.sqlite3')));
-  const next = { version: 2, name: 'next', fileName: '0002_next.sql', sql: 'SELECT 1;', checksum: '0'.repeat(64) };
+  const next = { version: SHIPPED_VERSION + 1, name: 'next', fileName: nextMigration('next'), sql: 'SELECT 1;', checksum: '0'.repeat(64) };
   const report = await restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'older.sqlite3'), shipped: [...shipped, next] });
-  t.match(report, { schema_version: 1, needs_migration: true });
+  t.match(report, { schema_version: SHIPPED_VERSION, needs_migration: true });
   t.ok(existsSync(join(dir, 'older.sqlite3')));
 });
 

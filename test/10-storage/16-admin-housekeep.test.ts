@@ -10,7 +10,7 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { readCapacity } from '../../src/storage/status-repository.js';
 import { WriteConnection } from '../../src/storage/write-connection.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { migrationsDir, RawDatabase, REPO_ROOT, sqliteVec, withRaw, writeInterlock } from '../helpers/storage.js';
+import { migrationsDir, nextMigration, RawDatabase, REPO_ROOT, sqliteVec, withRaw, writeInterlock } from '../helpers/storage.js';
 import { currentRequest, derivedRows, diskState, openWriteBench, reverifyRequest, store, update, type Json, type WriteBench } from '../helpers/writes.js';
 
 // OPERATIONS.md §3 (housekeeping) and STORAGE.md §8 (compaction of one record).
@@ -261,7 +261,7 @@ t.test('compacting one record follows the STORAGE.md §8 table and rolls back on
 t.test('a database this release cannot write is refused before anything runs', async (t) => {
   const bench = await openWriteBench(t);
   await supersededHistory(bench);
-  const newer = migrationsDir(dirname(bench.dbPath), 'newer-release', { '0002_next.sql': 'CREATE TABLE next_feature (id INTEGER);' });
+  const newer = migrationsDir(dirname(bench.dbPath), 'newer-release', { [nextMigration('next')]: 'CREATE TABLE next_feature (id INTEGER);' });
   const target = MaintenanceTarget.open({ dbPath: bench.dbPath, lease: 'shared', migrationsDir: newer });
   t.teardown(() => target.close());
   const before = tableRows(bench.dbPath);

@@ -9,7 +9,7 @@ import { capacityBlock, rememberedCapacityBlock } from '../../src/adapter/memory
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
-import { candidateRow, openEngine, storeRow, TEST_BINDING } from '../helpers/storage.js';
+import { candidateRow, openEngine, SHIPPED_VERSION, storeRow, TEST_BINDING } from '../helpers/storage.js';
 
 // memory_status through MemoryAdapter (CONTRACT.md §5.5, §6.1, §15) on a fresh database per test.
 
@@ -56,7 +56,7 @@ t.test('a fresh, correctly bound database: the full status envelope', async (t) 
   const backend = envelope.backend_status;
   t.equal(backend.available, true);
   t.equal(backend.backend, 'sqlite_vec');
-  t.match(backend.storage, { contract_version: 2, schema_version: 1, sqlite_version: /^3\.\d+\.\d+$/, sqlite_vec_version: String, journal_mode: 'wal', synchronous: 'FULL' });
+  t.match(backend.storage, { contract_version: 2, schema_version: SHIPPED_VERSION, sqlite_version: /^3\.\d+\.\d+$/, sqlite_vec_version: String, journal_mode: 'wal', synchronous: 'FULL' });
   t.strictSame(backend.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 });
   t.strictSame(backend.retention, {
     policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false, eligible_lifecycle_states: ['SUPERSEDED'],

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
@@ -102,13 +103,34 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 30
   });
 }
 
-/** A migrations folder: the shipped 0001 (optionally altered) plus extra files. */
+/** The shipped migration files, in version order. */
+export const SHIPPED_MIGRATIONS = loadMigrationFiles(MIGRATIONS_DIR);
+/** The newest shipped schema version: a database the engine creates is at this version. */
+export const SHIPPED_VERSION = SHIPPED_MIGRATIONS.at(-1)!.version;
+
+/** The file name of the migration `step` versions after the shipped ones: nextMigration('add_note') is e.g. '0003_add_note.sql'. */
+export function nextMigration(name: string, step = 1): string {
+  if (!Number.isInteger(step) || step < 1) throw new RangeError('a next migration comes at least one step after the shipped ones');
+  return `${String(SHIPPED_VERSION + step).padStart(4, '0')}_${name}.sql`;
+}
+
+/**
+ * A migrations folder: every shipped migration (0001 optionally altered) plus extra files. An extra must come
+ * after the shipped ones (name it with nextMigration): one that reuses a shipped version would make the folder
+ * invalid and a test fail for that reason instead of its own.
+ */
 export function migrationsDir(dir: string, name: string, extra: Record<string, string> = {}, alter?: (sql: string) => string): string {
   const target = join(dir, name);
   mkdirSync(target);
-  const initial = readFileSync(join(MIGRATIONS_DIR, '0001_initial.sql'), 'utf8');
-  writeFileSync(join(target, '0001_initial.sql'), alter ? alter(initial) : initial);
-  for (const [file, sql] of Object.entries(extra)) writeFileSync(join(target, file), sql);
+  for (const file of SHIPPED_MIGRATIONS) {
+    const sql = readFileSync(join(MIGRATIONS_DIR, file.fileName), 'utf8');
+    writeFileSync(join(target, file.fileName), alter && file.version === 1 ? alter(sql) : sql);
+  }
+  for (const [file, sql] of Object.entries(extra)) {
+    const version = Number(/^(\d{4})_/.exec(file)?.[1]);
+    if (version <= SHIPPED_VERSION) throw new Error(`extra migration ${file} reuses shipped version ${version}; name it with nextMigration()`);
+    writeFileSync(join(target, file), sql);
+  }
   return target;
 }
 
