@@ -31,3 +31,11 @@ export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_eligible_shards_update_fence',
   'factlane_v2_eligible_shards_delete_fence',
 ] as const);
+/** The table each fence trigger guards: a database that has the table must have its three fences. */
+export const FENCED_TABLE_OF: Readonly<Record<(typeof FENCE_TRIGGER_NAMES)[number], string>> = Object.freeze(Object.fromEntries(
+  FENCE_TRIGGER_NAMES.map((name) => {
+    const part = name.replace(/^factlane_v2_/, '').replace(/_(insert|update|delete)_fence$/, '');
+    const table = ({ adapter: 'adapter_records', meta: 'adapter_meta', migrations: 'schema_migrations' } as Record<string, string>)[part] ?? part;
+    return [name, table];
+  }),
+) as Record<(typeof FENCE_TRIGGER_NAMES)[number], string>);

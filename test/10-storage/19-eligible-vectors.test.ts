@@ -83,6 +83,12 @@ t.test('the shipped schema has the eligible tables, fenced, and a new database s
   }
   raw.close();
   t.strictSame(readVectorForms(dbPath), { records: [], shards: [] });
+  t.strictSame(auditFailures(dbPath), [], 'audit passes on the new database');
+
+  const dropped = new RawDatabase(dbPath);
+  dropped.exec('DROP TRIGGER factlane_v2_eligible_shards_delete_fence');
+  dropped.close();
+  t.match(auditFailures(dbPath), [/^fences_present/], 'a dropped fence of a schema-2 table fails fences_present');
 });
 
 t.test('every lifecycle move keeps the vector forms exactly as the lifecycle table says', async (t) => {
