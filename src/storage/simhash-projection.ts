@@ -4,7 +4,7 @@ export const SIMHASH_BITS = 768;
 export const SIMHASH_VERSION = 1;
 const SIMHASH_V1_SEED = 0x5ca1ab1e;
 
-const planesByDimension = new Map<number, Float64Array>();
+const planesByDimension = new Map<number, readonly Int16Array[]>();
 
 /** mulberry32: integer arithmetic only, so every platform draws the same sequence from the same seed. */
 function mulberry32(seed: number): () => number {
@@ -18,35 +18,48 @@ function mulberry32(seed: number): () => number {
 }
 
 /**
- * The random hyperplanes for `dimension`, row j holding the SIMHASH_BITS weights of dimension j. Each weight is a sum
- * of four uniform draws minus 2 (close to a normal law), every term a multiple of 2⁻³², so the sum is exact in a
- * double: no transcendental function whose last bit could differ between runtimes.
+ * The random hyperplanes for `dimension`, sparse (Achlioptas): each weight is +1 or -1 with probability 1/6 each, else
+ * 0, drawn in order (dimension j, then bit b) from one integer generator, so every runtime draws the same planes.
+ * Kept by dimension as the signed bits of its non-zero weights: b + 1 for +1, -(b + 1) for -1.
  */
-function planesFor(dimension: number): Float64Array {
+function planesFor(dimension: number): readonly Int16Array[] {
   let planes = planesByDimension.get(dimension);
   if (planes) return planes;
   const next = mulberry32(SIMHASH_V1_SEED ^ Math.imul(dimension, 0x9e3779b1));
-  planes = new Float64Array(dimension * SIMHASH_BITS);
-  for (let i = 0; i < planes.length; i += 1) planes[i] = (next() + next() + next() + next()) / 2 ** 32 - 2;
+  const sixth = 2 ** 32 / 6;
+  planes = Array.from({ length: dimension }, () => {
+    const weights: number[] = [];
+    for (let b = 0; b < SIMHASH_BITS; b += 1) {
+      const draw = next();
+      if (draw < sixth) weights.push(b + 1);
+      else if (draw < 2 * sixth) weights.push(-(b + 1));
+    }
+    return Int16Array.from(weights);
+  });
   planesByDimension.set(dimension, planes);
   return planes;
 }
 
 /**
  * The 768-bit SimHash code of a stored float vector (STORAGE.md §4.5 rule 3): bit b is set exactly when the dot
- * product with hyperplane b is positive. Deterministic: the sums run in ascending dimension order in doubles, and
- * zero components are skipped (they add nothing to a sign). Bits are packed little-endian within each byte, as
- * vec0's `bit[N]` stores a blob; only Hamming distances between codes built here are ever compared.
+ * product with hyperplane b is positive. Deterministic: every weight is ±1 or 0, so each sum adds and subtracts the
+ * vector's components (as doubles) in ascending dimension order; a zero component is skipped (it adds nothing).
+ * A third of the weights are non-zero, which keeps a store's code at a third of a dense projection's cost with the
+ * same recall (decision 0017). Bits are packed little-endian within each byte, as vec0's `bit[N]` stores a blob;
+ * only Hamming distances between codes built here are ever compared.
  */
 export function simhashCode(vector: Float32Array): Uint8Array {
-  const dimension = vector.length;
-  const planes = planesFor(dimension);
+  const planes = planesFor(vector.length);
   const sums = new Float64Array(SIMHASH_BITS);
-  for (let j = 0; j < dimension; j += 1) {
+  for (let j = 0; j < vector.length; j += 1) {
     const component = vector[j]!;
     if (component === 0) continue;
-    const row = j * SIMHASH_BITS;
-    for (let b = 0; b < SIMHASH_BITS; b += 1) sums[b]! += component * planes[row + b]!;
+    const weights = planes[j]!;
+    for (let w = 0; w < weights.length; w += 1) {
+      const signed = weights[w]!;
+      if (signed > 0) sums[signed - 1]! += component;
+      else sums[-signed - 1]! -= component;
+    }
   }
   const code = new Uint8Array(SIMHASH_BITS / 8);
   for (let b = 0; b < SIMHASH_BITS; b += 1) if (sums[b]! > 0) code[b >> 3]! |= 1 << (b & 7);
