@@ -11,12 +11,14 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import { ELIGIBLE_SHARD_ROWS, FIRST_PASS_ROWS } from '../../src/storage/eligible-vectors.js';
+import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
 import { RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
+import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
 import { currentRequest, replaceRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
 
@@ -328,4 +330,21 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
   t.equal(versionOf(), SHIPPED.at(-1)!.version, 'the rerun completes');
   assertLifecycleTable(t, dbPath, 'after the rerun');
   t.strictSame(auditFailures(dbPath), []);
+});
+
+t.test('reembed rebuilds the eligible forms from the new float vectors in its switch', async (t) => {
+  const dbPath = join(t.testdir(), 'reembed.sqlite3');
+  await reembedFixture(dbPath);
+  const before = readVectorForms(dbPath).records.filter((r) => r.eligible);
+  t.equal(before.length, 2, 'two current records with eligible forms at the 8-dimension test profile');
+  t.ok(before.every((r) => r.eligible!.bytes.length === 8 * 4));
+  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
+  t.equal(report.switched, true);
+  const after = readVectorForms(dbPath).records.filter((r) => r.eligible);
+  t.strictSame(after.map((r) => r.recordId), before.map((r) => r.recordId), 'the same records keep eligible forms');
+  t.ok(after.every((r) => r.eligible!.bytes.length === 384 * 4), 'now of the new dimension, equal to fact_vec');
+  t.ok(after.every((r) => r.eligible!.bytes.equals(r.vector!.bytes) && r.code !== null), 'each holds its new float vector and a code');
+  // The reembed fixture is not a lineage (rows written directly in every state), so only the vector checks apply.
+  const eligibleForms = auditFile(dbPath, SHIPPED).checks.find((check) => check.name === 'eligible_forms');
+  t.match(eligibleForms, { status: 'PASS', count: 0 }, 'audit eligible_forms passes after reembed (codes recomputed from the new floats)');
 });
