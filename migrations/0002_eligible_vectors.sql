@@ -13,8 +13,9 @@ CREATE TABLE eligible_vectors (
   embedding BLOB NOT NULL
 );
 
--- How many eligible vectors each shard of a scope holds. A scope's codes are split into shards of at most
--- ELIGIBLE_SHARD_ROWS, so the first pass asks each shard for a small k (vec0's top-k costs rows x k).
+-- How many eligible vectors each shard of a scope holds. A scope's codes are split into shards (8 x sqrt of the
+-- scope's size, within 256..4096: shardCapacity), so the first pass asks each shard for a small k (vec0's top-k
+-- costs rows x k).
 CREATE TABLE eligible_shards (
   scope_key TEXT NOT NULL,
   shard INTEGER NOT NULL CHECK (shard >= 0),

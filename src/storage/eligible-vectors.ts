@@ -8,8 +8,20 @@ import { runShape } from './statement-shapes.js';
 // (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT semantic query never
 // scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
 
-/** Most eligible vectors one shard of a scope holds; a full scope opens its next shard. */
-export const ELIGIBLE_SHARD_ROWS = 1024;
+/** The least and the most eligible vectors a shard fills up to before the scope opens another (shardCapacity). */
+export const MIN_SHARD_ROWS = 256;
+export const MAX_SHARD_ROWS = 4096;
+
+/**
+ * How many vectors a scope of `total` eligible vectors fills each shard with before it opens another: 8·√total,
+ * within MIN_SHARD_ROWS…MAX_SHARD_ROWS. The first pass costs about k × shard size per shard, with k in proportion to
+ * the shard's share of 256, so about 256 × shard size in all: small shards for small scopes. Each shard also costs a
+ * statement arm and at least MIN_SHARD_K candidates to re-score, so big scopes want fewer, bigger shards; √total
+ * balances the two (decision 0017 has the measurements).
+ */
+export function shardCapacity(total: number): number {
+  return Math.min(MAX_SHARD_ROWS, Math.max(MIN_SHARD_ROWS, 8 * Math.ceil(Math.sqrt(total))));
+}
 /** How many codes the first pass keeps over the whole scope; a scope this small or smaller is searched exactly. */
 export const FIRST_PASS_ROWS = 256;
 /** The least k asked of one shard, so a shard's best few always reach the exact re-scoring. */
@@ -27,13 +39,15 @@ const asBytes = (vector: Float32Array) => new Uint8Array(vector.buffer, vector.b
 
 /**
  * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
- * the SimHash code in the scope's least-filled shard (a new shard when every shard is full) and that shard's size.
+ * the SimHash code in the scope's least-filled shard (a new shard when every shard holds shardCapacity of the
+ * scope's new total) and that shard's size.
  */
 export async function addEligibleVector(trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array): Promise<void> {
-  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
-    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
+  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<{ shard: number; size: number; total: number }>`
+    SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total FROM eligible_shards
+    WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
   let shard: number;
-  if (least !== undefined && least.size < ELIGIBLE_SHARD_ROWS) {
+  if (least !== undefined && least.size < shardCapacity(least.total + 1)) {
     shard = least.shard;
     await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
       sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));

@@ -10,7 +10,7 @@ import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
-import { ELIGIBLE_SHARD_ROWS, FIRST_PASS_ROWS } from '../../src/storage/eligible-vectors.js';
+import { FIRST_PASS_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -128,7 +128,7 @@ t.test('every lifecycle move keeps the vector forms exactly as the lifecycle tab
 t.test('eight nearer Candidates never hide a farther validated fact, below and above the exact threshold', async (t) => {
   const query = 'which port does the metrics exporter listen on';
   const q = queryVector(query);
-  for (const farCurrent of [0, FIRST_PASS_ROWS + 40, ELIGIBLE_SHARD_ROWS + 100]) {
+  for (const farCurrent of [0, FIRST_PASS_ROWS + 40, 1200]) {
     const dbPath = join(t.testdir(), `threshold-${farCurrent}.sqlite3`);
     const engine = await openLocalHash(dbPath);
     const fixtures = [];
@@ -144,28 +144,49 @@ t.test('eight nearer Candidates never hide a farther validated fact, below and a
       t.equal(envelope.results[0].relevance_score, 0.7, `${label}: the exact score (cosine distance 0.6)`);
     }
     const shards = readVectorForms(dbPath).shards;
-    t.equal(shards.length, Math.ceil((farCurrent + 1) / ELIGIBLE_SHARD_ROWS), `${label}: ${shards.length} shard(s)`);
+    t.strictSame(shards.map((s) => s.size), expectedShards(farCurrent + 1), `${label}: ${shards.length} shard(s)`);
     await engine.close();
     t.strictSame(auditFailures(dbPath), [], `${label}: audit passes`);
   }
+});
+
+/** The shard sizes after `count` inserts into an empty scope, by the rule of addEligibleVector written out apart. */
+function expectedShards(count: number): number[] {
+  const sizes: number[] = [];
+  for (let total = 0; total < count; total += 1) {
+    const least = sizes.length === 0 ? -1 : sizes.indexOf(Math.min(...sizes));
+    if (least >= 0 && sizes[least]! < shardCapacity(total + 1)) sizes[least]! += 1;
+    else sizes.push(1);
+  }
+  return sizes;
+}
+
+t.test('shard capacity grows with the scope, as 8·√total within its bounds', async (t) => {
+  t.strictSame([0, 1, 1000, 1025, 2000, 10_000, 100_000, 1_000_000].map(shardCapacity), [256, 256, 256, 264, 360, 800, 2536, 4096]);
+  const sizes = expectedShards(2053);
+  t.ok(sizes.length > 1 && Math.max(...sizes) - Math.min(...sizes) <= 1, `2,053 vectors: ${sizes.length} balanced shards`);
 });
 
 t.test('shards fill the least-filled first and shrink when records stop being current', async (t) => {
   const dbPath = join(t.testdir(), 'shards.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
-  const total = ELIGIBLE_SHARD_ROWS * 2 + 5;
+  const total = 2053;
   const fixtures = Array.from({ length: total }, (_, i) => ({ row: fixtureRow(SCOPE, `fact number ${i} of the shard test` ) }));
   await insertFixtures(engine, fixtures);
-  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, ELIGIBLE_SHARD_ROWS], [1, ELIGIBLE_SHARD_ROWS], [2, 5]]);
-  // Supersede ten records of shard 0 through REVERIFY: their successors go to the least-filled shard.
+  const before = readVectorForms(dbPath).shards.map((s) => s.size);
+  t.strictSame(before, expectedShards(total), 'the sizes the rule gives');
+  // Supersede ten records of shard 0 through REVERIFY: each successor goes to the least-filled shard (shard 0 itself,
+  // once it lost one), so the sizes stay as they were.
   const owner = adapterOn(engine, 'owner-current');
   const shardZero = readVectorForms(dbPath).records.filter((r) => r.eligible?.shard === 0).slice(0, 10);
   for (const record of shardZero) {
     const row = fixtures.find((f) => f.row.record_id === record.recordId)!.row;
     await ok(owner, 'memory_update', reverifyRequest({ scope: { ...SCOPE }, memory_id: row.memory_id, revision: row.revision }));
   }
-  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, ELIGIBLE_SHARD_ROWS - 10], [1, ELIGIBLE_SHARD_ROWS], [2, 15]]);
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), before, 'a successor refills the shard its parent left');
+  const successors = readVectorForms(dbPath).records.filter((r) => r.eligible && !fixtures.some((f) => f.row.record_id === r.recordId));
+  t.equal(successors.length, 10);
   assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
 });
 

@@ -1,7 +1,7 @@
 // Raw reads of every vector table (fact_vec and the eligible forms of schema 2), checked against the lifecycle table
 // of STORAGE.md §4.5 without going through the storage code under test.
 import type { Test } from 'tap';
-import { ELIGIBLE_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
+import { MAX_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { RawDatabase, sqliteVec } from './storage.js';
 
@@ -55,7 +55,7 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
 /**
  * Asserts the lifecycle table of STORAGE.md §4.5 for every record (FTS row, float vector, eligible forms), that each
  * eligible form holds the record's own float bytes and the SimHash of them in a shard of its own scope, and that the
- * shard sizes count exactly those vectors, none above ELIGIBLE_SHARD_ROWS.
+ * shard sizes count exactly those vectors, none above MAX_SHARD_ROWS.
  */
 export function assertLifecycleTable(t: Test, dbPath: string, label: string): void {
   const { records, shards } = readVectorForms(dbPath);
@@ -74,7 +74,7 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
   t.strictSame(wrong.map((r) => `${r.recordId} ${r.lifecycle}`), [], `${label}: every record's vector forms follow the lifecycle table`);
   const counted = new Map<string, number>();
   for (const r of records) if (r.eligible) counted.set(`${r.eligible.scopeKey}/${r.eligible.shard}`, (counted.get(`${r.eligible.scopeKey}/${r.eligible.shard}`) ?? 0) + 1);
-  t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) || s.size > ELIGIBLE_SHARD_ROWS), [],
+  t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) || s.size > MAX_SHARD_ROWS), [],
     `${label}: shard sizes count their vectors`);
   t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)), `${label}: every shard in use is listed`);
 }
