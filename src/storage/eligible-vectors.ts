@@ -37,13 +37,21 @@ type Reader = Kysely<DB> | Transaction<DB>;
 
 const asBytes = (vector: Float32Array) => new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
 
+/** A stored float32 vector blob as a Float32Array of its own (blobs need not be 4-byte aligned). */
+export function floatVector(blob: Uint8Array): Float32Array {
+  return new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
+}
+
 /**
  * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
  * the SimHash code in the scope's least-filled shard (a new shard when every shard holds shardCapacity of the
  * scope's new total) and that shard's size.
  */
-export async function addEligibleVector(trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array): Promise<void> {
-  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<{ shard: number; size: number; total: number }>`
+export async function addEligibleVector(
+  trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array,
+): Promise<void> {
+  type Least = { shard: number; size: number; total: number };
+  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<Least>`
     SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total FROM eligible_shards
     WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
   let shard: number;
@@ -57,10 +65,13 @@ export async function addEligibleVector(trx: Transaction<DB>, rowId: bigint, sco
       sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
   }
   await runShape(trx, 'insertEligibleVector', [rowId, scopeKey, shard, asBytes(embedding)], ([id, key, s, bytes]) =>
-    sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (${id}, ${key}, ${s}, ${bytes})`.compile(trx));
+    sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding)
+      VALUES (${id}, ${key}, ${s}, ${bytes})`.compile(trx));
   // vec0 refuses a REAL rowid: bind BigInt.
-  await runShape(trx, 'insertEligibleCode', [rowId, `${scopeKey}/${shard}`, simhashCode(embedding)], ([id, shardKey, code]) =>
-    sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (${id}, ${shardKey}, vec_bit(${code}))`.compile(trx));
+  const codeArgs = [rowId, `${scopeKey}/${shard}`, simhashCode(embedding)] as const;
+  await runShape(trx, 'insertEligibleCode', codeArgs, ([id, shardKey, code]) =>
+    sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (${id}, ${shardKey}, vec_bit(${code}))`
+      .compile(trx));
 }
 
 async function shardCount(trx: Transaction<DB>, scopeKey: string): Promise<number> {
@@ -73,10 +84,12 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
   const held = (await runShape(trx, 'eligibleShardOf', [rowId], ([id]) => sql<{ scope_key: string; shard: number }>`
     SELECT scope_key, shard FROM eligible_vectors WHERE row_id = ${id}`.compile(trx))).rows[0];
   if (held === undefined) return;
-  await runShape(trx, 'deleteEligibleVector', [rowId], ([id]) => sql`DELETE FROM eligible_vectors WHERE row_id = ${id}`.compile(trx));
+  await runShape(trx, 'deleteEligibleVector', [rowId], ([id]) =>
+    sql`DELETE FROM eligible_vectors WHERE row_id = ${id}`.compile(trx));
   await runShape(trx, 'shrinkShard', [held.scope_key, held.shard], ([key, s]) =>
     sql`UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
-  await runShape(trx, 'deleteEligibleCode', [rowId], ([id]) => sql`DELETE FROM eligible_codes WHERE rowid = ${id}`.compile(trx));
+  await runShape(trx, 'deleteEligibleCode', [rowId], ([id]) =>
+    sql`DELETE FROM eligible_codes WHERE rowid = ${id}`.compile(trx));
 }
 
 /**
@@ -92,9 +105,7 @@ export async function rebuildEligibleVectors(trx: Transaction<DB>): Promise<numb
   const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
     SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} ORDER BY rowid`.execute(trx);
   for (const row of rows) {
-    const bytes = row.embedding;
-    const vector = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-    await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, vector);
+    await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
   }
   return rows.length;
 }
@@ -106,23 +117,29 @@ export async function rebuildEligibleVectors(trx: Transaction<DB>): Promise<numb
  * distance. A scope of at most FIRST_PASS_ROWS eligible vectors sends all of them to the re-scoring: exact search.
  * Each shard's k costs vec0 about rows x k comparisons, so many small k beat one large k over the whole scope.
  */
-export async function eligibleNeighbours(reader: Reader, scopeKey: string, embedding: Float32Array, limit: number): Promise<Neighbour[]> {
+export async function eligibleNeighbours(
+  reader: Reader, scopeKey: string, embedding: Float32Array, limit: number,
+): Promise<Neighbour[]> {
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
-    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} AND size > 0 ORDER BY shard`.compile(reader))).rows;
+    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} AND size > 0 ORDER BY shard`.compile(reader)))
+    .rows;
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0 || limit <= 0) return [];
   const code = simhashCode(embedding);
-  const firstPass = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`,
-    k: BigInt(total <= FIRST_PASS_ROWS ? size : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total)))) }));
+  const shardK = (size: number) => (total <= FIRST_PASS_ROWS ? size
+    : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total))));
+  const firstPass = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
   // rule 2), the same distance vec0 computes.
   const args = [asBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
-  const { rows } = await runShape(reader, `eligibleNeighbours:${firstPass.length}`, args, ([vector, n, c, ...passes]) => {
-    const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${passes[2 * i]}
-      AND shard_key = ${passes[2 * i + 1]}`);
-    return sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance FROM eligible_vectors
-      WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)}) ORDER BY distance, row_id LIMIT ${n}`.compile(reader);
+  const shape = `eligibleNeighbours:${firstPass.length}`;
+  const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...passes]) => {
+    const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes
+      WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${passes[2 * i]} AND shard_key = ${passes[2 * i + 1]}`);
+    return sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
+      FROM eligible_vectors WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)})
+      ORDER BY distance, row_id LIMIT ${n}`.compile(reader);
   });
   return rows;
 }

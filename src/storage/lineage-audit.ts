@@ -1,5 +1,6 @@
 import { ELIGIBLE_AUDIT_QUERY, LINEAGE_AUDIT_QUERIES } from '../../schema/lineage-audit.js';
 import type { SqliteConnection } from './native.js';
+import { floatVector } from './eligible-vectors.js';
 import { simhashCode } from './simhash-projection.js';
 
 /** One audit check: PASS/FAIL, how many violations, and up to 20 samples (record ids, or table:rowid). */
@@ -13,7 +14,8 @@ export interface AuditCheck {
 const MAX_SAMPLES = 20;
 
 function checkOf(name: string, samples: readonly string[]): AuditCheck {
-  return { name, status: samples.length === 0 ? 'PASS' : 'FAIL', count: samples.length, samples: samples.slice(0, MAX_SAMPLES) };
+  const status = samples.length === 0 ? 'PASS' : 'FAIL';
+  return { name, status, count: samples.length, samples: samples.slice(0, MAX_SAMPLES) };
 }
 
 /**
@@ -22,9 +24,12 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * float vector besides ELIGIBLE_AUDIT_QUERY.
  */
 export function runLineageAudit(connection: SqliteConnection): AuditCheck[] {
-  const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, connection.prepare(query).pluck().all() as string[]));
-  const hasLayout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'").get() !== undefined;
-  if (hasLayout) checks.push(checkOf('eligible_forms', [...connection.prepare(ELIGIBLE_AUDIT_QUERY).pluck().all() as string[], ...wrongCodes(connection)]));
+  const samplesOf = (query: string) => connection.prepare(query).pluck().all() as string[];
+  const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
+  const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
+  if (layout.get() !== undefined) {
+    checks.push(checkOf('eligible_forms', [...samplesOf(ELIGIBLE_AUDIT_QUERY), ...wrongCodes(connection)]));
+  }
   return checks;
 }
 
@@ -32,10 +37,11 @@ export function runLineageAudit(connection: SqliteConnection): AuditCheck[] {
 function wrongCodes(connection: SqliteConnection): string[] {
   const code = connection.prepare('SELECT simhash_v1 FROM eligible_codes WHERE rowid = ?').pluck();
   const wrong: string[] = [];
-  for (const row of connection.prepare('SELECT row_id, embedding FROM eligible_vectors ORDER BY row_id').iterate() as Iterable<{ row_id: number; embedding: Buffer }>) {
+  const rows = connection.prepare('SELECT row_id, embedding FROM eligible_vectors ORDER BY row_id').iterate();
+  for (const row of rows as Iterable<{ row_id: number; embedding: Buffer }>) {
     const stored = code.get(BigInt(row.row_id)) as Buffer | undefined;
-    const vector = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
-    if (stored === undefined || !Buffer.from(simhashCode(vector)).equals(stored)) wrong.push(`eligible_codes:${row.row_id}`);
+    const expected = Buffer.from(simhashCode(floatVector(row.embedding)));
+    if (stored === undefined || !expected.equals(stored)) wrong.push(`eligible_codes:${row.row_id}`);
   }
   return wrong;
 }

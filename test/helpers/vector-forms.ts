@@ -1,7 +1,7 @@
 // Raw reads of every vector table (fact_vec and the eligible forms of schema 2), checked against the lifecycle table
 // of STORAGE.md §4.5 without going through the storage code under test.
 import type { Test } from 'tap';
-import { MAX_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
+import { floatVector, MAX_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { RawDatabase, sqliteVec } from './storage.js';
 
@@ -67,13 +67,17 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
     if ((r.eligible !== null) !== current || (r.code !== null) !== current) return true;
     if (!current) return false;
     const bytesMatch = r.eligible!.bytes.equals(r.vector!.bytes);
-    const vector = new Float32Array(r.vector!.bytes.buffer.slice(r.vector!.bytes.byteOffset, r.vector!.bytes.byteOffset + r.vector!.bytes.byteLength));
+    const vector = floatVector(r.vector!.bytes);
     return !bytesMatch || r.eligible!.scopeKey !== r.scopeKey || r.code!.shardKey !== `${r.scopeKey}/${r.eligible!.shard}`
       || !Buffer.from(simhashCode(vector)).equals(r.code!.bits);
   });
   t.strictSame(wrong.map((r) => `${r.recordId} ${r.lifecycle}`), [], `${label}: every record's vector forms follow the lifecycle table`);
   const counted = new Map<string, number>();
-  for (const r of records) if (r.eligible) counted.set(`${r.eligible.scopeKey}/${r.eligible.shard}`, (counted.get(`${r.eligible.scopeKey}/${r.eligible.shard}`) ?? 0) + 1);
+  for (const r of records) {
+    if (!r.eligible) continue;
+    const key = `${r.eligible.scopeKey}/${r.eligible.shard}`;
+    counted.set(key, (counted.get(key) ?? 0) + 1);
+  }
   t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) || s.size > MAX_SHARD_ROWS), [],
     `${label}: shard sizes count their vectors`);
   t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)), `${label}: every shard in use is listed`);
