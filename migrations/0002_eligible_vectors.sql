@@ -14,8 +14,8 @@ CREATE TABLE eligible_vectors (
 );
 
 -- How many eligible vectors each shard of a scope holds. A scope's codes are split into shards (8 x sqrt of the
--- scope's size, within 256..4096: shardCapacity), so the first pass asks each shard for a small k (vec0's top-k
--- costs rows x k).
+-- scope's size, at least 256, at most 400 shards: shardCapacity), so the first pass asks each shard for a small k
+-- (vec0's top-k costs rows x k).
 CREATE TABLE eligible_shards (
   scope_key TEXT NOT NULL,
   shard INTEGER NOT NULL CHECK (shard >= 0),

@@ -8,20 +8,22 @@ import { runShape } from './statement-shapes.js';
 // (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT semantic query never
 // scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
 
-/** The least and the most eligible vectors a shard fills up to before the scope opens another (shardCapacity). */
+/** The fewest eligible vectors a shard fills up to before the scope opens another (shardCapacity). */
 export const MIN_SHARD_ROWS = 256;
-export const MAX_SHARD_ROWS = 4096;
+/** SQLite allows 500 terms in a compound SELECT: one UNION ALL arm per shard, so a scope keeps fewer shards. */
+const MAX_SHARDS = 400;
 
 /**
- * How many vectors a scope of `total` eligible vectors fills each shard with before it opens another: 8·√total,
- * within MIN_SHARD_ROWS…MAX_SHARD_ROWS. The first pass costs about k × shard size per shard, with k in proportion to
- * the shard's share of 256, so about 256 × shard size in all: small shards for small scopes. Each shard also costs a
- * statement arm and at least MIN_SHARD_K candidates to re-score, so big scopes want fewer, bigger shards; √total
- * balances the two (decision 0017 has the measurements).
+ * How many vectors a scope of `total` eligible vectors fills each shard with before it opens another: 8·√total, at
+ * least MIN_SHARD_ROWS, and enough that the scope keeps at most MAX_SHARDS. The first pass costs about k × shard size
+ * per shard, with k in proportion to the shard's share of 256, so about 256 × shard size in all: small shards for
+ * small scopes. Each shard also costs a statement arm and at least MIN_SHARD_K candidates to re-score, so big scopes
+ * want fewer, bigger shards; √total balances the two (decision 0017 has the measurements).
  */
 export function shardCapacity(total: number): number {
-  return Math.min(MAX_SHARD_ROWS, Math.max(MIN_SHARD_ROWS, 8 * Math.ceil(Math.sqrt(total))));
+  return Math.max(MIN_SHARD_ROWS, 8 * Math.ceil(Math.sqrt(total)), Math.ceil(total / MAX_SHARDS));
 }
+
 /** How many codes the first pass keeps over the whole scope; a scope this small or smaller is searched exactly. */
 export const FIRST_PASS_ROWS = 256;
 /** The least k asked of one shard, so a shard's best few always reach the exact re-scoring. */
@@ -50,17 +52,18 @@ export function floatVector(blob: Uint8Array): Float32Array {
 export async function addEligibleVector(
   trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array,
 ): Promise<void> {
-  type Least = { shard: number; size: number; total: number };
+  type Least = { shard: number; size: number; total: number; next: number };
   const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<Least>`
-    SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total FROM eligible_shards
-    WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
+    SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total,
+      (SELECT max(shard) + 1 FROM eligible_shards WHERE scope_key = ${key}) AS next
+    FROM eligible_shards WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
   let shard: number;
   if (least !== undefined && least.size < shardCapacity(least.total + 1)) {
     shard = least.shard;
     await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
       sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   } else {
-    shard = least === undefined ? 0 : await shardCount(trx, scopeKey);
+    shard = least === undefined ? 0 : least.next;
     await runShape(trx, 'openShard', [scopeKey, shard], ([key, s]) =>
       sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
   }
@@ -72,11 +75,6 @@ export async function addEligibleVector(
   await runShape(trx, 'insertEligibleCode', codeArgs, ([id, shardKey, code]) =>
     sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (${id}, ${shardKey}, vec_bit(${code}))`
       .compile(trx));
-}
-
-async function shardCount(trx: Transaction<DB>, scopeKey: string): Promise<number> {
-  return Number((await runShape(trx, 'shardCount', [scopeKey], ([key]) => sql<{ shards: number }>`
-    SELECT count(*) AS shards FROM eligible_shards WHERE scope_key = ${key}`.compile(trx))).rows[0]!.shards);
 }
 
 /** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
@@ -126,7 +124,9 @@ export async function eligibleNeighbours(
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0 || limit <= 0) return [];
   const code = simhashCode(embedding);
-  const shardK = (size: number) => (total <= FIRST_PASS_ROWS ? size
+  // The sizes were read by a statement of their own, and another process may have added vectors since: a small scope
+  // asks each shard for FIRST_PASS_ROWS (vec0 returns every row of a smaller partition), so none is left out.
+  const shardK = (size: number) => (total <= FIRST_PASS_ROWS ? FIRST_PASS_ROWS
     : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total))));
   const firstPass = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the

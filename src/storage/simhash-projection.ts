@@ -1,7 +1,7 @@
 /** Bits of the SimHash code of `eligible_codes.simhash_v1` (migrations/0002_eligible_vectors.sql). */
 export const SIMHASH_BITS = 768;
-/** The projection's version, named in the code column: a change of seed or rule is a new column and migration. */
-export const SIMHASH_VERSION = 1;
+// The projection's version is in the code column's name (simhash_v1): a change of seed or rule is a new column and
+// a new migration.
 const SIMHASH_V1_SEED = 0x5ca1ab1e;
 
 const planesByDimension = new Map<number, readonly Int16Array[]>();

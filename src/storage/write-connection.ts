@@ -126,9 +126,13 @@ export class WriteConnection {
 
   /** Closes the connection; returns true when SQLite confirms it is closed. */
   async close(): Promise<boolean> {
-    this.#queue?.close();
-    if (!this.#connection.open) return true;
+    if (!this.#connection.open) {
+      this.#queue?.close();
+      return true;
+    }
+    // Kysely lets a write in flight finish first; only then may the queue's lock go.
     await this.#kysely.destroy();
+    this.#queue?.close();
     if (this.#connection.open) this.#connection.close();
     return !this.#connection.open;
   }

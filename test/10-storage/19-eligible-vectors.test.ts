@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { scopeDigest } from '../../src/adapter/request-scope.js';
 import { freshBindingJson } from '../../src/embedding/embedding-binding.js';
 import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
@@ -10,7 +11,7 @@ import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
-import { FIRST_PASS_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
+import { eligibleNeighbours, FIRST_PASS_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -162,7 +163,9 @@ function expectedShards(count: number): number[] {
 }
 
 t.test('shard capacity grows with the scope, as 8·√total within its bounds', async (t) => {
-  t.strictSame([0, 1, 1000, 1025, 2000, 10_000, 100_000, 1_000_000].map(shardCapacity), [256, 256, 256, 264, 360, 800, 2536, 4096]);
+  t.strictSame([0, 1, 1000, 1025, 2000, 10_000, 100_000, 1_000_000, 100_000_000].map(shardCapacity),
+    [256, 256, 256, 264, 360, 800, 2536, 8000, 250_000]);
+  t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400), 'at most 400 shards: one UNION ALL arm each');
   const sizes = expectedShards(2053);
   t.ok(sizes.length > 1 && Math.max(...sizes) - Math.min(...sizes) <= 1, `2,053 vectors: ${sizes.length} balanced shards`);
 });
@@ -188,6 +191,23 @@ t.test('shards fill the least-filled first and shrink when records stop being cu
   const successors = readVectorForms(dbPath).records.filter((r) => r.eligible && !fixtures.some((f) => f.row.record_id === r.recordId));
   t.equal(successors.length, 10);
   assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
+});
+
+t.test('a small scope is searched whole even when its shard sizes were read before another commit', async (t) => {
+  const dbPath = join(t.testdir(), 'stale-sizes.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const q = queryVector('cache eviction policy');
+  await insertFixtures(engine, Array.from({ length: 20 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.1 + i * 0.02, i + 1) })));
+  // The sizes as a search would have read them before 17 of the vectors were committed by another process.
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare('UPDATE eligible_shards SET size = 3').run();
+  raw.close();
+  const neighbours = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20));
+  t.equal(neighbours.length, 20, 'every vector of the shard is re-scored, not the 3 the sizes said');
+  t.strictSame(neighbours.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 20 }, (_, i) => Number((0.1 + i * 0.02).toFixed(2))),
+    'nearest first, exact distances');
 });
 
 t.test('audit L10 names eligible forms that are missing, extra, wrong or miscounted', async (t) => {

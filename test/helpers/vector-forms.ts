@@ -1,7 +1,7 @@
 // Raw reads of every vector table (fact_vec and the eligible forms of schema 2), checked against the lifecycle table
 // of STORAGE.md §4.5 without going through the storage code under test.
 import type { Test } from 'tap';
-import { floatVector, MAX_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
+import { floatVector } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { RawDatabase, sqliteVec } from './storage.js';
 
@@ -55,7 +55,7 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
 /**
  * Asserts the lifecycle table of STORAGE.md §4.5 for every record (FTS row, float vector, eligible forms), that each
  * eligible form holds the record's own float bytes and the SimHash of them in a shard of its own scope, and that the
- * shard sizes count exactly those vectors, none above MAX_SHARD_ROWS.
+ * shard sizes count exactly those vectors.
  */
 export function assertLifecycleTable(t: Test, dbPath: string, label: string): void {
   const { records, shards } = readVectorForms(dbPath);
@@ -78,7 +78,7 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
     const key = `${r.eligible.scopeKey}/${r.eligible.shard}`;
     counted.set(key, (counted.get(key) ?? 0) + 1);
   }
-  t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) || s.size > MAX_SHARD_ROWS), [],
+  t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) ), [],
     `${label}: shard sizes count their vectors`);
   t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)), `${label}: every shard in use is listed`);
 }
