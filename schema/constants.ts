@@ -32,10 +32,20 @@ export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_eligible_shards_delete_fence',
 ] as const);
 /** The table each fence trigger guards: a database that has the table must have its three fences. */
-export const FENCED_TABLE_OF: Readonly<Record<(typeof FENCE_TRIGGER_NAMES)[number], string>> = Object.freeze(Object.fromEntries(
-  FENCE_TRIGGER_NAMES.map((name) => {
-    const part = name.replace(/^factlane_v2_/, '').replace(/_(insert|update|delete)_fence$/, '');
-    const table = ({ adapter: 'adapter_records', meta: 'adapter_meta', migrations: 'schema_migrations' } as Record<string, string>)[part] ?? part;
-    return [name, table];
-  }),
-) as Record<(typeof FENCE_TRIGGER_NAMES)[number], string>);
+export const FENCED_TABLE_OF: Readonly<Record<(typeof FENCE_TRIGGER_NAMES)[number], string>> = Object.freeze({
+  factlane_v2_adapter_insert_fence: 'adapter_records',
+  factlane_v2_adapter_update_fence: 'adapter_records',
+  factlane_v2_adapter_delete_fence: 'adapter_records',
+  factlane_v2_meta_insert_fence: 'adapter_meta',
+  factlane_v2_meta_update_fence: 'adapter_meta',
+  factlane_v2_meta_delete_fence: 'adapter_meta',
+  factlane_v2_migrations_insert_fence: 'schema_migrations',
+  factlane_v2_migrations_update_fence: 'schema_migrations',
+  factlane_v2_migrations_delete_fence: 'schema_migrations',
+  factlane_v2_eligible_vectors_insert_fence: 'eligible_vectors',
+  factlane_v2_eligible_vectors_update_fence: 'eligible_vectors',
+  factlane_v2_eligible_vectors_delete_fence: 'eligible_vectors',
+  factlane_v2_eligible_shards_insert_fence: 'eligible_shards',
+  factlane_v2_eligible_shards_update_fence: 'eligible_shards',
+  factlane_v2_eligible_shards_delete_fence: 'eligible_shards',
+});
