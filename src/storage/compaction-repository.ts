@@ -5,8 +5,8 @@ import { createdAtKey, findRecord, inScope, type Reader, type ScopeColumns } fro
 
 /**
  * Compacts one record (STORAGE.md §8) inside the caller's write transaction: a SUPERSEDED record with its FTS row
- * and a vector whose `is_current` is 0 (and no eligible vector form) becomes HISTORICAL and loses its vector row; nothing else changes. Returns
- * false for a HISTORICAL record already without a vector (nothing to do). Errors: NOT_FOUND (unknown record_id),
+ * and a vector whose `is_current` is 0 (and no eligible vector form) becomes HISTORICAL and loses its vector row;
+ * nothing else changes. Returns false for a HISTORICAL record already without a vector (nothing to do). Errors: NOT_FOUND (unknown record_id),
  * COMPACTION_NOT_ELIGIBLE (not SUPERSEDED), COMPACTION_STATE_INVALID (a derived row missing, a vector still current,
  * or a HISTORICAL record still holding a vector); the caller's transaction then rolls back.
  */
@@ -34,7 +34,8 @@ export async function compactRecord(trx: Transaction<DB>, recordId: string): Pro
 
 /**
  * The record_ids of up to `limit` records of the exact scope ready for compaction (OPERATIONS.md §2: SUPERSEDED,
- * with their FTS row and a vector whose `is_current` is 0, no eligible form), oldest first by `created_at`, then `record_id`.
+ * with their FTS row and a vector whose `is_current` is 0, no eligible form), oldest first by `created_at`, then
+ * `record_id`.
  */
 export async function readyForCompaction(reader: Reader, scope: ScopeColumns, limit: number): Promise<string[]> {
   const rows = await inScope(reader, scope).clearSelect().select('record_id')

@@ -37,7 +37,10 @@ export interface Neighbour {
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
-const asBytes = (vector: Float32Array) => new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+/** The bytes of a float32 vector as SQLite binds a vector blob (a view, no copy); floatVector reads them back. */
+export function vectorBytes(vector: Float32Array): Uint8Array {
+  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+}
 
 /** A stored float32 vector blob as a Float32Array of its own (blobs need not be 4-byte aligned). */
 export function floatVector(blob: Uint8Array): Float32Array {
@@ -67,7 +70,7 @@ export async function addEligibleVector(
     await runShape(trx, 'openShard', [scopeKey, shard], ([key, s]) =>
       sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
   }
-  await runShape(trx, 'insertEligibleVector', [rowId, scopeKey, shard, asBytes(embedding)], ([id, key, s, bytes]) =>
+  await runShape(trx, 'insertEligibleVector', [rowId, scopeKey, shard, vectorBytes(embedding)], ([id, key, s, bytes]) =>
     sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding)
       VALUES (${id}, ${key}, ${s}, ${bytes})`.compile(trx));
   // vec0 refuses a REAL rowid: bind BigInt.
@@ -132,7 +135,7 @@ export async function eligibleNeighbours(
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
   // rule 2), the same distance vec0 computes.
-  const args = [asBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
+  const args = [vectorBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
   const shape = `eligibleNeighbours:${firstPass.length}`;
   const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...passes]) => {
     const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DB } from '../../generated/db.js';
-import { addEligibleVector, removeEligibleVector } from './eligible-vectors.js';
+import { addEligibleVector, removeEligibleVector, vectorBytes } from './eligible-vectors.js';
 import { assertRecordInvariants } from './record-invariants.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
@@ -78,7 +78,7 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
   // The FTS rowid must equal the record's row_id; the generated type has no rowid column, hence raw SQL.
   await runShape(trx, 'insertFts', [rowId, derived.searchText], ([id, text]) => sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${id}, ${text})`.compile(trx));
   // vec0 refuses REAL for rowid and metadata integers: bind BigInt.
-  const vector = new Uint8Array(derived.embedding.buffer, derived.embedding.byteOffset, derived.embedding.byteLength);
+  const vector = vectorBytes(derived.embedding);
   const current = record.lifecycle_state === 'VALIDATED_CURRENT';
   await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
     sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));

@@ -2,7 +2,7 @@ import { sql, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { sha256Hex } from '../core/hashing.js';
 import type { DB } from '../../generated/db.js';
-import { rebuildEligibleVectors } from './eligible-vectors.js';
+import { rebuildEligibleVectors, vectorBytes } from './eligible-vectors.js';
 import type { MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { inspectSchema } from './schema-inspection.js';
@@ -98,7 +98,7 @@ export function writeNextVectors(connection: SqliteConnection, batch: readonly {
   for (const rowId of remove) drop.run(BigInt(rowId));
   for (const { row, embedding } of batch) {
     drop.run(BigInt(row.rowId));
-    insert.run(BigInt(row.rowId), row.scopeKey, BigInt(row.isCurrent), new Uint8Array(embedding.buffer, embedding.byteOffset, embedding.byteLength));
+    insert.run(BigInt(row.rowId), row.scopeKey, BigInt(row.isCurrent), vectorBytes(embedding));
   }
 }
 

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { eligibleNeighbours, type Neighbour } from './eligible-vectors.js';
+import { eligibleNeighbours, vectorBytes, type Neighbour } from './eligible-vectors.js';
 import { createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
 import { runShape } from './statement-shapes.js';
 
@@ -55,7 +55,7 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
  */
 export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   const neighbours = currentOnly ? await eligibleNeighbours(reader, scopeKey, embedding, limit) : (await runShape(reader, 'semanticHits:history',
-    [new Uint8Array(embedding.buffer, embedding.byteOffset, embedding.byteLength), BigInt(limit), scopeKey], ([v, k, key]) =>
+    [vectorBytes(embedding), BigInt(limit), scopeKey], ([v, k, key]) =>
       sql<Neighbour>`SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${v} AND k = ${k} AND scope_key = ${key}
         ORDER BY distance`.compile(reader))).rows;
   if (neighbours.length === 0) return [];
