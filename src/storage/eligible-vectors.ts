@@ -82,11 +82,10 @@ export async function addEligibleVector(
 
 /** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
 export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint): Promise<void> {
-  const held = (await runShape(trx, 'eligibleShardOf', [rowId], ([id]) => sql<{ scope_key: string; shard: number }>`
-    SELECT scope_key, shard FROM eligible_vectors WHERE row_id = ${id}`.compile(trx))).rows[0];
+  // RETURNING names the shard the row was in, so the row is found once.
+  const held = (await runShape(trx, 'deleteEligibleVector', [rowId], ([id]) => sql<{ scope_key: string; shard: number }>`
+    DELETE FROM eligible_vectors WHERE row_id = ${id} RETURNING scope_key, shard`.compile(trx))).rows[0];
   if (held === undefined) return;
-  await runShape(trx, 'deleteEligibleVector', [rowId], ([id]) =>
-    sql`DELETE FROM eligible_vectors WHERE row_id = ${id}`.compile(trx));
   await runShape(trx, 'shrinkShard', [held.scope_key, held.shard], ([key, s]) =>
     sql`UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   await runShape(trx, 'deleteEligibleCode', [rowId], ([id]) =>
