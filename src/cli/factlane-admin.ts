@@ -9,6 +9,8 @@ import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
 import { housekeep, type HousekeepReport, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
 import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
+import { recoverDatabase, type RecoveryEvent } from '../maintenance/recover-operation.js';
+import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -27,8 +29,12 @@ const USAGE = `usage:
 restore writes a new database only: PATH, PATH-wal and PATH-shm must not exist
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
 housekeep compacts at most N ready SUPERSEDED records of one exact scope, only while free space is below B
-recover is not in this build yet.
-exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems
+  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1] --out PLAN.json [--json]
+  factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json [--state STATE.json] [--json]
+
+recover purges the records of a plan for good (docs/operations.md, "Incident recovery"): stop every host first, run as root
+exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems, or recover held without mutating;
+  4 recover committed but sealing is incomplete (rerun the same plan)
 `;
 
 const argv = process.argv.slice(2);
@@ -40,6 +46,8 @@ function parse() {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
       db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
+      plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
+      'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
       ...Object.fromEntries(HOUSEKEEP_FLAGS.map((flag) => [flag, { type: 'string' }])),
     } });
   } catch (error) {
@@ -47,7 +55,10 @@ function parse() {
   }
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
+  const subcommand = command === 'recover' && rest[0] === 'plan' ? rest.shift() : undefined;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
+  const recoverFlags = [...RECOVER_FLAGS, 'memory-id'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  if (command !== 'recover' && recoverFlags.length > 0) throw new UsageError(`--${recoverFlags[0]} belongs to recover`);
   if (command !== 'restore' && parsed.values.from !== undefined) throw new UsageError('--from belongs to restore');
   const housekeepFlags = HOUSEKEEP_FLAGS.filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'housekeep' && housekeepFlags.length > 0) throw new UsageError(`--${housekeepFlags[0]} belongs to housekeep`);
@@ -59,6 +70,19 @@ function parse() {
     if (!Object.hasOwn(EMBEDDING_PROFILES, profile)) throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
     if (parsed.values['ollama-url'] !== undefined && !isLoopbackOllamaUrl(parsed.values['ollama-url'])) {
       throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
+    }
+  } else if (command === 'recover' && subcommand === 'plan') {
+    const { db, out, plan, confirm, receipt, state } = parsed.values;
+    if (!db || !out || !parsed.values['memory-id']?.length || plan || confirm || receipt || state) {
+      throw new UsageError('recover plan needs --db PATH, --out PLAN.json and at least one --memory-id ID');
+    }
+    const incidentClass = parsed.values['incident-class'];
+    if (incidentClass !== undefined && incidentClass !== 'S1' && incidentClass !== 'M1') throw new UsageError('--incident-class must be S1 or M1');
+    return { command: 'recover-plan', values: parsed.values };
+  } else if (command === 'recover') {
+    const { db, plan, confirm, receipt, out } = parsed.values;
+    if (!db || !plan || !confirm || !receipt || out || parsed.values['memory-id'] || parsed.values['incident-class']) {
+      throw new UsageError('recover needs --db PATH, --plan PLAN.json, --confirm OPERATION_ID and --receipt RECEIPT.json');
     }
   } else if (command === 'restore') {
     if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('restore needs --from FILE and --db PATH');
@@ -77,6 +101,7 @@ function parse() {
   return { command, values: parsed.values };
 }
 
+const RECOVER_FLAGS = ['plan', 'confirm', 'receipt', 'state', 'incident-class'] as const;
 const HOUSEKEEP_FLAGS = ['scope', 'project-id', 'worktree-id', 'workflow-id', 'agent-id', 'max-records', 'required-free-bytes'] as const;
 
 /** A whole number of at least `min` written in decimal digits, else a usage error. */
@@ -113,6 +138,11 @@ function printVerify(report: VerifyReport): void {
   for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
 }
 
+function printRecoveryEvent(event: RecoveryEvent): void {
+  if (wantsJson()) process.stderr.write(`${JSON.stringify(event)}\n`);
+  else process.stderr.write(`recover: ${event.phase}${event.detail ? ` (${event.detail})` : ''}; state ${event.recovery_state ?? 'none'}\n`);
+}
+
 function printProgress(progress: ReembedProgress): void {
   if (wantsJson()) {
     process.stderr.write(`${JSON.stringify(progress)}\n`);
@@ -139,6 +169,22 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   if (command === 'help') {
     process.stdout.write(USAGE);
     return EXIT.OK;
+  }
+  if (command === 'recover-plan') {
+    const plan = buildRecoveryPlan({ dbPath: values.db!, memoryIds: values['memory-id']!, incidentClass: values['incident-class'] as 'S1' | 'M1' | undefined });
+    writeRecoveryPlan(values.out!, plan);
+    const summary = { operation_id: plan.operation_id, target_count: plan.targets.length };
+    if (wantsJson()) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+    else process.stdout.write(`recover plan: ${plan.targets.length} target(s) written, operation_id ${plan.operation_id}; review the plan, then run recover with --confirm ${plan.operation_id}\n`);
+    return EXIT.OK;
+  }
+  if (command === 'recover') {
+    const outcome = await recoverDatabase({
+      dbPath: values.db!, planPath: values.plan!, confirm: values.confirm!, receiptPath: values.receipt!, statePath: values.state, onPhase: printRecoveryEvent,
+    });
+    if (wantsJson()) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
+    else process.stdout.write(`recover: ${outcome.hold ?? outcome.result}: ${outcome.message}\n`);
+    return outcome.exit;
   }
   if (command === 'reembed') {
     const provider = createProvider(values.profile!, values['ollama-url'] ?? 'http://127.0.0.1:11434');

@@ -10,7 +10,7 @@ export type LeaseMode = 'shared' | 'exclusive';
  * connection and must be released only after every connection of the process to the file is closed.
  */
 export class DatabaseLease {
-  readonly path: string;
+  #path: string;
   readonly mode: LeaseMode;
   /** True when acquiring the lease created the (empty) database file. */
   readonly createdFile: boolean;
@@ -18,7 +18,7 @@ export class DatabaseLease {
   #flock = loadFlock();
 
   private constructor(path: string, mode: LeaseMode, fd: number, createdFile: boolean) {
-    this.path = path;
+    this.#path = path;
     this.mode = mode;
     this.#fd = fd;
     this.createdFile = createdFile;
@@ -76,6 +76,27 @@ export class DatabaseLease {
       throw new AdapterError('BACKEND_UNAVAILABLE', 'the database lease cannot be taken on this filesystem', { cause: error });
     }
     this.assertSameInode();
+  }
+
+  /** The path the lease was taken through (or adopted, after a rename). */
+  get path(): string {
+    return this.#path;
+  }
+
+  /**
+   * Names the locked inode by `path` from now on, after the caller renamed the file there while holding the lease
+   * (recovery's promotion of its sanitized image, OPERATIONS.md §5.6). BACKEND_UNAVAILABLE when `path` does not
+   * name the locked inode.
+   */
+  adoptPath(path: string): void {
+    const previous = this.#path;
+    this.#path = path;
+    try {
+      this.assertSameInode();
+    } catch (error) {
+      this.#path = previous;
+      throw error;
+    }
   }
 
   /** Throws BACKEND_UNAVAILABLE when the path no longer names the locked inode (file replaced or removed). */

@@ -1,5 +1,5 @@
-import { chmodSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, rmdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 
 /** fsync of a file or directory by path. */
@@ -44,4 +44,45 @@ export function removeDirectories(created: readonly string[]): void {
       // Not empty (someone else put a file there) or already gone: leave it.
     }
   }
+}
+
+/**
+ * Creates `path` with mode 0600 whatever the umask, failing when it exists (exclusive create), writes `text` and
+ * fsyncs it. Throws the system error.
+ */
+export function createPrivateFile(path: string, text = ''): void {
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+  try {
+    fchmodSync(fd, 0o600);
+    if (text !== '') writeSync(fd, text);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Replaces `path` atomically with `text`: a 0600 temporary file beside it, written and fsynced, renamed over `path`,
+ * then the directory fsynced. A reader sees the old content or the new, never a part. Throws the system error; the
+ * temporary file is removed on failure.
+ */
+export function writePrivateFileAtomic(path: string, text: string): void {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  try {
+    unlinkSync(temporary);
+  } catch {
+    // No leftover of an earlier attempt.
+  }
+  try {
+    createPrivateFile(temporary, text);
+    renameSync(temporary, path);
+  } catch (error) {
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Already renamed or never created.
+    }
+    throw error;
+  }
+  fsyncPath(dirname(path));
 }

@@ -29,8 +29,21 @@ export function versionAtLeast(version: string, minimum: string): boolean {
   return true;
 }
 
-function refuse(message: string, cause?: unknown): AdapterError {
-  return new AdapterError('BACKEND_COMPATIBILITY_MISMATCH', message, { cause });
+/** The part of the runtime a probe failure names: recovery holds on each with its own code (OPERATIONS.md §5.3). */
+export type RuntimeComponent = 'sqlite' | 'sqlite-vec' | 'flock';
+
+/** A BACKEND_COMPATIBILITY_MISMATCH of the runtime probe, naming the component that failed. */
+export class RuntimeRefusal extends AdapterError {
+  readonly component: RuntimeComponent;
+
+  constructor(component: RuntimeComponent, message: string, cause?: unknown) {
+    super('BACKEND_COMPATIBILITY_MISMATCH', message, { cause });
+    this.component = component;
+  }
+}
+
+function refuse(message: string, cause?: unknown, component: RuntimeComponent = 'sqlite'): AdapterError {
+  return new RuntimeRefusal(component, message, cause);
 }
 
 /**
@@ -57,15 +70,15 @@ export function probeRuntime(options: RuntimeProbeOptions = {}): RuntimeReport {
       loadSqliteVec(connection);
       sqliteVecVersion = (connection.prepare('SELECT vec_version() AS v').get() as { v: string }).v;
     } catch (error) {
-      throw refuse('the sqlite-vec extension cannot be loaded', error);
+      throw refuse('the sqlite-vec extension cannot be loaded', error, 'sqlite-vec');
     }
     if (!versionAtLeast(sqliteVecVersion, SQLITE_VEC_MINIMUM_VERSION)) {
-      throw refuse(`sqlite-vec ${sqliteVecVersion} is older than the required ${SQLITE_VEC_MINIMUM_VERSION}`);
+      throw refuse(`sqlite-vec ${sqliteVecVersion} is older than the required ${SQLITE_VEC_MINIMUM_VERSION}`, undefined, 'sqlite-vec');
     }
     try {
       loadFlock();
     } catch (error) {
-      throw refuse('the flock binding (fs-ext) is not built for this Node.js', error);
+      throw refuse('the flock binding (fs-ext) is not built for this Node.js', error, 'flock');
     }
     return Object.freeze({ sqliteVersion, sqliteVecVersion, fts5: true });
   } finally {

@@ -42,6 +42,12 @@ export interface SQLiteVecEngineOptions {
   readonly writerQueue?: WriterQueueSettings;
   /** Receives storage warnings (a writer queue that cannot be used); default silent. */
   readonly logger?: Logger;
+  /**
+   * Internal maintenance capability of recovery's postflight (OPERATIONS.md §5.7), never set by the server: the
+   * exclusive lease this process holds on the database inode. The engine checks that `dbPath` names that inode
+   * instead of taking a shared lease, admits the recovery interlock, and leaves the lease to its owner on close.
+   */
+  readonly maintenanceLease?: DatabaseLease;
 }
 
 /** Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. */
@@ -92,11 +98,13 @@ export class SQLiteVecEngine {
   readonly created: boolean;
   /** What the database held when opened (after creation, for a new one). */
   readonly findings: SchemaFindings;
-  readonly #lease: DatabaseLease;
+  /** The lease this engine took and releases; undefined when a maintenance capability lent it. */
+  readonly #lease: DatabaseLease | undefined;
   readonly #connection: WriteConnection;
   #closed = false;
+  #closeConfirmed = false;
 
-  private constructor(init: { path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings; lease: DatabaseLease; connection: WriteConnection }) {
+  private constructor(init: { path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings; lease: DatabaseLease | undefined; connection: WriteConnection }) {
     this.path = init.path;
     this.runtime = init.runtime;
     this.created = init.created;
@@ -119,16 +127,19 @@ export class SQLiteVecEngine {
     const path = resolveDatabasePath(options.dbPath);
     const existing = existsSync(path) ? statSync(path) : undefined;
     if (existing && !existing.isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
+    const maintenance = options.maintenanceLease;
+    if (maintenance) assertMaintenanceLease(maintenance, path, existing?.size ?? 0);
     let binding = !existing || existing.size === 0 ? await options.newDatabaseBinding() : undefined;
 
     if (binding) createPrivateParents(path);
-    const lease = DatabaseLease.acquire(path, 'shared', { create: true });
+    const lease = maintenance ?? DatabaseLease.acquire(path, 'shared', { create: true });
+    const ownsLease = maintenance === undefined;
     let connection: WriteConnection | undefined;
     try {
       if (statSync(path).size > 0) {
         const findings = inspectExistingFile(path, shipped);
         if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
-        if (findings.interlockPresent) {
+        if (findings.interlockPresent && ownsLease) {
           throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
         }
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
@@ -161,11 +172,11 @@ export class SQLiteVecEngine {
       const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
       if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
       lease.assertSameInode();
-      return new SQLiteVecEngine({ path, runtime, created, findings, lease, connection });
+      return new SQLiteVecEngine({ path, runtime, created, findings, lease: ownsLease ? lease : undefined, connection });
     } catch (error) {
       const closed = connection ? await connection.close() : true;
       if (closed && lease.createdFile) removeUnfinishedDatabase(lease);
-      if (closed) lease.release();
+      if (closed && ownsLease) lease.release();
       throw error;
     }
   }
@@ -204,12 +215,26 @@ export class SQLiteVecEngine {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (await this.#connection.close()) this.#lease.release();
+    this.#closeConfirmed = await this.#connection.close();
+    if (this.#closeConfirmed) this.#lease?.release();
+  }
+
+  /** True once close() has run and SQLite confirmed the connection closed. */
+  get closeConfirmed(): boolean {
+    return this.#closeConfirmed;
   }
 
   #assertOpen(): void {
     if (this.#closed) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
   }
+}
+
+/** The maintenance capability must be a held exclusive lease on the existing, non-empty file at `path`. */
+function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number): void {
+  if (lease.mode !== 'exclusive' || !lease.held || lease.path !== path || size === 0) {
+    throw new AdapterError('BACKEND_UNAVAILABLE', 'the maintenance capability does not hold this database');
+  }
+  lease.assertSameInode();
 }
 
 /** Removes a database this process created but could not finish, when nobody else attached to it. */

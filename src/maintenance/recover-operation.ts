@@ -1,0 +1,248 @@
+import { existsSync } from 'node:fs';
+import { canonicalJson } from '../core/canonical-json.js';
+import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
+import type { DatabaseLease } from '../storage/database-lease.js';
+import { writePrivateFileAtomic } from '../storage/durable-files.js';
+import { ftsCommands, purgeRecord, readDerivedRows, recordDigests, rowsHoldingContent, writeInterlock, type RecoveryInterlock } from '../storage/recovery-repository.js';
+import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
+import { inspectTargets, type Inspection, type RecoveryNeedles } from './recovery-inspection.js';
+import { MATERIALIZATION_CLASSES, tombstoneColumns, type RecoveryPlan } from './recovery-plan.js';
+import { runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest } from './recovery-preflight.js';
+import { SealingFailure, runPostflight, sealDatabase, type ResidualScan, type SealStep } from './recovery-sealing.js';
+import { phaseReached, writeRecoveryState, type RecoveryPhase } from './recovery-state.js';
+
+// `factlane-admin recover` (OPERATIONS.md §5): preflight, inspection, one purge transaction, sealing, postflight.
+
+/** One progress line: a phase that completed, or the outcome. No content, no path. */
+export interface RecoveryEvent {
+  readonly phase: 'preflight' | 'target_inspection' | 'logical_purge' | SealStep | 'postflight' | 'completed' | 'outcome';
+  readonly recovery_state: RecoveryPhase | null;
+  readonly detail?: string;
+}
+
+/** Options of recoverDatabase. */
+export interface RecoverOptions extends RecoveryRequest {
+  readonly clock?: Clock;
+  readonly env?: PreflightEnvironment;
+  /** Called as each phase completes (progress on stderr; tests inject faults here). */
+  readonly onPhase?: (event: RecoveryEvent) => void;
+  /** Where SIGINT and SIGTERM are watched; default the process. */
+  readonly signals?: NodeJS.EventEmitter;
+}
+
+/** The receipt of OPERATIONS.md §5.9: no content, content hash or path. */
+export type RecoveryReceipt = Readonly<Record<string, unknown>>;
+
+/** How a run ended: exit 0 done, 1 failed before any commit, 3 held without mutating, 4 committed but not sealed. */
+export interface RecoveryOutcome {
+  readonly exit: 0 | 1 | 3 | 4;
+  readonly result: 'LOCAL_FACTLANE_PURGE_PASS' | 'HELD_NO_MUTATION' | 'FAILED_NO_MUTATION' | 'SEALING_INCOMPLETE';
+  readonly hold: RecoveryHoldCode | null;
+  readonly recovery_state: RecoveryPhase | null;
+  readonly message: string;
+  /** The resume path this run took. */
+  readonly mode: 'FRESH' | 'RESUME_SEALING' | 'RESUME_POSTFLIGHT' | 'ALREADY_VERIFIED' | null;
+  readonly receipt: RecoveryReceipt | null;
+}
+
+/** SIGINT or SIGTERM arrived: the run stops at its next step (and fails closed after the commit). */
+class Interrupted extends Error {
+  override name = 'Interrupted';
+}
+
+/** Watches SIGINT and SIGTERM for the run; `check` throws once one arrived. */
+function watchSignals(emitter: NodeJS.EventEmitter) {
+  let received: string | null = null;
+  const handler = (signal: string) => {
+    received = signal;
+  };
+  emitter.on('SIGINT', handler);
+  emitter.on('SIGTERM', handler);
+  return {
+    check() {
+      if (received !== null) throw new Interrupted(`interrupted by ${received}`);
+    },
+    stop() {
+      emitter.off('SIGINT', handler);
+      emitter.off('SIGTERM', handler);
+    },
+  };
+}
+
+function receiptOf(prepared: PreparedRecovery, residual: ResidualScan, completedAt: string): RecoveryReceipt {
+  const { plan } = prepared;
+  const classes = Object.fromEntries(MATERIALIZATION_CLASSES.map((name) => [name, plan.targets.filter((t) => t.expected_materialization === name).length]));
+  return {
+    operation_id: plan.operation_id, incident_class: plan.incident_class, db_identity: prepared.dbIdentity, database_id: plan.database_id,
+    result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED', target_count: plan.targets.length,
+    materialization_classes: classes, core_secure_delete: true, fts5_secure_delete: true, fts_rebuild_in_logical_transaction: true,
+    fts_integrity_check: 'PASS', first_wal_checkpoint_truncate: 'PASS', vacuum_into_sanitized_image: 'PASS', second_wal_checkpoint_truncate: 'PASS',
+    post_sealing_db_fts_verification: 'PASS', residual_byte_scan: residual, public_mcp_tool_count: 5, plaintext_pre_mutation_backup: false,
+    raw_content_logged: false, content_derived_confirmation_oracle: false, external_residual_copy_status: 'UNKNOWN', physical_erasure_claim: false,
+    completed_at: completedAt, ...(plan.safe_ids_for_receipt === true ? { safe_target_ids: plan.targets.map((t) => t.record_id) } : {}),
+  };
+}
+
+/** Which path a run takes once the preflight and the inspection passed (§5.8). */
+function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNullable<RecoveryOutcome['mode']> {
+  const tombstoned = inspection.kind === 'ALL_TOMBSTONED';
+  const mismatch = (why: string) => new RecoveryHold('HOLD_RECOVERY_STATE_MISMATCH', why);
+  if (prepared.interlock) {
+    if (!tombstoned) throw mismatch('the interlock of this plan is present but its targets are not tombstoned');
+    return 'RESUME_SEALING';
+  }
+  if (phaseReached(prepared.state, 'LOCAL_FACTLANE_PURGE_VERIFIED')) {
+    if (!tombstoned) throw mismatch('the state says this plan completed, but its targets are not tombstoned in this database');
+    return 'ALREADY_VERIFIED';
+  }
+  if (tombstoned) return 'RESUME_POSTFLIGHT';
+  if (phaseReached(prepared.state, 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE')) throw mismatch('the state says the purge committed, but no target is tombstoned');
+  return 'FRESH';
+}
+
+/** The one purge transaction of §5.5; returns the interlock it committed. Holds and errors roll it back. */
+async function purge(prepared: PreparedRecovery, inspection: Extract<Inspection, { kind: 'UNTOUCHED' }>, committedAt: string, check: () => void): Promise<RecoveryInterlock> {
+  const interlock = { operation_id: prepared.plan.operation_id, plan_sha256: prepared.planSha256, committed_at: committedAt };
+  await prepared.connection.write(async (trx, raw) => {
+    await ftsCommands.secureDelete(trx);
+    for (const { row } of inspection.targets) await purgeRecord(trx, row.row_id, tombstoneColumns(prepared.plan.operation_id, row.record_id));
+    await ftsCommands.rebuild(trx);
+    await ftsCommands.integrityCheck(trx);
+    const leftovers = rowsHoldingContent(raw, inspection.needles);
+    const derived = inspection.targets.map(({ row }) => readDerivedRows(raw, row.row_id))
+      .filter((d) => d.ftsText !== null || d.vector || d.eligibleVector || d.eligibleCode);
+    if (leftovers.length > 0 || derived.length > 0) {
+      throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED', 'target content remained after the purge; it was rolled back');
+    }
+    check();
+    await writeInterlock(trx, interlock);
+  });
+  return interlock;
+}
+
+/**
+ * Runs one recovery (OPERATIONS.md §5.2-§5.9): the 18 preflight checks, target inspection, then, by what the state
+ * file, the interlock and the targets say (§5.8), a fresh purge, a resumed sealing, a resumed postflight, or nothing
+ * (already verified). Never throws for a hold or a failure: the outcome says which exit code the command ends with.
+ * After the commit, every exclusive lease is kept on failure until the process exits (fail closed).
+ */
+export async function recoverDatabase(options: RecoverOptions): Promise<RecoveryOutcome> {
+  const clock = options.clock ?? SYSTEM_CLOCK;
+  const emit = (phase: RecoveryEvent['phase'], state: RecoveryPhase | null, detail?: string) => options.onPhase?.({ phase, recovery_state: state, ...(detail ? { detail } : {}) });
+  const signals = watchSignals(options.signals ?? process);
+  let prepared: PreparedRecovery | undefined;
+  let phase: RecoveryPhase | null = null;
+  let mode: RecoveryOutcome['mode'] = null;
+  const leases: DatabaseLease[] = [];
+  let keepLeases = false;
+  const setPhase = (next: RecoveryPhase, lastHold: RecoveryHoldCode | null = null) => {
+    phase = next;
+    const p = prepared!;
+    writeRecoveryState(p.statePath, {
+      operation_id: p.plan.operation_id, plan_sha256: p.planSha256, db_identity: p.dbIdentity, database_id: p.plan.database_id,
+      phase: next, updated_at: formatTimestamp(clock()), last_hold: lastHold,
+    });
+  };
+  const outcome = (exit: RecoveryOutcome['exit'], result: RecoveryOutcome['result'], message: string, hold: RecoveryHoldCode | null = null, receipt: RecoveryReceipt | null = null): RecoveryOutcome => {
+    emit('outcome', phase, hold ?? result);
+    return { exit, result, hold, recovery_state: phase, message, mode, receipt };
+  };
+  try {
+    prepared = await runPreflight(options, options.env);
+    leases.push(prepared.lease);
+    phase = prepared.state?.phase ?? null;
+    emit('preflight', phase);
+    signals.check();
+    const inspection = inspectTargets(prepared.connection.connection, prepared.plan);
+    mode = resumeMode(prepared, inspection);
+    emit('target_inspection', phase, mode);
+    signals.check();
+    const recordIds = prepared.plan.targets.map((t) => t.record_id);
+    if (mode === 'ALREADY_VERIFIED') {
+      await prepared.connection.close();
+      const receipt = receiptOf(prepared, 'NOT_REPEATABLE_AFTER_RESUME', formatTimestamp(clock()));
+      if (!existsSync(options.receiptPath)) writePrivateFileAtomic(options.receiptPath, `${canonicalJson(receipt)}\n`);
+      return outcome(0, 'LOCAL_FACTLANE_PURGE_PASS', 'this plan had already completed; nothing changed', null, receipt);
+    }
+
+    let interlock = prepared.interlock;
+    let needles: RecoveryNeedles | null = null;
+    const targets = (inspection.kind === 'UNTOUCHED' ? inspection.targets.map((t) => t.row) : inspection.rows)
+      .map((row) => ({ recordId: row.record_id, rowId: row.row_id }));
+    const targetRows = new Set(targets.map((t) => t.rowId));
+    const digests = recordDigests(prepared.connection.connection, targetRows);
+    if (mode === 'FRESH' && inspection.kind === 'UNTOUCHED') {
+      setPhase('PREPARED_NO_MUTATION');
+      setPhase('LOGICAL_PURGE_IN_PROGRESS');
+      try {
+        interlock = await purge(prepared, inspection, formatTimestamp(clock()), signals.check);
+      } catch (error) {
+        const code = error instanceof RecoveryHold ? error.code : null;
+        setPhase('PREPARED_NO_MUTATION', code);
+        throw error;
+      }
+      needles = inspection.needles;
+      setPhase('LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE');
+      emit('logical_purge', phase);
+    }
+    // From here on the purge is committed (now or by an earlier run): any failure fails closed with exit 4.
+    keepLeases = true;
+    signals.check();
+    let residual: ResidualScan = 'NOT_REPEATABLE_AFTER_RESUME';
+    let postflightLease = prepared.lease;
+    if (mode === 'FRESH' || mode === 'RESUME_SEALING') {
+      const sealed = await sealDatabase({ path: prepared.path, connection: prepared.connection, expect: {
+        operationId: prepared.plan.operation_id, interlock: interlock!, targets, digests, needles,
+      } }, (step) => {
+        emit(step, phase);
+        signals.check();
+      });
+      leases.push(sealed.lease);
+      postflightLease = sealed.lease;
+      residual = sealed.residual;
+    } else if (!(await prepared.connection.close())) {
+      throw new SealingFailure('the connection could not be proven closed before the postflight', { failClosed: true });
+    }
+    signals.check();
+    await runPostflight({ path: prepared.path, lease: postflightLease, operationId: prepared.plan.operation_id, recordIds,
+      interlock: mode === 'RESUME_POSTFLIGHT' ? null : interlock });
+    signals.check();
+    emit('postflight', phase);
+    setPhase('LOCAL_FACTLANE_PURGE_VERIFIED');
+    const receipt = receiptOf(prepared, residual, formatTimestamp(clock()));
+    writePrivateFileAtomic(options.receiptPath, `${canonicalJson(receipt)}\n`);
+    keepLeases = false;
+    emit('completed', phase);
+    return outcome(0, 'LOCAL_FACTLANE_PURGE_PASS', `${prepared.plan.targets.length} target(s) purged, sealed and verified`, null, receipt);
+  } catch (error) {
+    if (keepLeases) {
+      if (prepared && phase !== 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE') {
+        try {
+          setPhase('LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE');
+        } catch {
+          // The state file cannot be written: the interlock in the database still blocks every runtime.
+        }
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      return outcome(4, 'SEALING_INCOMPLETE', `${message}; the interlock blocks every runtime: rerun the same plan`);
+    }
+    if (error instanceof RecoveryHold) {
+      if (prepared?.state && phase === prepared.state.phase) {
+        try {
+          setPhase(prepared.state.phase, error.code);
+        } catch {
+          // Recording the hold is best effort: the database is unchanged either way.
+        }
+      }
+      return outcome(3, 'HELD_NO_MUTATION', error.message, error.code);
+    }
+    if (error instanceof Interrupted) return outcome(1, 'FAILED_NO_MUTATION', `${error.message}; nothing was changed`);
+    throw error;
+  } finally {
+    signals.stop();
+    if (prepared && !keepLeases) {
+      if (prepared.connection.connection.open) await prepared.connection.close();
+      if (!prepared.connection.connection.open) for (const lease of leases) lease.release();
+    }
+  }
+}

@@ -1,0 +1,81 @@
+import { lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+
+// The quiescence inventory of incident recovery (OPERATIONS.md §5.3 checks 6 and 8). Leases are cooperative
+// (STORAGE.md §9); these checks see what a lease cannot: another name for the file, and any process that has it open.
+
+/** The database file and the SQLite sidecars that may exist beside it. */
+export const DATABASE_FILE_SUFFIXES = ['', '-wal', '-shm'] as const;
+
+/** The existing members of `<db>`, `<db>-wal`, `<db>-shm`, with their stat. */
+function existingFiles(databasePath: string): { path: string; stats: Stats }[] {
+  const files: { path: string; stats: Stats }[] = [];
+  for (const suffix of DATABASE_FILE_SUFFIXES) {
+    try {
+      files.push({ path: databasePath + suffix, stats: statSync(databasePath + suffix) });
+    } catch {
+      // Absent: nothing to alias or hold.
+    }
+  }
+  return files;
+}
+
+/** The suffixes (`''`, `-wal`, `-shm`) of the database's files that have more than one hard link. */
+export function hardLinkedFiles(databasePath: string): string[] {
+  return existingFiles(databasePath).filter(({ stats }) => stats.nlink > 1).map(({ path }) => path.slice(databasePath.length) || 'db');
+}
+
+/** Options of otherOpeners: where /proc is and which process is this one (injectable for tests). */
+export interface InventoryOptions {
+  readonly procRoot?: string;
+  readonly selfPid?: number;
+  /** The effective user id whose processes (with root's) count as holders when unreadable; default this process's. */
+  readonly ownerUid?: number;
+}
+
+/**
+ * How many other processes have the database, its `-wal` or its `-shm` open, matched by device and inode through
+ * `/proc/<pid>/fd`. A process whose descriptors cannot be read counts as holding them when it belongs to the owner
+ * or root (check 8: a process that cannot be inspected is not known to be away). This process is left out.
+ */
+export function otherOpeners(databasePath: string, options: InventoryOptions = {}): number {
+  const procRoot = options.procRoot ?? '/proc';
+  const selfPid = options.selfPid ?? process.pid;
+  const ownerUid = options.ownerUid ?? process.geteuid?.() ?? 0;
+  const wanted = new Set(existingFiles(databasePath).map(({ stats }) => `${stats.dev}:${stats.ino}`));
+  if (wanted.size === 0) return 0;
+  let holders = 0;
+  for (const entry of readdirSync(procRoot)) {
+    if (!/^[0-9]+$/.test(entry) || Number(entry) === selfPid) continue;
+    const fdDir = join(procRoot, entry, 'fd');
+    let descriptors: string[];
+    try {
+      descriptors = readdirSync(fdDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // the process ended meanwhile
+      if (processOwnedBy(join(procRoot, entry), ownerUid)) holders += 1;
+      continue;
+    }
+    if (descriptors.some((fd) => opens(join(fdDir, fd), wanted))) holders += 1;
+  }
+  return holders;
+}
+
+function opens(descriptorPath: string, wanted: ReadonlySet<string>): boolean {
+  try {
+    // stat follows the magic link to the open file itself, even when its name was unlinked or renamed.
+    const stats = statSync(descriptorPath);
+    return wanted.has(`${stats.dev}:${stats.ino}`);
+  } catch {
+    return false; // a descriptor closed meanwhile
+  }
+}
+
+function processOwnedBy(processDir: string, ownerUid: number): boolean {
+  try {
+    const uid = lstatSync(processDir).uid;
+    return uid === ownerUid || uid === 0;
+  } catch {
+    return false;
+  }
+}

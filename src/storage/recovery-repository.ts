@@ -1,0 +1,259 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../../generated/db.js';
+import { AdapterError } from '../core/adapter-error.js';
+import { canonicalJson } from '../core/canonical-json.js';
+import { sha256Hex } from '../core/hashing.js';
+import { foldKey } from '../core/text.js';
+import { removeEligibleVector } from './eligible-vectors.js';
+import type { SqliteConnection } from './native.js';
+import type { RecordRow } from './record-rows.js';
+
+// The rows incident recovery reads and writes (OPERATIONS.md §5.4-§5.7, STORAGE.md §11). Inspection runs on any
+// connection; the purge runs inside the recovery's one write transaction.
+
+/** The adapter_meta key of the recovery interlock (STORAGE.md §11). */
+export const INTERLOCK_KEY = 'sensitive_recovery_interlock';
+
+/** The interlock row's value. */
+export interface RecoveryInterlock {
+  readonly operation_id: string;
+  readonly plan_sha256: string;
+  readonly committed_at: string;
+}
+
+/** The derived rows one record has: its FTS row, its `fact_vec` row and its eligible forms (STORAGE.md §4.5). */
+export interface DerivedRows {
+  readonly ftsText: string | null;
+  readonly vector: { readonly scopeKey: string; readonly isCurrent: number; readonly embedding: Buffer } | null;
+  readonly eligibleVector: { readonly scopeKey: string; readonly shard: number; readonly embedding: Buffer } | null;
+  readonly eligibleCode: { readonly shardKey: string; readonly code: Buffer } | null;
+}
+
+/** The records with these record_ids, by record_id. */
+export function readRecordsById(connection: SqliteConnection, recordIds: readonly string[]): Map<string, RecordRow> {
+  const read = connection.prepare('SELECT * FROM adapter_records WHERE record_id = ?');
+  const found = new Map<string, RecordRow>();
+  for (const recordId of recordIds) {
+    const row = read.get(recordId) as RecordRow | undefined;
+    if (row) found.set(recordId, row);
+  }
+  return found;
+}
+
+/** The record_ids of every record of these memories, oldest revision first. */
+export function recordIdsOfMemories(connection: SqliteConnection, memoryIds: readonly string[]): Map<string, RecordRow[]> {
+  const read = connection.prepare('SELECT * FROM adapter_records WHERE memory_id = ? ORDER BY revision');
+  return new Map(memoryIds.map((memoryId) => [memoryId, read.all(memoryId) as RecordRow[]]));
+}
+
+/** True when the memory has a lineage fork: two live records, or a record of it with two successors. */
+export function memoryForked(connection: SqliteConnection, memoryId: string): boolean {
+  const row = connection.prepare(`SELECT
+      (SELECT count(*) FROM adapter_records WHERE memory_id = ? AND lifecycle_state IN ('CANDIDATE', 'VALIDATED_CURRENT')) AS live,
+      (SELECT count(*) FROM adapter_records p WHERE p.memory_id = ?
+         AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) > 1) AS forked`).get(memoryId, memoryId) as
+    { live: number; forked: number };
+  return row.live > 1 || row.forked > 0;
+}
+
+/** The derived rows of the record stored at `rowId` (vec0 rows read by rowid: a point lookup, sqlite-vec loaded). */
+export function readDerivedRows(connection: SqliteConnection, rowId: number): DerivedRows {
+  const id = BigInt(rowId);
+  const fts = connection.prepare('SELECT search_text FROM fact_fts WHERE rowid = ?').pluck().get(id) as string | undefined;
+  const vector = connection.prepare('SELECT scope_key, is_current, embedding FROM fact_vec WHERE rowid = ?').get(id) as
+    { scope_key: string; is_current: number; embedding: Buffer } | undefined;
+  const eligible = connection.prepare('SELECT scope_key, shard, embedding FROM eligible_vectors WHERE row_id = ?').get(id) as
+    { scope_key: string; shard: number; embedding: Buffer } | undefined;
+  const code = connection.prepare('SELECT shard_key, simhash_v1 AS code FROM eligible_codes WHERE rowid = ?').get(id) as
+    { shard_key: string; code: Buffer } | undefined;
+  return {
+    ftsText: fts ?? null,
+    vector: vector ? { scopeKey: vector.scope_key, isCurrent: Number(vector.is_current), embedding: vector.embedding } : null,
+    eligibleVector: eligible ? { scopeKey: eligible.scope_key, shard: eligible.shard, embedding: eligible.embedding } : null,
+    eligibleCode: code ? { shardKey: code.shard_key, code: code.code } : null,
+  };
+}
+
+/** The row_id and provenance of every QUARANTINED record (recovery tombstones among them). */
+export function quarantinedRecords(connection: SqliteConnection): { row_id: number; source_provenance: string; lifecycle_state: string }[] {
+  return connection.prepare("SELECT row_id, source_provenance, lifecycle_state FROM adapter_records WHERE lifecycle_state = 'QUARANTINED'").all() as
+    { row_id: number; source_provenance: string; lifecycle_state: string }[];
+}
+
+/** FTS rows, vectors and eligible forms without a record anywhere in the database (PM3), as `table:rowid`. */
+export function unattributableDerivedRows(connection: SqliteConnection): string[] {
+  return connection.prepare(`SELECT 'fact_fts:' || rowid FROM fact_fts WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'fact_vec:' || rowid FROM fact_vec WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'eligible_vectors:' || row_id FROM eligible_vectors WHERE row_id NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'eligible_codes:' || rowid FROM eligible_codes WHERE rowid NOT IN (SELECT row_id FROM adapter_records)`)
+    .pluck().all() as string[];
+}
+
+/** What recovery looks for in rows other than the targets: folded facts, byte strings and vector blobs. */
+export interface ContentNeedles {
+  /** fold_key(fact) of each target: another record whose fact folds alike is a copy. */
+  readonly foldKeys: ReadonlySet<string>;
+  /** Target facts and search_text forms of 16 bytes or more, looked for inside text values. */
+  readonly texts: readonly string[];
+  /** Target float vectors and SimHash codes, looked for as whole blobs. */
+  readonly blobs: readonly Buffer[];
+}
+
+/**
+ * Every row holding target content (OPERATIONS.md §5.4 completeness, §5.5 and §5.6 verification): a record whose
+ * fact folds to a target's, or whose fact, tags, provenance or freshness contain a target text; an FTS row containing
+ * one; a vector, eligible vector or code equal to a target blob. Rows of records `skip` names (by row_id) are left
+ * out. Returns `table:rowid` samples; reads every row, so it costs one pass over the database.
+ */
+export function rowsHoldingContent(connection: SqliteConnection, needles: ContentNeedles, skip: ReadonlySet<number> = new Set()): string[] {
+  const found: string[] = [];
+  const containsText = (value: string) => needles.texts.some((text) => value.includes(text));
+  const records = connection.prepare('SELECT row_id, fact, tags, source_provenance, freshness_policy FROM adapter_records').iterate() as
+    Iterable<{ row_id: number; fact: string; tags: string; source_provenance: string; freshness_policy: string }>;
+  for (const row of records) {
+    if (skip.has(row.row_id)) continue;
+    if (needles.foldKeys.has(foldKey(row.fact)) || [row.fact, row.tags, row.source_provenance, row.freshness_policy].some(containsText)) {
+      found.push(`adapter_records:${row.row_id}`);
+    }
+  }
+  for (const row of connection.prepare('SELECT rowid AS id, search_text AS text FROM fact_fts').iterate() as Iterable<{ id: number; text: string }>) {
+    if (!skip.has(row.id) && containsText(row.text)) found.push(`fact_fts:${row.id}`);
+  }
+  const blobTables = [
+    ['fact_vec', 'SELECT rowid AS id, embedding AS blob FROM fact_vec'],
+    ['eligible_vectors', 'SELECT row_id AS id, embedding AS blob FROM eligible_vectors'],
+    ['eligible_codes', 'SELECT rowid AS id, simhash_v1 AS blob FROM eligible_codes'],
+  ] as const;
+  for (const [table, query] of blobTables) {
+    for (const row of connection.prepare(query).iterate() as Iterable<{ id: number; blob: Buffer }>) {
+      if (!skip.has(Number(row.id)) && needles.blobs.some((blob) => blob.equals(row.blob))) found.push(`${table}:${row.id}`);
+    }
+  }
+  return found;
+}
+
+/**
+ * A digest of every record but the skipped ones, by row_id: the record row's every column with its FTS text, its
+ * vector and its eligible forms. Two readings are equal exactly when none of those bytes changed.
+ */
+export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<number>): Map<number, string> {
+  const parts = new Map<number, unknown[]>();
+  for (const row of connection.prepare('SELECT * FROM adapter_records ORDER BY row_id').iterate() as Iterable<RecordRow>) {
+    if (!skip.has(row.row_id)) parts.set(row.row_id, [row]);
+  }
+  const add = (query: string) => {
+    for (const row of connection.prepare(query).iterate() as Iterable<{ id: number | bigint }>) {
+      const id = Number(row.id);
+      const values = Object.values(row).map((value) => (Buffer.isBuffer(value) ? value.toString('base64') : value));
+      parts.get(id)?.push(values);
+    }
+  };
+  add('SELECT rowid AS id, search_text FROM fact_fts');
+  add('SELECT rowid AS id, scope_key, is_current, embedding FROM fact_vec');
+  add('SELECT row_id AS id, scope_key, shard, embedding FROM eligible_vectors');
+  add('SELECT rowid AS id, shard_key, simhash_v1 FROM eligible_codes');
+  return new Map([...parts].map(([id, values]) => [id, sha256Hex(canonicalJson(values))]));
+}
+
+/** The tombstone columns a purge writes over a target record (OPERATIONS.md §5.5). */
+export type TombstoneColumns = Pick<RecordRow,
+  'fact' | 'source_provenance' | 'lifecycle_state' | 'contradiction_state' | 'verified_by' | 'authority_role' | 'confidence' | 'tags'
+  | 'source_timestamp' | 'last_verified_at' | 'freshness_policy' | 'contradiction_key' | 'native_content_hash' | 'payload_fingerprint'>;
+
+/**
+ * Purges one target inside the recovery's write transaction: deletes its vector, eligible forms and FTS row, then
+ * overwrites the record with `tombstone`. BACKEND_UNAVAILABLE when the record is gone (the transaction rolls back).
+ */
+export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone: TombstoneColumns): Promise<void> {
+  const id = BigInt(rowId);
+  // vec0 and FTS5 rows are deleted with raw SQL: Kysely has no type for virtual tables.
+  await sql`DELETE FROM fact_vec WHERE rowid = ${id}`.execute(trx);
+  await removeEligibleVector(trx, id);
+  await sql`DELETE FROM fact_fts WHERE rowid = ${id}`.execute(trx);
+  const updated = await trx.updateTable('adapter_records').set(tombstone).where('row_id', '=', rowId).executeTakeFirst();
+  if (updated.numUpdatedRows !== 1n) throw new AdapterError('BACKEND_UNAVAILABLE', 'a target record vanished during the purge');
+}
+
+/**
+ * FTS5 `secure-delete` on, then (after the deletes) `rebuild` and `integrity-check`, inside the purge transaction.
+ * The FTS5 commands are special INSERTs of the table's own name, which only raw SQL can say.
+ */
+export const ftsCommands = {
+  secureDelete: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('secure-delete', 1)`.execute(trx),
+  rebuild: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts) VALUES ('rebuild')`.execute(trx),
+  integrityCheck: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('integrity-check', 1)`.execute(trx),
+};
+
+/**
+ * True when FTS5 `secure-delete` can be set: tried in a transaction that is always rolled back (preflight check 15),
+ * on a connection with no transaction open.
+ */
+export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
+  connection.exec('BEGIN');
+  try {
+    connection.exec("INSERT INTO fact_fts (fact_fts, rank) VALUES ('secure-delete', 1)");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    connection.exec('ROLLBACK');
+  }
+}
+
+/** The interlock row, parsed, or null when absent. BACKEND_CORRUPT when it is present but not the interlock's JSON. */
+export function readInterlock(connection: SqliteConnection): RecoveryInterlock | null {
+  const value = connection.prepare('SELECT value FROM adapter_meta WHERE key = ?').pluck().get(INTERLOCK_KEY) as string | undefined;
+  if (value === undefined) return null;
+  try {
+    const parsed = JSON.parse(value) as RecoveryInterlock;
+    if (typeof parsed.operation_id === 'string' && typeof parsed.plan_sha256 === 'string') return parsed;
+  } catch {
+    // Falls through to the refusal.
+  }
+  throw new AdapterError('BACKEND_CORRUPT', 'the recovery interlock row is not well-formed');
+}
+
+/** Writes the interlock row inside the purge transaction. */
+export async function writeInterlock(trx: Transaction<DB>, interlock: RecoveryInterlock): Promise<void> {
+  await trx.insertInto('adapter_meta').values({ key: INTERLOCK_KEY, value: canonicalJson(interlock) }).execute();
+}
+
+/** Deletes the interlock row of `operationId` in the postflight's gated transaction; false when it was not there. */
+export async function deleteInterlock(trx: Transaction<DB>, interlock: RecoveryInterlock): Promise<boolean> {
+  const deleted = await trx.deleteFrom('adapter_meta').where('key', '=', INTERLOCK_KEY).where('value', '=', canonicalJson(interlock)).executeTakeFirst();
+  return deleted.numDeletedRows === 1n;
+}
+
+/** What the postflight reads through the storage engine (OPERATIONS.md §5.7). */
+export interface PostflightReading {
+  readonly quickCheckOk: boolean;
+  /** The target records, by record_id. */
+  readonly rows: ReadonlyMap<string, RecordRow>;
+  /** FTS, vector and eligible rows the targets still have: 0 after a purge. */
+  readonly derivedRows: number;
+}
+
+/** Reads quick_check, the target records and their remaining derived rows through the engine's connection. */
+export async function readPostflight(db: Kysely<DB>, recordIds: readonly string[]): Promise<PostflightReading> {
+  // PRAGMA and the virtual tables have no Kysely types: raw SQL.
+  const check = (await sql<{ quick_check: string }>`PRAGMA quick_check`.execute(db)).rows;
+  const rows = await db.selectFrom('adapter_records').selectAll().where('record_id', 'in', [...recordIds]).execute() as RecordRow[];
+  let derivedRows = 0;
+  for (const row of rows) {
+    const id = BigInt(row.row_id);
+    const counted = await sql<{ n: number }>`SELECT (SELECT count(*) FROM fact_fts WHERE rowid = ${id}) + (SELECT count(*) FROM fact_vec WHERE rowid = ${id})
+      + (SELECT count(*) FROM eligible_vectors WHERE row_id = ${id}) + (SELECT count(*) FROM eligible_codes WHERE rowid = ${id}) AS n`.execute(db);
+    derivedRows += Number(counted.rows[0]?.n ?? 0);
+  }
+  return {
+    quickCheckOk: check.length === 1 && Object.values(check[0]!)[0] === 'ok',
+    rows: new Map(rows.map((row) => [row.record_id, row])),
+    derivedRows,
+  };
+}
+
+/** `wal_checkpoint(TRUNCATE)` through the engine's connection; true when it returns (0, 0, 0). */
+export async function checkpointThrough(db: Kysely<DB>): Promise<boolean> {
+  const row = (await sql<{ busy: number; log: number; checkpointed: number }>`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db)).rows[0];
+  return row !== undefined && row.busy === 0 && row.log === 0 && row.checkpointed === 0;
+}
