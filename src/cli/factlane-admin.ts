@@ -29,10 +29,13 @@ const USAGE = `usage:
 restore writes a new database only: PATH, PATH-wal and PATH-shm must not exist
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
 housekeep compacts at most N ready SUPERSEDED records of one exact scope, only while free space is below B
-  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1] --out PLAN.json [--json]
-  factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json [--state STATE.json] [--json]
+  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1]
+                              --out PLAN.json [--json]
+  factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json
+                         [--state STATE.json] [--json]
 
-recover purges the records of a plan for good (docs/operations.md, "Incident recovery"): stop every host first, run as root
+recover purges the records of a plan for good (docs/operations.md, "Incident recovery"):
+  stop every host first, run as root
 exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems, or recover held without mutating;
   4 recover committed but sealing is incomplete (rerun the same plan)
 `;
@@ -57,7 +60,8 @@ function parse() {
   if (parsed.values.help) return { command: 'help', values: parsed.values };
   const subcommand = command === 'recover' && rest[0] === 'plan' ? rest.shift() : undefined;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
-  const recoverFlags = [...RECOVER_FLAGS, 'memory-id'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  const recoverFlags = [...RECOVER_FLAGS, 'memory-id']
+    .filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'recover' && recoverFlags.length > 0) throw new UsageError(`--${recoverFlags[0]} belongs to recover`);
   if (command !== 'restore' && parsed.values.from !== undefined) throw new UsageError('--from belongs to restore');
   const housekeepFlags = HOUSEKEEP_FLAGS.filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
@@ -82,7 +86,8 @@ function parse() {
   } else if (command === 'recover') {
     const { db, plan, confirm, receipt, out } = parsed.values;
     if (!db || !plan || !confirm || !receipt || out || parsed.values['memory-id'] || parsed.values['incident-class']) {
-      throw new UsageError('recover needs --db PATH, --plan PLAN.json, --confirm OPERATION_ID and --receipt RECEIPT.json');
+      throw new UsageError(
+        'recover needs --db PATH, --plan PLAN.json, --confirm OPERATION_ID and --receipt RECEIPT.json');
     }
   } else if (command === 'restore') {
     if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('restore needs --from FILE and --db PATH');
@@ -139,8 +144,9 @@ function printVerify(report: VerifyReport): void {
 }
 
 function printRecoveryEvent(event: RecoveryEvent): void {
+  const detail = event.detail ? ` (${event.detail})` : '';
   if (wantsJson()) process.stderr.write(`${JSON.stringify(event)}\n`);
-  else process.stderr.write(`recover: ${event.phase}${event.detail ? ` (${event.detail})` : ''}; state ${event.recovery_state ?? 'none'}\n`);
+  else process.stderr.write(`recover: ${event.phase}${detail}; state ${event.recovery_state ?? 'none'}\n`);
 }
 
 function printProgress(progress: ReembedProgress): void {
@@ -171,16 +177,23 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     return EXIT.OK;
   }
   if (command === 'recover-plan') {
-    const plan = buildRecoveryPlan({ dbPath: values.db!, memoryIds: values['memory-id']!, incidentClass: values['incident-class'] as 'S1' | 'M1' | undefined });
+    const plan = buildRecoveryPlan({
+      dbPath: values.db!, memoryIds: values['memory-id']!,
+      incidentClass: values['incident-class'] as 'S1' | 'M1' | undefined,
+    });
     writeRecoveryPlan(values.out!, plan);
     const summary = { operation_id: plan.operation_id, target_count: plan.targets.length };
     if (wantsJson()) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-    else process.stdout.write(`recover plan: ${plan.targets.length} target(s) written, operation_id ${plan.operation_id}; review the plan, then run recover with --confirm ${plan.operation_id}\n`);
+    else {
+      process.stdout.write(`recover plan: ${plan.targets.length} target(s) written, operation_id ${plan.operation_id}; `
+        + `review the plan, then run recover with --confirm ${plan.operation_id}\n`);
+    }
     return EXIT.OK;
   }
   if (command === 'recover') {
     const outcome = await recoverDatabase({
-      dbPath: values.db!, planPath: values.plan!, confirm: values.confirm!, receiptPath: values.receipt!, statePath: values.state, onPhase: printRecoveryEvent,
+      dbPath: values.db!, planPath: values.plan!, confirm: values.confirm!, receiptPath: values.receipt!,
+      statePath: values.state, onPhase: printRecoveryEvent,
     });
     if (wantsJson()) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
     else process.stdout.write(`recover: ${outcome.hold ?? outcome.result}: ${outcome.message}\n`);

@@ -3,11 +3,15 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import type { DatabaseLease } from '../storage/database-lease.js';
 import { writePrivateFileAtomic } from '../storage/durable-files.js';
-import { ftsCommands, purgeRecord, readDerivedRows, recordDigests, rowsHoldingContent, writeInterlock, type RecoveryInterlock } from '../storage/recovery-repository.js';
+import {
+  ftsCommands, purgeRecord, readDerivedRows, recordDigests, rowsHoldingContent, writeInterlock, type RecoveryInterlock,
+} from '../storage/recovery-repository.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 import { inspectTargets, type Inspection, type RecoveryNeedles } from './recovery-inspection.js';
 import { MATERIALIZATION_CLASSES, tombstoneColumns, type RecoveryPlan } from './recovery-plan.js';
-import { runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest } from './recovery-preflight.js';
+import {
+  runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
+} from './recovery-preflight.js';
 import { SealingFailure, runPostflight, sealDatabase, type ResidualScan, type SealStep } from './recovery-sealing.js';
 import { phaseReached, writeRecoveryState, type RecoveryPhase } from './recovery-state.js';
 
@@ -15,7 +19,8 @@ import { phaseReached, writeRecoveryState, type RecoveryPhase } from './recovery
 
 /** One progress line: a phase that completed, or the outcome. No content, no path. */
 export interface RecoveryEvent {
-  readonly phase: 'preflight' | 'target_inspection' | 'logical_purge' | SealStep | 'postflight' | 'completed' | 'outcome';
+  readonly phase:
+    'preflight' | 'target_inspection' | 'logical_purge' | SealStep | 'postflight' | 'completed' | 'outcome';
   readonly recovery_state: RecoveryPhase | null;
   readonly detail?: string;
 }
@@ -71,15 +76,19 @@ function watchSignals(emitter: NodeJS.EventEmitter) {
 
 function receiptOf(prepared: PreparedRecovery, residual: ResidualScan, completedAt: string): RecoveryReceipt {
   const { plan } = prepared;
-  const classes = Object.fromEntries(MATERIALIZATION_CLASSES.map((name) => [name, plan.targets.filter((t) => t.expected_materialization === name).length]));
+  const classes = Object.fromEntries(MATERIALIZATION_CLASSES.map((name) => [
+    name, plan.targets.filter((t) => t.expected_materialization === name).length,
+  ]));
   return {
-    operation_id: plan.operation_id, incident_class: plan.incident_class, db_identity: prepared.dbIdentity, database_id: plan.database_id,
-    result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED', target_count: plan.targets.length,
-    materialization_classes: classes, core_secure_delete: true, fts5_secure_delete: true, fts_rebuild_in_logical_transaction: true,
-    fts_integrity_check: 'PASS', first_wal_checkpoint_truncate: 'PASS', vacuum_into_sanitized_image: 'PASS', second_wal_checkpoint_truncate: 'PASS',
-    post_sealing_db_fts_verification: 'PASS', residual_byte_scan: residual, public_mcp_tool_count: 5, plaintext_pre_mutation_backup: false,
-    raw_content_logged: false, content_derived_confirmation_oracle: false, external_residual_copy_status: 'UNKNOWN', physical_erasure_claim: false,
-    completed_at: completedAt, ...(plan.safe_ids_for_receipt === true ? { safe_target_ids: plan.targets.map((t) => t.record_id) } : {}),
+    operation_id: plan.operation_id, incident_class: plan.incident_class, db_identity: prepared.dbIdentity,
+    database_id: plan.database_id, result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED',
+    target_count: plan.targets.length, materialization_classes: classes, core_secure_delete: true,
+    fts5_secure_delete: true, fts_rebuild_in_logical_transaction: true, fts_integrity_check: 'PASS',
+    first_wal_checkpoint_truncate: 'PASS', vacuum_into_sanitized_image: 'PASS', second_wal_checkpoint_truncate: 'PASS',
+    post_sealing_db_fts_verification: 'PASS', residual_byte_scan: residual, public_mcp_tool_count: 5,
+    plaintext_pre_mutation_backup: false, raw_content_logged: false, content_derived_confirmation_oracle: false,
+    external_residual_copy_status: 'UNKNOWN', physical_erasure_claim: false, completed_at: completedAt,
+    ...(plan.safe_ids_for_receipt === true ? { safe_target_ids: plan.targets.map((t) => t.record_id) } : {}),
   };
 }
 
@@ -92,27 +101,39 @@ function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNull
     return 'RESUME_SEALING';
   }
   if (phaseReached(prepared.state, 'LOCAL_FACTLANE_PURGE_VERIFIED')) {
-    if (!tombstoned) throw mismatch('the state says this plan completed, but its targets are not tombstoned in this database');
+    if (!tombstoned) {
+      throw mismatch('the state says this plan completed, but its targets are not tombstoned in this database');
+    }
     return 'ALREADY_VERIFIED';
   }
   if (tombstoned) return 'RESUME_POSTFLIGHT';
-  if (phaseReached(prepared.state, 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE')) throw mismatch('the state says the purge committed, but no target is tombstoned');
+  if (phaseReached(prepared.state, 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE')) {
+    throw mismatch('the state says the purge committed, but no target is tombstoned');
+  }
   return 'FRESH';
 }
 
 /** The one purge transaction of §5.5; returns the interlock it committed. Holds and errors roll it back. */
-async function purge(prepared: PreparedRecovery, inspection: Extract<Inspection, { kind: 'UNTOUCHED' }>, committedAt: string, check: () => void): Promise<RecoveryInterlock> {
-  const interlock = { operation_id: prepared.plan.operation_id, plan_sha256: prepared.planSha256, committed_at: committedAt };
+async function purge(
+  prepared: PreparedRecovery, inspection: Extract<Inspection, { kind: 'UNTOUCHED' }>, committedAt: string,
+  check: () => void,
+): Promise<RecoveryInterlock> {
+  const interlock = {
+    operation_id: prepared.plan.operation_id, plan_sha256: prepared.planSha256, committed_at: committedAt,
+  };
   await prepared.connection.write(async (trx, raw) => {
     await ftsCommands.secureDelete(trx);
-    for (const { row } of inspection.targets) await purgeRecord(trx, row.row_id, tombstoneColumns(prepared.plan.operation_id, row.record_id));
+    for (const { row } of inspection.targets) {
+      await purgeRecord(trx, row.row_id, tombstoneColumns(prepared.plan.operation_id, row.record_id));
+    }
     await ftsCommands.rebuild(trx);
     await ftsCommands.integrityCheck(trx);
     const leftovers = rowsHoldingContent(raw, inspection.needles);
     const derived = inspection.targets.map(({ row }) => readDerivedRows(raw, row.row_id))
       .filter((d) => d.ftsText !== null || d.vector || d.eligibleVector || d.eligibleCode);
     if (leftovers.length > 0 || derived.length > 0) {
-      throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED', 'target content remained after the purge; it was rolled back');
+      throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED',
+        'target content remained after the purge; it was rolled back');
     }
     check();
     await writeInterlock(trx, interlock);
@@ -128,7 +149,8 @@ async function purge(prepared: PreparedRecovery, inspection: Extract<Inspection,
  */
 export async function recoverDatabase(options: RecoverOptions): Promise<RecoveryOutcome> {
   const clock = options.clock ?? SYSTEM_CLOCK;
-  const emit = (phase: RecoveryEvent['phase'], state: RecoveryPhase | null, detail?: string) => options.onPhase?.({ phase, recovery_state: state, ...(detail ? { detail } : {}) });
+  const emit = (phase: RecoveryEvent['phase'], state: RecoveryPhase | null, detail?: string) =>
+    options.onPhase?.({ phase, recovery_state: state, ...(detail ? { detail } : {}) });
   const signals = watchSignals(options.signals ?? process);
   let prepared: PreparedRecovery | undefined;
   let phase: RecoveryPhase | null = null;
@@ -139,11 +161,15 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     phase = next;
     const p = prepared!;
     writeRecoveryState(p.statePath, {
-      operation_id: p.plan.operation_id, plan_sha256: p.planSha256, db_identity: p.dbIdentity, database_id: p.plan.database_id,
+      operation_id: p.plan.operation_id, plan_sha256: p.planSha256, db_identity: p.dbIdentity,
+      database_id: p.plan.database_id,
       phase: next, updated_at: formatTimestamp(clock()), last_hold: lastHold,
     });
   };
-  const outcome = (exit: RecoveryOutcome['exit'], result: RecoveryOutcome['result'], message: string, hold: RecoveryHoldCode | null = null, receipt: RecoveryReceipt | null = null): RecoveryOutcome => {
+  const outcome = (
+    exit: RecoveryOutcome['exit'], result: RecoveryOutcome['result'], message: string,
+    hold: RecoveryHoldCode | null = null, receipt: RecoveryReceipt | null = null,
+  ): RecoveryOutcome => {
     emit('outcome', phase, hold ?? result);
     return { exit, result, hold, recovery_state: phase, message, mode, receipt };
   };
@@ -204,8 +230,10 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
       throw new SealingFailure('the connection could not be proven closed before the postflight', { failClosed: true });
     }
     signals.check();
-    await runPostflight({ path: prepared.path, lease: postflightLease, operationId: prepared.plan.operation_id, recordIds,
-      interlock: mode === 'RESUME_POSTFLIGHT' ? null : interlock });
+    await runPostflight({
+      path: prepared.path, lease: postflightLease, operationId: prepared.plan.operation_id, recordIds,
+      interlock: mode === 'RESUME_POSTFLIGHT' ? null : interlock,
+    });
     signals.check();
     emit('postflight', phase);
     setPhase('LOCAL_FACTLANE_PURGE_VERIFIED');
@@ -213,7 +241,8 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     writePrivateFileAtomic(options.receiptPath, `${canonicalJson(receipt)}\n`);
     keepLeases = false;
     emit('completed', phase);
-    return outcome(0, 'LOCAL_FACTLANE_PURGE_PASS', `${prepared.plan.targets.length} target(s) purged, sealed and verified`, null, receipt);
+    const done = `${prepared.plan.targets.length} target(s) purged, sealed and verified`;
+    return outcome(0, 'LOCAL_FACTLANE_PURGE_PASS', done, null, receipt);
   } catch (error) {
     if (keepLeases) {
       if (prepared && phase !== 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE') {

@@ -6,7 +6,9 @@ import {
 } from '../storage/recovery-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
 import { RecoveryHold } from './recovery-hold.js';
-import { isAnyTombstone, isTombstoneOf, type MaterializationClass, type RecoveryPlan, type RecoveryTarget } from './recovery-plan.js';
+import {
+  isAnyTombstone, isTombstoneOf, type MaterializationClass, type RecoveryPlan, type RecoveryTarget,
+} from './recovery-plan.js';
 
 // OPERATIONS.md §5.4: target inspection, without mutation.
 
@@ -41,7 +43,8 @@ export function contentNeedles(targets: readonly { row: RecordRow; derived: Deri
   const blobs: Buffer[] = [];
   for (const { row, derived } of targets) {
     for (const text of [row.fact, searchText(row.fact)]) if (utf8Bytes(text) >= MIN_SCANNED_TEXT_BYTES) texts.add(text);
-    for (const blob of [derived.vector?.embedding, derived.eligibleVector?.embedding, derived.eligibleCode?.code]) if (blob) blobs.push(blob);
+    const targetBlobs = [derived.vector?.embedding, derived.eligibleVector?.embedding, derived.eligibleCode?.code];
+    for (const blob of targetBlobs) if (blob) blobs.push(blob);
   }
   const short = targets.some(({ row }) => utf8Bytes(row.fact) < MIN_SCANNED_TEXT_BYTES);
   return { foldKeys: new Set(targets.map(({ row }) => foldKey(row.fact))), texts: [...texts], blobs, short };
@@ -60,9 +63,12 @@ export function materializationOf(row: RecordRow, derived: DerivedRows): Materia
   const vector = derived.vector;
   const vectorMatches = vector !== null && vector.scopeKey === row.scope_key && vector.isCurrent === (current ? 1 : 0);
   const eligibleMatches = !current || (derived.eligibleVector !== null && derived.eligibleCode !== null
-    && derived.eligibleVector.scopeKey === row.scope_key && vector !== null && derived.eligibleVector.embedding.equals(vector.embedding)
+    && derived.eligibleVector.scopeKey === row.scope_key && vector !== null
+    && derived.eligibleVector.embedding.equals(vector.embedding)
     && derived.eligibleCode.shardKey === `${row.scope_key}/${derived.eligibleVector.shard}`);
-  return derived.ftsText !== null && vectorMatches && eligibleMatches ? 'PM1_FULL_MATERIALIZATION' : 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED';
+  return derived.ftsText !== null && vectorMatches && eligibleMatches
+    ? 'PM1_FULL_MATERIALIZATION'
+    : 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED';
 }
 
 /**
@@ -75,8 +81,11 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
   let tombstoned = 0;
   for (const target of plan.targets) {
     const row = rows.get(target.record_id);
-    const drift = () => new RecoveryHold('HOLD_TARGET_DRIFT_NO_MUTATION', `target ${plan.targets.indexOf(target)} is not in the database as the plan describes it`);
-    if (!row || row.memory_id !== target.memory_id || row.revision !== target.revision || !sameScope(row, target)) throw drift();
+    const drift = () => new RecoveryHold('HOLD_TARGET_DRIFT_NO_MUTATION',
+      `target ${plan.targets.indexOf(target)} is not in the database as the plan describes it`);
+    if (!row || row.memory_id !== target.memory_id || row.revision !== target.revision || !sameScope(row, target)) {
+      throw drift();
+    }
     if (isTombstoneOf(row, plan.operation_id)) {
       tombstoned += 1;
       continue;
@@ -84,9 +93,12 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
     if (row.lifecycle_state !== target.expected_lifecycle || row.native_content_hash !== target.expected_content_hash
       || memoryForked(connection, row.memory_id)) throw drift();
   }
-  if (tombstoned === plan.targets.length) return { kind: 'ALL_TOMBSTONED', rows: plan.targets.map((t) => rows.get(t.record_id)!) };
+  if (tombstoned === plan.targets.length) {
+    return { kind: 'ALL_TOMBSTONED', rows: plan.targets.map((t) => rows.get(t.record_id)!) };
+  }
   if (tombstoned > 0) {
-    throw new RecoveryHold('HOLD_TARGET_SET_PARTIALLY_APPLIED', `${tombstoned} of ${plan.targets.length} targets are already tombstoned by this operation`);
+    throw new RecoveryHold('HOLD_TARGET_SET_PARTIALLY_APPLIED',
+      `${tombstoned} of ${plan.targets.length} targets are already tombstoned by this operation`);
   }
 
   const found = plan.targets.map((target) => {
@@ -98,22 +110,27 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
   for (const row of quarantinedRecords(connection)) if (isAnyTombstone(row)) skip.add(row.row_id);
   const copies = rowsHoldingContent(connection, needles, skip);
   if (copies.length > 0) {
-    throw new RecoveryHold('HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', `${copies.length} row(s) outside the target set hold target content; add their records to the plan`);
+    throw new RecoveryHold('HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION',
+      `${copies.length} row(s) outside the target set hold target content; add their records to the plan`);
   }
   const orphans = unattributableDerivedRows(connection);
   if (orphans.length > 0) {
-    throw new RecoveryHold('HOLD_UNATTRIBUTABLE_VECTOR_NO_MUTATION', `${orphans.length} FTS or vector row(s) have no record (PM3_UNATTRIBUTABLE_DERIVED_ROW)`);
+    throw new RecoveryHold('HOLD_UNATTRIBUTABLE_VECTOR_NO_MUTATION',
+      `${orphans.length} FTS or vector row(s) have no record (PM3_UNATTRIBUTABLE_DERIVED_ROW)`);
   }
   const targets = found.map((entry) => ({ ...entry, materialization: materializationOf(entry.row, entry.derived) }));
   for (const [index, { target, materialization }] of targets.entries()) {
     if (materialization !== target.expected_materialization) {
-      throw new RecoveryHold('HOLD_MATERIALIZATION_DRIFT_NO_MUTATION', `target ${index} is ${materialization}, the plan expects ${target.expected_materialization}`);
+      throw new RecoveryHold('HOLD_MATERIALIZATION_DRIFT_NO_MUTATION',
+        `target ${index} is ${materialization}, the plan expects ${target.expected_materialization}`);
     }
     if (materialization === 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED') {
-      throw new RecoveryHold('HOLD_PARTIAL_MATERIALIZATION_NO_MUTATION', `target ${index} misses a derived row or has one that disagrees with it`);
+      throw new RecoveryHold('HOLD_PARTIAL_MATERIALIZATION_NO_MUTATION',
+        `target ${index} misses a derived row or has one that disagrees with it`);
     }
     if (materialization === 'PM4_UNEXPECTED_DERIVED_STATE') {
-      throw new RecoveryHold('HOLD_UNEXPECTED_DERIVED_STATE_NO_MUTATION', `target ${index} has derived rows its lifecycle forbids`);
+      throw new RecoveryHold('HOLD_UNEXPECTED_DERIVED_STATE_NO_MUTATION',
+        `target ${index} has derived rows its lifecycle forbids`);
     }
   }
   return { kind: 'UNTOUCHED', targets, needles };

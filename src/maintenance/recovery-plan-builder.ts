@@ -26,23 +26,33 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
   const target = MaintenanceTarget.open({ dbPath: request.dbPath, lease: 'shared' });
   try {
     const { findings } = target;
-    if (findings.kind !== 'FACTLANE' || findings.meta.database_id === undefined) throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
+    if (findings.kind !== 'FACTLANE' || findings.meta.database_id === undefined) {
+      throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
+    }
     const memories = target.withReadOnly((connection) => {
       const byMemory = recordIdsOfMemories(connection, [...new Set(request.memoryIds)]);
       return [...byMemory].map(([memoryId, rows]) => {
         if (rows.length === 0) throw new AdapterError('NOT_FOUND', `memory ${memoryId} has no record in this database`);
-        return rows.map((row) => ({ row, materialization: materializationOf(row, readDerivedRows(connection, row.row_id)) }));
+        return rows.map((row) => ({
+          row, materialization: materializationOf(row, readDerivedRows(connection, row.row_id)),
+        }));
       });
     });
     const stamp = (request.clock ?? SYSTEM_CLOCK)().toISOString().replace(/[-:]|\.\d+/g, '');
     const plan = {
-      operation_id: `recovery-${stamp}-${randomBytes(4).toString('hex')}`, db_path: target.path, database_id: findings.meta.database_id,
+      operation_id: `recovery-${stamp}-${randomBytes(4).toString('hex')}`, db_path: target.path,
+      database_id: findings.meta.database_id,
       profile: bindingProfileId(findings.bindingText) ?? '', incident_class: request.incidentClass ?? 'S1',
-      propagation_state: 'EXPLICIT_TARGET_SET_COMPLETE', retained_identity_fields_classified_non_sensitive: true, safe_ids_for_receipt: false,
+      propagation_state: 'EXPLICIT_TARGET_SET_COMPLETE', retained_identity_fields_classified_non_sensitive: true,
+      safe_ids_for_receipt: false,
       targets: memories.flat().map(({ row, materialization }) => ({
         record_id: row.record_id, memory_id: row.memory_id, revision: row.revision,
-        scope: { scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id, agent_id: row.agent_id },
-        expected_lifecycle: row.lifecycle_state, expected_materialization: materialization, expected_content_hash: row.native_content_hash,
+        scope: {
+          scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id,
+          agent_id: row.agent_id,
+        },
+        expected_lifecycle: row.lifecycle_state, expected_materialization: materialization,
+        expected_content_hash: row.native_content_hash,
       })),
     };
     // The plan goes through the same validation recover applies, so the helper never writes a plan recover refuses.
@@ -61,7 +71,8 @@ export function writeRecoveryPlan(out: string, plan: RecoveryPlan): void {
   try {
     createPrivateFile(out, `${JSON.stringify(JSON.parse(canonicalJson(plan)), null, 2)}\n`);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', '--out already exists; choose a new file');
-    throw new AdapterError('BACKEND_UNAVAILABLE', `the plan file cannot be written (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', '--out already exists; choose a new file');
+    throw new AdapterError('BACKEND_UNAVAILABLE', `the plan file cannot be written (${code ?? 'error'})`);
   }
 }

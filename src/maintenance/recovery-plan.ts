@@ -18,7 +18,10 @@ export type MaterializationClass = (typeof MATERIALIZATION_CLASSES)[number];
 
 const SCOPES = ['CROSS_PROJECT_WORKFLOW', 'GLOBAL_USER', 'PROJECT', 'TOOL_ENVIRONMENT', 'WORKFLOW'] as const;
 const SCOPE_KEYS = ['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id'] as const;
-const TARGET_KEYS = ['record_id', 'memory_id', 'revision', 'scope', 'expected_lifecycle', 'expected_materialization', 'expected_content_hash'];
+const TARGET_KEYS = [
+  'record_id', 'memory_id', 'revision', 'scope', 'expected_lifecycle', 'expected_materialization',
+  'expected_content_hash',
+];
 const REQUIRED_PLAN_KEYS = [
   'operation_id', 'db_path', 'database_id', 'profile', 'incident_class', 'propagation_state',
   'retained_identity_fields_classified_non_sensitive', 'targets',
@@ -61,9 +64,12 @@ export interface RecoveryPlan {
 }
 
 const invalid = (message: string) => new RecoveryHold('HOLD_PLAN_INVALID_NO_MUTATION', message);
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function exactKeys(value: Record<string, unknown>, allowed: readonly string[], required: readonly string[], where: string): void {
+function exactKeys(
+  value: Record<string, unknown>, allowed: readonly string[], required: readonly string[], where: string,
+): void {
   const unknown = Object.keys(value).filter((key) => !allowed.includes(key));
   if (unknown.length > 0) throw invalid(`${where} has unknown key(s): ${unknown.join(', ')}`);
   const missing = required.filter((key) => !Object.hasOwn(value, key));
@@ -71,7 +77,9 @@ function exactKeys(value: Record<string, unknown>, allowed: readonly string[], r
 }
 
 function oneOf<T extends string>(value: unknown, values: readonly T[], field: string): T {
-  if (typeof value !== 'string' || !values.includes(value as T)) throw invalid(`${field} must be one of ${values.join(', ')}`);
+  if (typeof value !== 'string' || !values.includes(value as T)) {
+    throw invalid(`${field} must be one of ${values.join(', ')}`);
+  }
   return value as T;
 }
 
@@ -83,10 +91,12 @@ function identifier(value: unknown, field: string): string {
 function targetScope(value: unknown, where: string): TargetScope {
   if (!isObject(value)) throw invalid(`${where}.scope must be an object with the five scope keys`);
   exactKeys(value, SCOPE_KEYS, SCOPE_KEYS, `${where}.scope`);
-  const id = (key: (typeof SCOPE_KEYS)[number]) => (value[key] === null ? null : identifier(value[key], `${where}.scope.${key}`));
+  const id = (key: (typeof SCOPE_KEYS)[number]) =>
+    (value[key] === null ? null : identifier(value[key], `${where}.scope.${key}`));
   return {
     scope: oneOf(value.scope, SCOPES, `${where}.scope.scope`),
-    project_id: id('project_id'), worktree_id: id('worktree_id'), workflow_id: id('workflow_id'), agent_id: id('agent_id'),
+    project_id: id('project_id'), worktree_id: id('worktree_id'), workflow_id: id('workflow_id'),
+    agent_id: id('agent_id'),
   };
 }
 
@@ -94,7 +104,9 @@ function target(value: unknown, index: number): RecoveryTarget {
   const where = `targets[${index}]`;
   if (!isObject(value)) throw invalid(`${where} must be an object`);
   exactKeys(value, TARGET_KEYS, TARGET_KEYS, where);
-  if (!Number.isSafeInteger(value.revision) || (value.revision as number) < 1) throw invalid(`${where}.revision must be a whole number of at least 1`);
+  if (!Number.isSafeInteger(value.revision) || (value.revision as number) < 1) {
+    throw invalid(`${where}.revision must be a whole number of at least 1`);
+  }
   if (typeof value.expected_content_hash !== 'string' || !/^[0-9a-f]{64}$/.test(value.expected_content_hash)) {
     throw invalid(`${where}.expected_content_hash must be 64 lower-case hex digits`);
   }
@@ -104,7 +116,9 @@ function target(value: unknown, index: number): RecoveryTarget {
     revision: value.revision as number,
     scope: targetScope(value.scope, where),
     expected_lifecycle: oneOf(value.expected_lifecycle, TARGET_LIFECYCLES, `${where}.expected_lifecycle`),
-    expected_materialization: oneOf(value.expected_materialization, MATERIALIZATION_CLASSES, `${where}.expected_materialization`),
+    expected_materialization: oneOf(
+      value.expected_materialization, MATERIALIZATION_CLASSES, `${where}.expected_materialization`,
+    ),
     expected_content_hash: value.expected_content_hash,
   };
 }
@@ -127,12 +141,18 @@ export function parseRecoveryPlan(text: string): RecoveryPlan {
     throw invalid('operation_id must be an identifier without "/" (letters, digits, . _ : -; at most 128)');
   }
   if (typeof value.db_path !== 'string' || value.db_path === '') throw invalid('db_path must be the database path');
-  if (typeof value.database_id !== 'string' || value.database_id === '') throw invalid('database_id must be the database_id of adapter_meta');
-  if (value.propagation_state !== 'EXPLICIT_TARGET_SET_COMPLETE') throw invalid('propagation_state must be EXPLICIT_TARGET_SET_COMPLETE');
+  if (typeof value.database_id !== 'string' || value.database_id === '') {
+    throw invalid('database_id must be the database_id of adapter_meta');
+  }
+  if (value.propagation_state !== 'EXPLICIT_TARGET_SET_COMPLETE') {
+    throw invalid('propagation_state must be EXPLICIT_TARGET_SET_COMPLETE');
+  }
   if (value.retained_identity_fields_classified_non_sensitive !== true) {
     throw invalid('retained_identity_fields_classified_non_sensitive must be true: the tombstones keep those fields');
   }
-  if (value.safe_ids_for_receipt !== undefined && typeof value.safe_ids_for_receipt !== 'boolean') throw invalid('safe_ids_for_receipt must be a boolean');
+  if (value.safe_ids_for_receipt !== undefined && typeof value.safe_ids_for_receipt !== 'boolean') {
+    throw invalid('safe_ids_for_receipt must be a boolean');
+  }
   if (!Array.isArray(value.targets) || value.targets.length < 1 || value.targets.length > MAX_RECOVERY_TARGETS) {
     throw invalid(`targets must list 1 to ${MAX_RECOVERY_TARGETS} records`);
   }
@@ -140,7 +160,8 @@ export function parseRecoveryPlan(text: string): RecoveryPlan {
   if (new Set(targets.map((t) => t.record_id)).size !== targets.length) throw invalid('targets name a record_id twice');
   return {
     operation_id: value.operation_id, db_path: value.db_path, database_id: value.database_id,
-    profile: identifier(value.profile, 'profile'), incident_class: oneOf(value.incident_class, ['S1', 'M1'] as const, 'incident_class'),
+    profile: identifier(value.profile, 'profile'),
+    incident_class: oneOf(value.incident_class, ['S1', 'M1'] as const, 'incident_class'),
     propagation_state: 'EXPLICIT_TARGET_SET_COMPLETE', retained_identity_fields_classified_non_sensitive: true,
     ...(value.safe_ids_for_receipt === undefined ? {} : { safe_ids_for_receipt: value.safe_ids_for_receipt }),
     targets,
@@ -164,10 +185,12 @@ export function tombstoneColumns(operationId: string, recordId: string): Tombsto
   return {
     fact: TOMBSTONE_FACT,
     source_provenance: canonicalJson({
-      source_class: 'RECOVERY_TOMBSTONE', source_ref: `recovery:${operationId}`, source_hash: sha256Hex(`${operationId}:${recordId}`),
+      source_class: 'RECOVERY_TOMBSTONE', source_ref: `recovery:${operationId}`,
+      source_hash: sha256Hex(`${operationId}:${recordId}`),
       review_ref: 'operator-recovery', extraction_method: 'SENSITIVE_MEMORY_PURGE', source_fingerprint: null,
     }),
-    lifecycle_state: 'QUARANTINED', contradiction_state: 'QUARANTINED', verified_by: 'UNVERIFIED', authority_role: 'UNRESOLVED',
+    lifecycle_state: 'QUARANTINED', contradiction_state: 'QUARANTINED', verified_by: 'UNVERIFIED',
+    authority_role: 'UNRESOLVED',
     confidence: 0, tags: '[]', source_timestamp: null, last_verified_at: null,
     freshness_policy: canonicalJson({ kind: 'manual', recheck_ref: null, source_fingerprint: null, ttl_seconds: null }),
     contradiction_key: derived('recovery-contradiction-key'),
@@ -177,7 +200,9 @@ export function tombstoneColumns(operationId: string, recordId: string): Tombsto
 }
 
 /** True when `row` carries exactly the tombstone of `operationId` for its record. */
-export function isTombstoneOf(row: Readonly<Record<string, unknown>> & { record_id: string }, operationId: string): boolean {
+export function isTombstoneOf(
+  row: Readonly<Record<string, unknown>> & { record_id: string }, operationId: string,
+): boolean {
   const expected = tombstoneColumns(operationId, row.record_id) as unknown as Record<string, unknown>;
   return Object.entries(expected).every(([column, value]) => row[column] === value);
 }

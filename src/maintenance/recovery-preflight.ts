@@ -69,7 +69,9 @@ function realOrAbsolute(path: string): string {
 
 /** Checks 1-4: platform, plan and authorization by the plan file, the runtime. Nothing is opened yet. */
 function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { plan: RecoveryPlan; euid: number } {
-  if ((env.platform ?? process.platform) !== 'linux') throw hold('HOLD_UNSUPPORTED_PLATFORM_NO_MUTATION', 'recovery runs on Linux only');
+  if ((env.platform ?? process.platform) !== 'linux') {
+    throw hold('HOLD_UNSUPPORTED_PLATFORM_NO_MUTATION', 'recovery runs on Linux only');
+  }
   let text: string;
   let planMode: number;
   try {
@@ -79,14 +81,24 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan file cannot be read');
   }
   const plan = parseRecoveryPlan(text);
-  if (realOrAbsolute(plan.db_path) !== realOrAbsolute(request.dbPath)) throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan names another database than --db');
-  if (request.confirm !== plan.operation_id) throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', '--confirm must repeat the plan\'s operation_id');
-  if ((planMode & 0o022) !== 0) throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', 'the plan file is writable by group or others; chmod go-w it');
+  if (realOrAbsolute(plan.db_path) !== realOrAbsolute(request.dbPath)) {
+    throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan names another database than --db');
+  }
+  if (request.confirm !== plan.operation_id) {
+    throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', '--confirm must repeat the plan\'s operation_id');
+  }
+  if ((planMode & 0o022) !== 0) {
+    throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', 'the plan file is writable by group or others; chmod go-w it');
+  }
   try {
     probeRuntime(env.runtime);
   } catch (error) {
-    if (error instanceof RuntimeRefusal && error.component === 'sqlite-vec') throw hold('HOLD_SQLITE_VEC_UNAVAILABLE_NO_MUTATION', error.message);
-    if (error instanceof RuntimeRefusal && error.component === 'flock') throw hold('HOLD_UNSUPPORTED_PLATFORM_NO_MUTATION', error.message);
+    if (error instanceof RuntimeRefusal && error.component === 'sqlite-vec') {
+      throw hold('HOLD_SQLITE_VEC_UNAVAILABLE_NO_MUTATION', error.message);
+    }
+    if (error instanceof RuntimeRefusal && error.component === 'flock') {
+      throw hold('HOLD_UNSUPPORTED_PLATFORM_NO_MUTATION', error.message);
+    }
     if (error instanceof AdapterError) throw hold('HOLD_SQLITE_RUNTIME_UNSUPPORTED_NO_MUTATION', error.message);
     throw error;
   }
@@ -94,7 +106,9 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
 }
 
 /** Checks 5-8: the file, its links, the exclusive lease, and no other process holding it. Returns the lease. */
-function checkQuiescence(request: RecoveryRequest, env: PreflightEnvironment, euid: number): { path: string; lease: DatabaseLease } {
+function checkQuiescence(
+  request: RecoveryRequest, env: PreflightEnvironment, euid: number,
+): { path: string; lease: DatabaseLease } {
   const path = realOrAbsolute(request.dbPath);
   let stats;
   try {
@@ -103,33 +117,45 @@ function checkQuiescence(request: RecoveryRequest, env: PreflightEnvironment, eu
     throw hold('HOLD_DB_NOT_FOUND_NO_MUTATION', 'no database file at the plan\'s path');
   }
   if (!stats.isFile()) throw hold('HOLD_DB_NOT_FOUND_NO_MUTATION', 'the plan\'s path is not a regular file');
-  if (euid !== 0 && stats.uid !== euid) throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', 'run recover as the database file\'s owner or as root');
+  if (euid !== 0 && stats.uid !== euid) {
+    throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', 'run recover as the database file\'s owner or as root');
+  }
   const aliased = hardLinkedFiles(path);
-  if (aliased.length > 0) throw hold('HOLD_HARD_LINK_ALIAS_NO_MUTATION', `${aliased.join(', ')} has another hard link; remove the alias first`);
+  if (aliased.length > 0) {
+    throw hold('HOLD_HARD_LINK_ALIAS_NO_MUTATION',
+      `${aliased.join(', ')} has another hard link; remove the alias first`);
+  }
   let lease: DatabaseLease;
   try {
     lease = DatabaseLease.acquire(path, 'exclusive', { create: false });
   } catch (error) {
-    if (error instanceof AdapterError) throw hold('HOLD_NONQUIESCENT_NO_MUTATION', `the exclusive lease cannot be taken: ${error.message}`);
+    if (error instanceof AdapterError) {
+      throw hold('HOLD_NONQUIESCENT_NO_MUTATION', `the exclusive lease cannot be taken: ${error.message}`);
+    }
     throw error;
   }
   const openers = otherOpeners(path, env.inventory);
   if (openers > 0) {
     lease.release();
-    throw hold('HOLD_NONQUIESCENT_NO_MUTATION', `${openers} other process(es) have the database, -wal or -shm open; stop every host first`);
+    throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
+      `${openers} other process(es) have the database, -wal or -shm open; stop every host first`);
   }
   return { path, lease };
 }
 
 /** Check 9 (§5.8): a state file and an interlock, where present, belong to this very plan and database. */
-function checkState(prepared: { plan: RecoveryPlan; sha: string; identity: string; state: RecoveryState | null; interlock: RecoveryInterlock | null }): void {
+function checkState(prepared: {
+  plan: RecoveryPlan; sha: string; identity: string; state: RecoveryState | null; interlock: RecoveryInterlock | null;
+}): void {
   const { plan, sha, state, interlock } = prepared;
   if (interlock && (interlock.operation_id !== plan.operation_id || interlock.plan_sha256 !== sha)) {
-    throw hold('HOLD_RECOVERY_STATE_MISMATCH', 'the database holds the interlock of another recovery plan; rerun that plan to finish it');
+    throw hold('HOLD_RECOVERY_STATE_MISMATCH',
+      'the database holds the interlock of another recovery plan; rerun that plan to finish it');
   }
-  if (state && (state.operation_id !== plan.operation_id || state.plan_sha256 !== sha || state.db_identity !== prepared.identity
-    || state.database_id !== plan.database_id)) {
-    throw hold('HOLD_RECOVERY_STATE_MISMATCH', 'the state file belongs to another plan or database; pass the state file of this plan');
+  if (state && (state.operation_id !== plan.operation_id || state.plan_sha256 !== sha
+    || state.db_identity !== prepared.identity || state.database_id !== plan.database_id)) {
+    throw hold('HOLD_RECOVERY_STATE_MISMATCH',
+      'the state file belongs to another plan or database; pass the state file of this plan');
   }
 }
 
@@ -142,14 +168,30 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
     } catch {
       throw hold('HOLD_SCHEMA_MISMATCH_NO_MUTATION', 'the file is not an SQLite database of FactLane');
     }
-    const schemaChecks = ['versions_contiguous', 'release_knows_version', 'checksums_match', 'contract_version', 'meta_keys_present', 'schema_objects', 'fences_present', 'fts5_options'];
+    const schemaChecks = [
+      'versions_contiguous', 'release_knows_version', 'checksums_match', 'contract_version', 'meta_keys_present',
+      'schema_objects', 'fences_present', 'fts5_options',
+    ];
     const failed = findings.kind !== 'FACTLANE' ? ['not a FactLane database']
-      : verifySchema(connection, findings, shipped).filter((c) => schemaChecks.includes(c.name) && c.status === 'FAIL').map((c) => c.name);
-    if (failed.length === 0 && findings.schemaVersion !== shipped.at(-1)?.version) failed.push('schema not current (run factlane-migrate up)');
-    if (failed.length > 0) throw hold('HOLD_SCHEMA_MISMATCH_NO_MUTATION', `the schema is not this release's: ${failed.join(', ')}`);
-    if (findings.meta.database_id !== plan.database_id) throw hold('HOLD_DB_IDENTITY_MISMATCH_NO_MUTATION', 'the database_id differs from the plan\'s');
-    if (journalMode(connection) !== 'wal') throw hold('HOLD_UNSUPPORTED_DB_MODE_NO_MUTATION', 'the database is not in WAL journal mode');
-    if (!integrityOk(connection)) throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', 'quick_check or integrity_check reports problems; restore a backup instead');
+      : verifySchema(connection, findings, shipped)
+        .filter((c) => schemaChecks.includes(c.name) && c.status === 'FAIL')
+        .map((c) => c.name);
+    if (failed.length === 0 && findings.schemaVersion !== shipped.at(-1)?.version) {
+      failed.push('schema not current (run factlane-migrate up)');
+    }
+    if (failed.length > 0) {
+      throw hold('HOLD_SCHEMA_MISMATCH_NO_MUTATION', `the schema is not this release's: ${failed.join(', ')}`);
+    }
+    if (findings.meta.database_id !== plan.database_id) {
+      throw hold('HOLD_DB_IDENTITY_MISMATCH_NO_MUTATION', 'the database_id differs from the plan\'s');
+    }
+    if (journalMode(connection) !== 'wal') {
+      throw hold('HOLD_UNSUPPORTED_DB_MODE_NO_MUTATION', 'the database is not in WAL journal mode');
+    }
+    if (!integrityOk(connection)) {
+      throw hold('HOLD_DB_INTEGRITY_NO_MUTATION',
+        'quick_check or integrity_check reports problems; restore a backup instead');
+    }
     return findings;
   }, { loadVec: true });
 }
@@ -157,19 +199,28 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
 /** Checks 14-17 on the read-write connection; check 18 on the schema package. */
 function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, findings: SchemaFindings): void {
   const raw = connection.connection;
-  if (!enableSecureDelete(raw)) throw hold('HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'PRAGMA secure_delete does not read back on');
+  if (!enableSecureDelete(raw)) {
+    throw hold('HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'PRAGMA secure_delete does not read back on');
+  }
   if (!ftsPresent(raw)) throw hold('HOLD_FTS_UNAVAILABLE_NO_MUTATION', 'the fact_fts table is missing');
-  if (!ftsSecureDeleteSettable(raw)) throw hold('HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'FTS5 secure-delete cannot be set');
+  if (!ftsSecureDeleteSettable(raw)) {
+    throw hold('HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'FTS5 secure-delete cannot be set');
+  }
   let binding: { vector_dimension?: unknown } = {};
   try {
     binding = JSON.parse(findings.bindingText ?? '{}') as { vector_dimension?: unknown };
   } catch {
     // A malformed binding matches no plan profile.
   }
-  if (bindingProfileId(findings.bindingText) !== plan.profile || binding.vector_dimension !== findings.vectorDimension) {
-    throw hold('HOLD_PROFILE_MISMATCH_NO_MUTATION', 'the plan\'s profile or the vector dimension differs from the database binding');
+  if (bindingProfileId(findings.bindingText) !== plan.profile
+    || binding.vector_dimension !== findings.vectorDimension) {
+    throw hold('HOLD_PROFILE_MISMATCH_NO_MUTATION',
+      'the plan\'s profile or the vector dimension differs from the database binding');
   }
-  if (!checkpointTruncate(raw)) throw hold('HOLD_NONQUIESCENT_NO_MUTATION', 'wal_checkpoint(TRUNCATE) did not return (0, 0, 0): another connection is active');
+  if (!checkpointTruncate(raw)) {
+    throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
+      'wal_checkpoint(TRUNCATE) did not return (0, 0, 0): another connection is active');
+  }
   const names = TOOLS.map((tool) => tool.name);
   if (names.length !== 5 || TOOL_NAMES.length !== 5 || names.some((name, i) => name !== TOOL_NAMES[i])) {
     throw hold('HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION', 'this build does not expose exactly the five memory tools');
@@ -181,7 +232,9 @@ function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, find
  * failing check throws its RecoveryHold; every lease and connection taken so far is released first, and nothing in
  * the database or beside it was changed (check 17's checkpoint only moves committed frames into the file).
  */
-export async function runPreflight(request: RecoveryRequest, env: PreflightEnvironment = {}): Promise<PreparedRecovery> {
+export async function runPreflight(
+  request: RecoveryRequest, env: PreflightEnvironment = {},
+): Promise<PreparedRecovery> {
   const { plan, euid } = checkCommand(request, env);
   const sha = planSha256(plan);
   const statePath = request.statePath ?? `${request.receiptPath}.state.json`;
@@ -201,11 +254,16 @@ export async function runPreflight(request: RecoveryRequest, env: PreflightEnvir
     const findings = checkDatabase(path, plan, shipped);
     connection = WriteConnection.open({ path, writerQueue: { enabled: false } });
     checkCapabilities(connection, plan, findings);
-    return { plan, planSha256: sha, path, dbIdentity: identity, statePath, state, interlock, shipped, findings, lease, connection };
+    return {
+      plan, planSha256: sha, path, dbIdentity: identity, statePath, state, interlock, shipped, findings,
+      lease, connection,
+    };
   } catch (error) {
     const closed = connection ? await connection.close() : true;
     if (closed) lease.release();
-    if (error instanceof AdapterError) throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', `the database cannot be read (${error.code})`);
+    if (error instanceof AdapterError) {
+      throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', `the database cannot be read (${error.code})`);
+    }
     throw error;
   }
 }

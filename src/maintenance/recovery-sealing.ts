@@ -5,8 +5,8 @@ import { DatabaseLease } from '../storage/database-lease.js';
 import { createPrivateFile, fsyncPath } from '../storage/durable-files.js';
 import { checkpointTruncate, ftsIntegrityOk, integrityOk, openImage, vacuumInto } from '../storage/recovery-pragmas.js';
 import {
-  checkpointThrough, deleteInterlock, readDerivedRows, readInterlock, readPostflight, readRecordsById, recordDigests, rowsHoldingContent,
-  unattributableDerivedRows, type RecoveryInterlock,
+  checkpointThrough, deleteInterlock, readDerivedRows, readInterlock, readPostflight, readRecordsById, recordDigests,
+  rowsHoldingContent, unattributableDerivedRows, type RecoveryInterlock,
 } from '../storage/recovery-repository.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import type { WriteConnection } from '../storage/write-connection.js';
@@ -80,28 +80,43 @@ function fileContainsAny(path: string, needles: readonly Buffer[]): boolean {
 function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan {
   const connection = openImage(imagePath);
   try {
-    if (!integrityOk(connection) || !ftsIntegrityOk(connection)) fail('the sanitized image fails integrity_check or the FTS5 integrity-check');
+    if (!integrityOk(connection) || !ftsIntegrityOk(connection)) {
+      fail('the sanitized image fails integrity_check or the FTS5 integrity-check');
+    }
     const targetRows = new Set(expect.targets.map((t) => t.rowId));
     const digests = recordDigests(connection, targetRows);
-    const same = digests.size === expect.digests.size && [...expect.digests].every(([id, digest]) => digests.get(id) === digest);
+    const same = digests.size === expect.digests.size
+      && [...expect.digests].every(([id, digest]) => digests.get(id) === digest);
     if (!same) fail('a record outside the targets differs in the sanitized image');
     const rows = readRecordsById(connection, expect.targets.map((t) => t.recordId));
     for (const { recordId, rowId } of expect.targets) {
       const row = rows.get(recordId);
-      if (!row || row.row_id !== rowId || !isTombstoneOf(row, expect.operationId)) fail('a tombstone in the sanitized image is not as written');
+      if (!row || row.row_id !== rowId || !isTombstoneOf(row, expect.operationId)) {
+        fail('a tombstone in the sanitized image is not as written');
+      }
       const derived = readDerivedRows(connection, rowId);
-      if (derived.ftsText !== null || derived.vector || derived.eligibleVector || derived.eligibleCode) fail('a target still has derived rows in the image');
+      if (derived.ftsText !== null || derived.vector || derived.eligibleVector || derived.eligibleCode) {
+        fail('a target still has derived rows in the image');
+      }
     }
-    if (unattributableDerivedRows(connection).length > 0) fail('the sanitized image has FTS or vector rows without a record');
+    if (unattributableDerivedRows(connection).length > 0) {
+      fail('the sanitized image has FTS or vector rows without a record');
+    }
     const interlock = readInterlock(connection);
-    if (!interlock || canonicalJson(interlock) !== canonicalJson(expect.interlock)) fail('the sanitized image lacks the interlock');
-    if (expect.needles && rowsHoldingContent(connection, expect.needles).length > 0) fail('a row of the sanitized image holds target content');
+    if (!interlock || canonicalJson(interlock) !== canonicalJson(expect.interlock)) {
+      fail('the sanitized image lacks the interlock');
+    }
+    if (expect.needles && rowsHoldingContent(connection, expect.needles).length > 0) {
+      fail('a row of the sanitized image holds target content');
+    }
   } finally {
     connection.close();
   }
   if (!expect.needles) return 'NOT_REPEATABLE_AFTER_RESUME';
   const needles = [...expect.needles.texts.map((text) => Buffer.from(text, 'utf8')), ...expect.needles.blobs];
-  if (['', '-wal', '-shm'].some((suffix) => fileContainsAny(imagePath + suffix, needles))) fail('target bytes remain in the sanitized image');
+  if (['', '-wal', '-shm'].some((suffix) => fileContainsAny(imagePath + suffix, needles))) {
+    fail('target bytes remain in the sanitized image');
+  }
   return expect.needles.short ? 'NOT_APPLICABLE_SHORT_CONTENT' : 'CLEAN';
 }
 
@@ -138,9 +153,13 @@ export async function sealDatabase(
   onStep('vacuum_into');
   const residual = verifyImage(image, expect);
   onStep('image_verified');
-  if (!(await connection.close())) throw new SealingFailure('the connection to the old database could not be proven closed', { failClosed: true });
+  if (!(await connection.close())) {
+    throw new SealingFailure('the connection to the old database could not be proven closed', { failClosed: true });
+  }
   for (const suffix of ['-wal', '-shm']) {
-    if (suffix === '-wal' && existsSync(path + suffix) && statSync(path + suffix).size > 0) fail('the old database left a non-empty -wal');
+    if (suffix === '-wal' && existsSync(path + suffix) && statSync(path + suffix).size > 0) {
+      fail('the old database left a non-empty -wal');
+    }
     removeIfPresent(path + suffix);
   }
   onStep('connections_closed');
@@ -155,7 +174,9 @@ export async function sealDatabase(
     lease.adoptPath(path);
     fsyncPath(dirname(path));
   } catch (error) {
-    throw new SealingFailure('the sanitized image could not be renamed over the database', { cause: error, failClosed: true });
+    throw new SealingFailure('the sanitized image could not be renamed over the database', {
+      cause: error, failClosed: true,
+    });
   }
   onStep('renamed');
   return { lease, residual };
@@ -168,16 +189,19 @@ export async function sealDatabase(
  * engine. SealingFailure when a check fails; with `failClosed` when the close cannot be confirmed.
  */
 export async function runPostflight(input: {
-  path: string; lease: DatabaseLease; operationId: string; recordIds: readonly string[]; interlock: RecoveryInterlock | null;
+  path: string; lease: DatabaseLease; operationId: string; recordIds: readonly string[];
+  interlock: RecoveryInterlock | null;
 }): Promise<void> {
   let engine: SQLiteVecEngine;
   try {
     engine = await SQLiteVecEngine.open({
       dbPath: input.path, maintenanceLease: input.lease, writerQueue: { enabled: false },
-      newDatabaseBinding: () => Promise.reject(new AdapterError('SOURCE_NOT_FOUND', 'the database vanished before the postflight')),
+      newDatabaseBinding: () =>
+        Promise.reject(new AdapterError('SOURCE_NOT_FOUND', 'the database vanished before the postflight')),
     });
   } catch (error) {
-    throw new SealingFailure(`the postflight could not open the database (${(error as AdapterError).code ?? 'error'})`, { cause: error });
+    const code = (error as AdapterError).code ?? 'error';
+    throw new SealingFailure(`the postflight could not open the database (${code})`, { cause: error });
   }
   let failure: SealingFailure | undefined;
   try {
@@ -187,17 +211,23 @@ export async function runPostflight(input: {
       return row !== undefined && isTombstoneOf(row, input.operationId);
     });
     if (!reading.quickCheckOk || !tombstones || reading.derivedRows > 0) {
-      failure = new SealingFailure('the postflight found the database not as sealed (quick_check, tombstones or derived rows)');
+      failure = new SealingFailure(
+        'the postflight found the database not as sealed (quick_check, tombstones or derived rows)');
     } else {
       const interlock = input.interlock;
-      if (interlock && !(await engine.write((trx) => deleteInterlock(trx, interlock)))) failure = new SealingFailure('the interlock was not found to delete');
-      else if (!(await engine.read(checkpointThrough))) failure = new SealingFailure('the postflight checkpoint did not return (0, 0, 0)');
+      if (interlock && !(await engine.write((trx) => deleteInterlock(trx, interlock)))) {
+        failure = new SealingFailure('the interlock was not found to delete');
+      } else if (!(await engine.read(checkpointThrough))) {
+        failure = new SealingFailure('the postflight checkpoint did not return (0, 0, 0)');
+      }
     }
   } catch (error) {
     failure = new SealingFailure('the postflight failed', { cause: error });
   } finally {
     await engine.close();
   }
-  if (!engine.closeConfirmed) throw new SealingFailure('the postflight could not prove its SQLite handle closed', { failClosed: true });
+  if (!engine.closeConfirmed) {
+    throw new SealingFailure('the postflight could not prove its SQLite handle closed', { failClosed: true });
+  }
   if (failure) throw failure;
 }

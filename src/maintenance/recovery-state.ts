@@ -7,7 +7,10 @@ import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 
 /** The phases, in the only order they advance (a rolled-back purge returns to the first). */
 export const RECOVERY_PHASES = Object.freeze([
-  'PREPARED_NO_MUTATION', 'LOGICAL_PURGE_IN_PROGRESS', 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE', 'LOCAL_FACTLANE_PURGE_VERIFIED',
+  'PREPARED_NO_MUTATION',
+  'LOGICAL_PURGE_IN_PROGRESS',
+  'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE',
+  'LOCAL_FACTLANE_PURGE_VERIFIED',
 ] as const);
 export type RecoveryPhase = (typeof RECOVERY_PHASES)[number];
 
@@ -42,7 +45,8 @@ export function readRecoveryState(path: string): RecoveryState | null {
   try {
     value = JSON.parse(text) as Record<string, unknown>;
   } catch {
-    throw new RecoveryHold('HOLD_RECOVERY_STATE_MISMATCH', 'the recovery state file is not JSON; it belongs to no run of this plan');
+    throw new RecoveryHold('HOLD_RECOVERY_STATE_MISMATCH',
+      'the recovery state file is not JSON; it belongs to no run of this plan');
   }
   const keys = Object.keys(value ?? {}).sort();
   if (keys.join() !== [...STATE_KEYS].sort().join() || !RECOVERY_PHASES.includes(value.phase as RecoveryPhase)) {

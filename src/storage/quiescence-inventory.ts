@@ -22,14 +22,19 @@ function existingFiles(databasePath: string): { path: string; stats: Stats }[] {
 
 /** The suffixes (`''`, `-wal`, `-shm`) of the database's files that have more than one hard link. */
 export function hardLinkedFiles(databasePath: string): string[] {
-  return existingFiles(databasePath).filter(({ stats }) => stats.nlink > 1).map(({ path }) => path.slice(databasePath.length) || 'db');
+  return existingFiles(databasePath)
+    .filter(({ stats }) => stats.nlink > 1)
+    .map(({ path }) => path.slice(databasePath.length) || 'db');
 }
 
 /** Options of otherOpeners: where /proc is and which process is this one (injectable for tests). */
 export interface InventoryOptions {
   readonly procRoot?: string;
   readonly selfPid?: number;
-  /** The effective user id whose processes (with root's) count as holders when unreadable; default this process's. */
+  /**
+   * The effective user id whose processes (with root's) count as holders when unreadable;
+   * default this process's.
+   */
   readonly ownerUid?: number;
 }
 

@@ -25,12 +25,14 @@ export function enableSecureDelete(connection: SqliteConnection): boolean {
 
 /** True when the schema has the `fact_fts` table. */
 export function ftsPresent(connection: SqliteConnection): boolean {
-  return connection.prepare("SELECT 1 FROM sqlite_master WHERE name = 'fact_fts' AND type = 'table'").get() !== undefined;
+  const statement = connection.prepare("SELECT 1 FROM sqlite_master WHERE name = 'fact_fts' AND type = 'table'");
+  return statement.get() !== undefined;
 }
 
 /** `wal_checkpoint(TRUNCATE)`: true when it returns (0, 0, 0): not busy, and the WAL holds no frame afterwards. */
 export function checkpointTruncate(connection: SqliteConnection): boolean {
-  const row = (connection.pragma('wal_checkpoint(TRUNCATE)') as unknown[])[0] as { busy: number; log: number; checkpointed: number } | undefined;
+  type CheckpointRow = { busy: number; log: number; checkpointed: number };
+  const row = (connection.pragma('wal_checkpoint(TRUNCATE)') as unknown[])[0] as CheckpointRow | undefined;
   return row !== undefined && row.busy === 0 && row.log === 0 && row.checkpointed === 0;
 }
 

@@ -41,7 +41,9 @@ export function readRecordsById(connection: SqliteConnection, recordIds: readonl
 }
 
 /** The record_ids of every record of these memories, oldest revision first. */
-export function recordIdsOfMemories(connection: SqliteConnection, memoryIds: readonly string[]): Map<string, RecordRow[]> {
+export function recordIdsOfMemories(
+  connection: SqliteConnection, memoryIds: readonly string[],
+): Map<string, RecordRow[]> {
   const read = connection.prepare('SELECT * FROM adapter_records WHERE memory_id = ? ORDER BY revision');
   return new Map(memoryIds.map((memoryId) => [memoryId, read.all(memoryId) as RecordRow[]]));
 }
@@ -49,43 +51,56 @@ export function recordIdsOfMemories(connection: SqliteConnection, memoryIds: rea
 /** True when the memory has a lineage fork: two live records, or a record of it with two successors. */
 export function memoryForked(connection: SqliteConnection, memoryId: string): boolean {
   const row = connection.prepare(`SELECT
-      (SELECT count(*) FROM adapter_records WHERE memory_id = ? AND lifecycle_state IN ('CANDIDATE', 'VALIDATED_CURRENT')) AS live,
+      (SELECT count(*) FROM adapter_records WHERE memory_id = ?
+         AND lifecycle_state IN ('CANDIDATE', 'VALIDATED_CURRENT')) AS live,
       (SELECT count(*) FROM adapter_records p WHERE p.memory_id = ?
-         AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) > 1) AS forked`).get(memoryId, memoryId) as
-    { live: number; forked: number };
+         AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) > 1) AS forked`)
+    .get(memoryId, memoryId) as { live: number; forked: number };
   return row.live > 1 || row.forked > 0;
 }
 
 /** The derived rows of the record stored at `rowId` (vec0 rows read by rowid: a point lookup, sqlite-vec loaded). */
 export function readDerivedRows(connection: SqliteConnection, rowId: number): DerivedRows {
   const id = BigInt(rowId);
-  const fts = connection.prepare('SELECT search_text FROM fact_fts WHERE rowid = ?').pluck().get(id) as string | undefined;
+  const fts = connection.prepare('SELECT search_text FROM fact_fts WHERE rowid = ?').pluck().get(id) as
+    string | undefined;
   const vector = connection.prepare('SELECT scope_key, is_current, embedding FROM fact_vec WHERE rowid = ?').get(id) as
     { scope_key: string; is_current: number; embedding: Buffer } | undefined;
-  const eligible = connection.prepare('SELECT scope_key, shard, embedding FROM eligible_vectors WHERE row_id = ?').get(id) as
-    { scope_key: string; shard: number; embedding: Buffer } | undefined;
+  const eligible = connection.prepare('SELECT scope_key, shard, embedding FROM eligible_vectors WHERE row_id = ?')
+    .get(id) as { scope_key: string; shard: number; embedding: Buffer } | undefined;
   const code = connection.prepare('SELECT shard_key, simhash_v1 AS code FROM eligible_codes WHERE rowid = ?').get(id) as
     { shard_key: string; code: Buffer } | undefined;
   return {
     ftsText: fts ?? null,
-    vector: vector ? { scopeKey: vector.scope_key, isCurrent: Number(vector.is_current), embedding: vector.embedding } : null,
-    eligibleVector: eligible ? { scopeKey: eligible.scope_key, shard: eligible.shard, embedding: eligible.embedding } : null,
+    vector: vector
+      ? { scopeKey: vector.scope_key, isCurrent: Number(vector.is_current), embedding: vector.embedding }
+      : null,
+    eligibleVector: eligible
+      ? { scopeKey: eligible.scope_key, shard: eligible.shard, embedding: eligible.embedding }
+      : null,
     eligibleCode: code ? { shardKey: code.shard_key, code: code.code } : null,
   };
 }
 
 /** The row_id and provenance of every QUARANTINED record (recovery tombstones among them). */
-export function quarantinedRecords(connection: SqliteConnection): { row_id: number; source_provenance: string; lifecycle_state: string }[] {
-  return connection.prepare("SELECT row_id, source_provenance, lifecycle_state FROM adapter_records WHERE lifecycle_state = 'QUARANTINED'").all() as
+export function quarantinedRecords(
+  connection: SqliteConnection,
+): { row_id: number; source_provenance: string; lifecycle_state: string }[] {
+  return connection.prepare(`SELECT row_id, source_provenance, lifecycle_state FROM adapter_records
+    WHERE lifecycle_state = 'QUARANTINED'`).all() as
     { row_id: number; source_provenance: string; lifecycle_state: string }[];
 }
 
 /** FTS rows, vectors and eligible forms without a record anywhere in the database (PM3), as `table:rowid`. */
 export function unattributableDerivedRows(connection: SqliteConnection): string[] {
-  return connection.prepare(`SELECT 'fact_fts:' || rowid FROM fact_fts WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
-    UNION ALL SELECT 'fact_vec:' || rowid FROM fact_vec WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
-    UNION ALL SELECT 'eligible_vectors:' || row_id FROM eligible_vectors WHERE row_id NOT IN (SELECT row_id FROM adapter_records)
-    UNION ALL SELECT 'eligible_codes:' || rowid FROM eligible_codes WHERE rowid NOT IN (SELECT row_id FROM adapter_records)`)
+  return connection.prepare(`SELECT 'fact_fts:' || rowid FROM fact_fts
+      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'fact_vec:' || rowid FROM fact_vec
+      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'eligible_vectors:' || row_id FROM eligible_vectors
+      WHERE row_id NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'eligible_codes:' || rowid FROM eligible_codes
+      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)`)
     .pluck().all() as string[];
 }
 
@@ -105,18 +120,24 @@ export interface ContentNeedles {
  * one; a vector, eligible vector or code equal to a target blob. Rows of records `skip` names (by row_id) are left
  * out. Returns `table:rowid` samples; reads every row, so it costs one pass over the database.
  */
-export function rowsHoldingContent(connection: SqliteConnection, needles: ContentNeedles, skip: ReadonlySet<number> = new Set()): string[] {
+export function rowsHoldingContent(
+  connection: SqliteConnection, needles: ContentNeedles, skip: ReadonlySet<number> = new Set(),
+): string[] {
   const found: string[] = [];
   const containsText = (value: string) => needles.texts.some((text) => value.includes(text));
-  const records = connection.prepare('SELECT row_id, fact, tags, source_provenance, freshness_policy FROM adapter_records').iterate() as
-    Iterable<{ row_id: number; fact: string; tags: string; source_provenance: string; freshness_policy: string }>;
+  type ContentRow = { row_id: number; fact: string; tags: string; source_provenance: string; freshness_policy: string };
+  const records = connection.prepare(`SELECT row_id, fact, tags, source_provenance, freshness_policy
+    FROM adapter_records`).iterate() as Iterable<ContentRow>;
   for (const row of records) {
     if (skip.has(row.row_id)) continue;
-    if (needles.foldKeys.has(foldKey(row.fact)) || [row.fact, row.tags, row.source_provenance, row.freshness_policy].some(containsText)) {
+    const texts = [row.fact, row.tags, row.source_provenance, row.freshness_policy];
+    if (needles.foldKeys.has(foldKey(row.fact)) || texts.some(containsText)) {
       found.push(`adapter_records:${row.row_id}`);
     }
   }
-  for (const row of connection.prepare('SELECT rowid AS id, search_text AS text FROM fact_fts').iterate() as Iterable<{ id: number; text: string }>) {
+  const ftsRows = connection.prepare('SELECT rowid AS id, search_text AS text FROM fact_fts').iterate() as
+    Iterable<{ id: number; text: string }>;
+  for (const row of ftsRows) {
     if (!skip.has(row.id) && containsText(row.text)) found.push(`fact_fts:${row.id}`);
   }
   const blobTables = [
@@ -126,7 +147,9 @@ export function rowsHoldingContent(connection: SqliteConnection, needles: Conten
   ] as const;
   for (const [table, query] of blobTables) {
     for (const row of connection.prepare(query).iterate() as Iterable<{ id: number; blob: Buffer }>) {
-      if (!skip.has(Number(row.id)) && needles.blobs.some((blob) => blob.equals(row.blob))) found.push(`${table}:${row.id}`);
+      if (!skip.has(Number(row.id)) && needles.blobs.some((blob) => blob.equals(row.blob))) {
+        found.push(`${table}:${row.id}`);
+      }
     }
   }
   return found;
@@ -138,7 +161,8 @@ export function rowsHoldingContent(connection: SqliteConnection, needles: Conten
  */
 export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<number>): Map<number, string> {
   const parts = new Map<number, unknown[]>();
-  for (const row of connection.prepare('SELECT * FROM adapter_records ORDER BY row_id').iterate() as Iterable<RecordRow>) {
+  const records = connection.prepare('SELECT * FROM adapter_records ORDER BY row_id').iterate() as Iterable<RecordRow>;
+  for (const row of records) {
     if (!skip.has(row.row_id)) parts.set(row.row_id, [row]);
   }
   const add = (query: string) => {
@@ -157,8 +181,9 @@ export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<nu
 
 /** The tombstone columns a purge writes over a target record (OPERATIONS.md §5.5). */
 export type TombstoneColumns = Pick<RecordRow,
-  'fact' | 'source_provenance' | 'lifecycle_state' | 'contradiction_state' | 'verified_by' | 'authority_role' | 'confidence' | 'tags'
-  | 'source_timestamp' | 'last_verified_at' | 'freshness_policy' | 'contradiction_key' | 'native_content_hash' | 'payload_fingerprint'>;
+  'fact' | 'source_provenance' | 'lifecycle_state' | 'contradiction_state' | 'verified_by' | 'authority_role'
+  | 'confidence' | 'tags' | 'source_timestamp' | 'last_verified_at' | 'freshness_policy' | 'contradiction_key'
+  | 'native_content_hash' | 'payload_fingerprint'>;
 
 /**
  * Purges one target inside the recovery's write transaction: deletes its vector, eligible forms and FTS row, then
@@ -170,8 +195,11 @@ export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone
   await sql`DELETE FROM fact_vec WHERE rowid = ${id}`.execute(trx);
   await removeEligibleVector(trx, id);
   await sql`DELETE FROM fact_fts WHERE rowid = ${id}`.execute(trx);
-  const updated = await trx.updateTable('adapter_records').set(tombstone).where('row_id', '=', rowId).executeTakeFirst();
-  if (updated.numUpdatedRows !== 1n) throw new AdapterError('BACKEND_UNAVAILABLE', 'a target record vanished during the purge');
+  const updated = await trx.updateTable('adapter_records').set(tombstone).where('row_id', '=', rowId)
+    .executeTakeFirst();
+  if (updated.numUpdatedRows !== 1n) {
+    throw new AdapterError('BACKEND_UNAVAILABLE', 'a target record vanished during the purge');
+  }
 }
 
 /**
@@ -179,9 +207,11 @@ export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone
  * The FTS5 commands are special INSERTs of the table's own name, which only raw SQL can say.
  */
 export const ftsCommands = {
-  secureDelete: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('secure-delete', 1)`.execute(trx),
+  secureDelete: (trx: Transaction<DB>) =>
+    sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('secure-delete', 1)`.execute(trx),
   rebuild: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts) VALUES ('rebuild')`.execute(trx),
-  integrityCheck: (trx: Transaction<DB>) => sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('integrity-check', 1)`.execute(trx),
+  integrityCheck: (trx: Transaction<DB>) =>
+    sql`INSERT INTO fact_fts (fact_fts, rank) VALUES ('integrity-check', 1)`.execute(trx),
 };
 
 /**
@@ -202,7 +232,8 @@ export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
 
 /** The interlock row, parsed, or null when absent. BACKEND_CORRUPT when it is present but not the interlock's JSON. */
 export function readInterlock(connection: SqliteConnection): RecoveryInterlock | null {
-  const value = connection.prepare('SELECT value FROM adapter_meta WHERE key = ?').pluck().get(INTERLOCK_KEY) as string | undefined;
+  const value = connection.prepare('SELECT value FROM adapter_meta WHERE key = ?').pluck().get(INTERLOCK_KEY) as
+    string | undefined;
   if (value === undefined) return null;
   try {
     const parsed = JSON.parse(value) as RecoveryInterlock;
@@ -220,7 +251,10 @@ export async function writeInterlock(trx: Transaction<DB>, interlock: RecoveryIn
 
 /** Deletes the interlock row of `operationId` in the postflight's gated transaction; false when it was not there. */
 export async function deleteInterlock(trx: Transaction<DB>, interlock: RecoveryInterlock): Promise<boolean> {
-  const deleted = await trx.deleteFrom('adapter_meta').where('key', '=', INTERLOCK_KEY).where('value', '=', canonicalJson(interlock)).executeTakeFirst();
+  const deleted = await trx.deleteFrom('adapter_meta')
+    .where('key', '=', INTERLOCK_KEY)
+    .where('value', '=', canonicalJson(interlock))
+    .executeTakeFirst();
   return deleted.numDeletedRows === 1n;
 }
 
@@ -237,12 +271,15 @@ export interface PostflightReading {
 export async function readPostflight(db: Kysely<DB>, recordIds: readonly string[]): Promise<PostflightReading> {
   // PRAGMA and the virtual tables have no Kysely types: raw SQL.
   const check = (await sql<{ quick_check: string }>`PRAGMA quick_check`.execute(db)).rows;
-  const rows = await db.selectFrom('adapter_records').selectAll().where('record_id', 'in', [...recordIds]).execute() as RecordRow[];
+  const rows = await db.selectFrom('adapter_records').selectAll().where('record_id', 'in', [...recordIds])
+    .execute() as RecordRow[];
   let derivedRows = 0;
   for (const row of rows) {
     const id = BigInt(row.row_id);
-    const counted = await sql<{ n: number }>`SELECT (SELECT count(*) FROM fact_fts WHERE rowid = ${id}) + (SELECT count(*) FROM fact_vec WHERE rowid = ${id})
-      + (SELECT count(*) FROM eligible_vectors WHERE row_id = ${id}) + (SELECT count(*) FROM eligible_codes WHERE rowid = ${id}) AS n`.execute(db);
+    const counted = await sql<{ n: number }>`SELECT (SELECT count(*) FROM fact_fts WHERE rowid = ${id})
+      + (SELECT count(*) FROM fact_vec WHERE rowid = ${id})
+      + (SELECT count(*) FROM eligible_vectors WHERE row_id = ${id})
+      + (SELECT count(*) FROM eligible_codes WHERE rowid = ${id}) AS n`.execute(db);
     derivedRows += Number(counted.rows[0]?.n ?? 0);
   }
   return {
@@ -254,6 +291,7 @@ export async function readPostflight(db: Kysely<DB>, recordIds: readonly string[
 
 /** `wal_checkpoint(TRUNCATE)` through the engine's connection; true when it returns (0, 0, 0). */
 export async function checkpointThrough(db: Kysely<DB>): Promise<boolean> {
-  const row = (await sql<{ busy: number; log: number; checkpointed: number }>`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db)).rows[0];
+  type CheckpointRow = { busy: number; log: number; checkpointed: number };
+  const row = (await sql<CheckpointRow>`PRAGMA wal_checkpoint(TRUNCATE)`.execute(db)).rows[0];
   return row !== undefined && row.busy === 0 && row.log === 0 && row.checkpointed === 0;
 }

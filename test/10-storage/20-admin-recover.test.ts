@@ -9,14 +9,18 @@ import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario } from '../helpers/recovery.js';
+import {
+  adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
+} from '../helpers/recovery.js';
 import { RawDatabase, REPO_ROOT, SHIPPED_MIGRATIONS, sqliteVec, withRaw } from '../helpers/storage.js';
 import type { Json } from '../helpers/writes.js';
 
 // factlane-admin recover (OPERATIONS.md §5): the purge, the sealed image, the receipt, the plan helper, the command.
 
 const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const ADMIN_CLI = join(REPO_ROOT, 'src/cli/factlane-admin.ts');
+const admin = (...args: string[]) =>
+  spawnSync(process.execPath, ['--import', TS_IMPORT, ADMIN_CLI, ...args], { encoding: 'utf8' });
 
 /** The vector bytes (fact_vec and eligible forms) of each record, read raw. */
 function vectorBlobs(dbPath: string, recordIds: readonly string[]): Buffer[] {
@@ -24,9 +28,14 @@ function vectorBlobs(dbPath: string, recordIds: readonly string[]): Buffer[] {
   try {
     sqliteVec.load(db);
     const blobs: Buffer[] = [];
+    const rowIdOf = db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').pluck();
+    const vectorQueries = [
+      'SELECT embedding FROM fact_vec WHERE rowid = ?',
+      'SELECT embedding FROM eligible_vectors WHERE row_id = ?',
+    ];
     for (const id of recordIds) {
-      const rowId = BigInt((db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').pluck().get(id) as number));
-      for (const query of ['SELECT embedding FROM fact_vec WHERE rowid = ?', 'SELECT embedding FROM eligible_vectors WHERE row_id = ?']) {
+      const rowId = BigInt(rowIdOf.get(id) as number);
+      for (const query of vectorQueries) {
         const blob = db.prepare(query).pluck().get(rowId) as Buffer | undefined;
         if (blob) blobs.push(blob);
       }
@@ -50,45 +59,65 @@ function residuals(files: readonly string[], needles: readonly Buffer[]): string
   return found;
 }
 
-t.test('recover purges every record of the memory from the file, keeps the rest byte for byte and leaves exact tombstones', async (t) => {
+t.test('recover purges all records of the memory, keeps the rest byte for byte, leaves exact tombstones', async (t) => {
   const dir = t.testdir();
   const s = await secretScenario(dir);
-  t.strictSame(s.targetIds.map((id) => withRaw(s.dbPath, (db) => db.prepare('SELECT lifecycle_state FROM adapter_records WHERE record_id = ?').pluck().get(id))),
-    ['HISTORICAL', 'SUPERSEDED'], 'the secret is held by a HISTORICAL and a SUPERSEDED revision');
+  const lifecycles = s.targetIds.map((id) => withRaw(s.dbPath, (db) =>
+    db.prepare('SELECT lifecycle_state FROM adapter_records WHERE record_id = ?').pluck().get(id)));
+  t.strictSame(lifecycles, ['HISTORICAL', 'SUPERSEDED'],
+    'the secret is held by a HISTORICAL and a SUPERSEDED revision');
   const blobs = vectorBlobs(s.dbPath, s.targetIds);
   t.equal(blobs.length, 1, 'the SUPERSEDED revision holds a vector (the HISTORICAL one lost it to compaction)');
   const needles = [Buffer.from(MARKER), Buffer.from(searchText(s.secretFact)), ...blobs];
   t.ok(residuals([s.dbPath, `${s.dbPath}-wal`], needles.slice(0, 1)).length > 0, 'before: the marker is in the file');
   const before = digestsByRecord(s.dbPath);
   const plan = planFor(dir, s.dbPath, [s.memoryId]);
-  t.strictSame(plan.plan.targets.map((target) => target.expected_materialization), ['PM0_HISTORICAL_RECORD_AND_FTS', 'PM1_FULL_MATERIALIZATION']);
+  t.strictSame(plan.plan.targets.map((target) => target.expected_materialization),
+    ['PM0_HISTORICAL_RECORD_AND_FTS', 'PM1_FULL_MATERIALIZATION']);
 
   const outcome = await recover(dir, s.dbPath, plan.planPath);
-  t.match(outcome, { exit: 0, result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED', mode: 'FRESH' });
-  t.match(outcome.receipt, { residual_byte_scan: 'CLEAN', target_count: 2, materialization_classes: { PM0_HISTORICAL_RECORD_AND_FTS: 1, PM1_FULL_MATERIALIZATION: 1 } });
+  t.match(outcome, {
+    exit: 0, result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED', mode: 'FRESH',
+  });
+  t.match(outcome.receipt, {
+    residual_byte_scan: 'CLEAN', target_count: 2,
+    materialization_classes: { PM0_HISTORICAL_RECORD_AND_FTS: 1, PM1_FULL_MATERIALIZATION: 1 },
+  });
 
   const receiptPath = join(dir, 'receipt.json');
   const statePath = `${receiptPath}.state.json`;
   const files = [s.dbPath, `${s.dbPath}-wal`, `${s.dbPath}-shm`, receiptPath, statePath];
-  t.strictSame(residuals(files, needles), [], 'no marker, search_text form or vector bytes in the db, -wal, -shm, receipt or state');
+  t.strictSame(residuals(files, needles), [],
+    'no marker, search_text form or vector bytes in the db, -wal, -shm, receipt or state');
   t.notOk(existsSync(`${s.dbPath}-wal`) && statSync(`${s.dbPath}-wal`).size > 0, 'no WAL frames left');
-  t.strictSame(readdirSync(dir).filter((name) => name.includes('.sanitized')), [], 'no sanitized image left beside the database');
+  const images = readdirSync(dir).filter((name) => name.includes('.sanitized'));
+  t.strictSame(images, [], 'no sanitized image left beside the database');
 
   const after = digestsByRecord(s.dbPath);
   for (const id of s.targetIds) before.delete(id);
   for (const id of s.targetIds) after.delete(id);
   t.strictSame(after, before, 'every other record and its derived rows are unchanged');
 
-  const rows = withRaw(s.dbPath, (db) => s.targetIds.map((id) => db.prepare('SELECT * FROM adapter_records WHERE record_id = ?').get(id) as Json));
+  const rows = withRaw(s.dbPath, (db) => s.targetIds.map((id) =>
+    db.prepare('SELECT * FROM adapter_records WHERE record_id = ?').get(id) as Json));
   const op = plan.plan.operation_id;
   for (const row of rows) {
-    t.match(row, { ...tombstoneColumns(op, row.record_id), fact: TOMBSTONE_FACT, lifecycle_state: 'QUARANTINED', memory_id: s.memoryId }, 'tombstone as §5.5 says');
-    t.match(JSON.parse(row.source_provenance), { source_class: 'RECOVERY_TOMBSTONE', source_ref: `recovery:${op}`, review_ref: 'operator-recovery', extraction_method: 'SENSITIVE_MEMORY_PURGE' });
-    t.strictSame(JSON.parse(row.freshness_policy), { kind: 'manual', recheck_ref: null, source_fingerprint: null, ttl_seconds: null });
+    t.match(row, {
+      ...tombstoneColumns(op, row.record_id), fact: TOMBSTONE_FACT, lifecycle_state: 'QUARANTINED',
+      memory_id: s.memoryId,
+    }, 'tombstone as §5.5 says');
+    t.match(JSON.parse(row.source_provenance), {
+      source_class: 'RECOVERY_TOMBSTONE', source_ref: `recovery:${op}`, review_ref: 'operator-recovery',
+      extraction_method: 'SENSITIVE_MEMORY_PURGE',
+    });
+    t.strictSame(JSON.parse(row.freshness_policy), {
+      kind: 'manual', recheck_ref: null, source_fingerprint: null, ttl_seconds: null,
+    });
   }
   t.equal(rows[1]!.parent_record_id, s.targetIds[0], 'lineage kept: revision 2 still names revision 1');
-  t.equal(withRaw(s.dbPath, (db) => db.prepare('SELECT parent_record_id FROM adapter_records WHERE record_id = ?').pluck().get(s.replacementId)), s.targetIds[1],
-    'the REPLACE successor still names the tombstone as its parent');
+  const successorParent = withRaw(s.dbPath, (db) =>
+    db.prepare('SELECT parent_record_id FROM adapter_records WHERE record_id = ?').pluck().get(s.replacementId));
+  t.equal(successorParent, s.targetIds[1], 'the REPLACE successor still names the tombstone as its parent');
 
   const audit = auditFile(s.dbPath, SHIPPED_MIGRATIONS);
   t.ok(audit.ok, `audit passes: ${JSON.stringify(audit.checks.filter((c) => c.status === 'FAIL'))}`);
@@ -107,15 +136,19 @@ t.test('recover purges every record of the memory from the file, keeps the rest 
   const receiptText = readFileSync(receiptPath, 'utf8');
   t.notOk(receiptText.includes(dir), 'the receipt names no path');
   t.notOk(receiptText.includes(s.targetIds[0]!), 'the receipt names no record id unless the plan allows it');
-  t.notOk(plan.plan.targets.some((target) => receiptText.includes(target.expected_content_hash)), 'the receipt holds no content hash');
-  t.match(JSON.parse(readFileSync(statePath, 'utf8')), { phase: 'LOCAL_FACTLANE_PURGE_VERIFIED', operation_id: op, last_hold: null });
+  const hashes = plan.plan.targets.map((target) => target.expected_content_hash);
+  t.notOk(hashes.some((hash) => receiptText.includes(hash)), 'the receipt holds no content hash');
+  const state = JSON.parse(readFileSync(statePath, 'utf8'));
+  t.match(state, { phase: 'LOCAL_FACTLANE_PURGE_VERIFIED', operation_id: op, last_hold: null });
 
   const engine = await openLocalHashEngine(s.dbPath);
   try {
-    await t.rejects(adapterFor(engine, 'delegated-candidate', 'agent-host').execute('memory_store', s.storeRequest), { code: 'IDEMPOTENCY_CONFLICT' },
+    const retry = adapterFor(engine, 'delegated-candidate', 'agent-host').execute('memory_store', s.storeRequest);
+    await t.rejects(retry, { code: 'IDEMPOTENCY_CONFLICT' },
       'a retried store of the secret under its old key conflicts instead of re-creating it');
     const search = await adapterFor(engine, 'owner-current').execute('memory_search', {
-      scope: 'PROJECT', project_id: 'proj-a', query: 'staging deploy token', retrieval_mode_kind: 'HYBRID', retrieval_mode: 'REVIEW_HISTORY', intent_class: 'HISTORICAL_QUESTION',
+      scope: 'PROJECT', project_id: 'proj-a', query: 'staging deploy token', retrieval_mode_kind: 'HYBRID',
+      retrieval_mode: 'REVIEW_HISTORY', intent_class: 'HISTORICAL_QUESTION',
     }) as Json;
     t.equal(search.status, 'OK');
     t.ok(search.results.length > 0, 'search finds the rest of the lineage');
@@ -128,29 +161,38 @@ t.test('recover purges every record of the memory from the file, keeps the rest 
   t.match(again, { exit: 0, mode: 'ALREADY_VERIFIED' }, 'a rerun of a completed plan exits 0 and changes nothing');
 });
 
-t.test('a plan that allows it puts the target ids in the receipt; a short fact is NOT_APPLICABLE_SHORT_CONTENT', async (t) => {
+t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLICABLE_SHORT_CONTENT', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'short.sqlite3');
   const engine = await openLocalHashEngine(dbPath);
   let short: Json;
   try {
     short = ((await adapterFor(engine, 'owner-current').execute('memory_store', {
-      scope: 'GLOBAL_USER', fact: 'pin 4417', memory_type: 'USER_FACT', idempotency_key: 'short-1', requested_lifecycle_state: 'VALIDATED_CURRENT',
-      source_timestamp: '2026-11-01T00:00:00Z', last_verified_at: '2026-11-29T00:00:00Z', freshness_policy: { kind: 'never' },
-      source_provenance: { source_class: 'repo_file', source_ref: 'a', source_hash: 'a'.repeat(64), review_ref: 'r', extraction_method: 'm' },
+      scope: 'GLOBAL_USER', fact: 'pin 4417', memory_type: 'USER_FACT', idempotency_key: 'short-1',
+      requested_lifecycle_state: 'VALIDATED_CURRENT',
+      source_timestamp: '2026-11-01T00:00:00Z', last_verified_at: '2026-11-29T00:00:00Z',
+      freshness_policy: { kind: 'never' },
+      source_provenance: {
+        source_class: 'repo_file', source_ref: 'a', source_hash: 'a'.repeat(64), review_ref: 'r',
+        extraction_method: 'm',
+      },
     })) as Json).results[0];
   } finally {
     await engine.close();
   }
-  const { planPath } = planFor(dir, dbPath, [short.memory_id], 'plan.json', (plan) => ({ ...plan, safe_ids_for_receipt: true }));
+  const { planPath } = planFor(dir, dbPath, [short.memory_id], 'plan.json',
+    (plan) => ({ ...plan, safe_ids_for_receipt: true }));
   const outcome = await recover(dir, dbPath, planPath);
-  t.match(outcome, { exit: 0, receipt: { residual_byte_scan: 'NOT_APPLICABLE_SHORT_CONTENT', safe_target_ids: [short.record_id] } });
-  t.strictSame(withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get()), 0, 'the current record lost its eligible forms');
+  t.match(outcome, {
+    exit: 0, receipt: { residual_byte_scan: 'NOT_APPLICABLE_SHORT_CONTENT', safe_target_ids: [short.record_id] },
+  });
+  const eligibleRows = withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get());
+  t.strictSame(eligibleRows, 0, 'the current record lost its eligible forms');
   const vector = vectorBlobs(dbPath, [short.record_id]);
   t.strictSame(vector, [], 'and its vector');
 });
 
-t.test('the commands: recover plan mutates nothing; recover prints one JSON line per phase and exits 0, 3 or 2', async (t) => {
+t.test('commands: recover plan mutates nothing; recover prints a JSON line per phase, exits 0, 3 or 2', async (t) => {
   const dir = t.testdir();
   const s = await secretScenario(dir);
   const before = fileBytes(s.dbPath);
@@ -162,23 +204,33 @@ t.test('the commands: recover plan mutates nothing; recover prints one JSON line
   const plan = JSON.parse(readFileSync(planPath, 'utf8')) as Json;
   t.equal(plan.targets.length, 2, 'one target per record of the memory');
   t.equal(JSON.parse(made.stdout).operation_id, plan.operation_id);
-  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', planPath), { status: 1, stderr: /TARGET_EXISTS/ }, 'never overwrites a plan');
-  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')), { status: 1, stderr: /NOT_FOUND/ });
-  t.match(admin('recover', '--db', s.dbPath, '--plan', planPath), { status: 2, stderr: /recover needs/ }, 'usage: missing flags');
-  t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'b'), '--confirm', 'x'), { status: 2, stderr: /belongs to recover/ });
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', planPath),
+    { status: 1, stderr: /TARGET_EXISTS/ }, 'never overwrites a plan');
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')),
+    { status: 1, stderr: /NOT_FOUND/ });
+  t.match(admin('recover', '--db', s.dbPath, '--plan', planPath),
+    { status: 2, stderr: /recover needs/ }, 'usage: missing flags');
+  t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'b'), '--confirm', 'x'),
+    { status: 2, stderr: /belongs to recover/ });
 
   const receipt = join(dir, 'receipt.json');
-  const held = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', 'not-the-operation', '--receipt', receipt, '--json');
+  const held = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', 'not-the-operation',
+    '--receipt', receipt, '--json');
   t.equal(held.status, 3, 'a hold exits 3');
   t.match(JSON.parse(held.stdout), { hold: 'HOLD_AUTHORIZATION_MISSING_NO_MUTATION', exit: 3 });
   t.equal(fileBytes(s.dbPath), before, 'held: nothing changed');
 
-  const run = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', plan.operation_id, '--receipt', receipt, '--json');
+  const run = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', plan.operation_id,
+    '--receipt', receipt, '--json');
   t.equal(run.status, 0, run.stderr);
   const lines = run.stderr.trim().split('\n').map((line) => JSON.parse(line) as Json);
-  t.strictSame(lines.map((line) => line.phase), ['preflight', 'target_inspection', 'logical_purge', 'first_checkpoint', 'vacuum_into', 'image_verified',
-    'connections_closed', 'renamed', 'postflight', 'completed', 'outcome'], 'one JSON line per phase on stderr');
-  t.notOk(run.stderr.includes(MARKER) || run.stdout.includes(MARKER) || run.stderr.includes(dir), 'no content and no path in the output');
+  const phases = [
+    'preflight', 'target_inspection', 'logical_purge', 'first_checkpoint', 'vacuum_into', 'image_verified',
+    'connections_closed', 'renamed', 'postflight', 'completed', 'outcome',
+  ];
+  t.strictSame(lines.map((line) => line.phase), phases, 'one JSON line per phase on stderr');
+  const leaked = run.stderr.includes(MARKER) || run.stdout.includes(MARKER) || run.stderr.includes(dir);
+  t.notOk(leaked, 'no content and no path in the output');
   t.match(JSON.parse(run.stdout), { exit: 0, result: 'LOCAL_FACTLANE_PURGE_PASS' });
   t.ok(existsSync(receipt));
 });

@@ -33,13 +33,19 @@ export interface SecretScenario {
 }
 
 /** An adapter on an open engine of `dbPath`. */
-export function adapterFor(engine: Awaited<ReturnType<typeof openLocalHashEngine>>, profile: WriteProfile, hostId = 'host-a'): MemoryAdapter {
-  return new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: profile, hostId, clock: fixedClock() });
+export function adapterFor(
+  engine: Awaited<ReturnType<typeof openLocalHashEngine>>, profile: WriteProfile, hostId = 'host-a',
+): MemoryAdapter {
+  return new MemoryAdapter({
+    engine, provider: new LocalHashProvider(), writeProfile: profile, hostId, clock: fixedClock(),
+  });
 }
 
 async function ok(envelope: Promise<unknown>): Promise<Json> {
   const result = (await envelope) as Json;
-  if (result.status !== 'OK') throw new Error(`scenario setup: ${result.status} ${JSON.stringify(result.error ?? result)}`);
+  if (result.status !== 'OK') {
+    throw new Error(`scenario setup: ${result.status} ${JSON.stringify(result.error ?? result)}`);
+  }
   return result.results[0];
 }
 
@@ -59,18 +65,25 @@ export async function secretScenario(dir: string): Promise<SecretScenario> {
     const request = storeRequest({ ...PROJECT, fact: secretFact });
     const candidate = await ok(delegated.execute('memory_store', request));
     const promoted = await ok(owner.execute('memory_update', reverifyRequest(candidate, {
-      expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' },
+      expected_record_id: candidate.record_id,
+      verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' },
     })));
-    const replacement = await ok(owner.execute('memory_update', replaceRequest(promoted, { fact: 'The staging deploy token lives in the vault' })));
+    const replacementRequest = replaceRequest(promoted, { fact: 'The staging deploy token lives in the vault' });
+    const replacement = await ok(owner.execute('memory_update', replacementRequest));
     await engine.write((trx) => compactRecord(trx, candidate.record_id));
-    return { dbPath, memoryId: candidate.memory_id, targetIds: [candidate.record_id, promoted.record_id], replacementId: replacement.record_id, storeRequest: request, secretFact };
+    return {
+      dbPath, memoryId: candidate.memory_id, targetIds: [candidate.record_id, promoted.record_id],
+      replacementId: replacement.record_id, storeRequest: request, secretFact,
+    };
   } finally {
     await engine.close();
   }
 }
 
 /** Writes a plan for `memoryIds` with the plan helper (mode 0600) and returns it with its path. */
-export function planFor(dir: string, dbPath: string, memoryIds: readonly string[], name = 'plan.json', edit?: (plan: Json) => Json): { plan: RecoveryPlan; planPath: string } {
+export function planFor(
+  dir: string, dbPath: string, memoryIds: readonly string[], name = 'plan.json', edit?: (plan: Json) => Json,
+): { plan: RecoveryPlan; planPath: string } {
   const planPath = join(dir, name);
   let plan = buildRecoveryPlan({ dbPath, memoryIds }) as unknown as Json;
   if (edit) plan = edit(structuredClone(plan));
@@ -80,9 +93,13 @@ export function planFor(dir: string, dbPath: string, memoryIds: readonly string[
 }
 
 /** Runs recover in this process with the plan's own confirmation and a receipt beside it. */
-export function recover(dir: string, dbPath: string, planPath: string, options: Partial<RecoverOptions> = {}): Promise<RecoveryOutcome> {
+export function recover(
+  dir: string, dbPath: string, planPath: string, options: Partial<RecoverOptions> = {},
+): Promise<RecoveryOutcome> {
   const plan = JSON.parse(readFileSync(planPath, 'utf8')) as Json;
-  return recoverDatabase({ dbPath, planPath, confirm: plan.operation_id, receiptPath: join(dir, 'receipt.json'), ...options });
+  return recoverDatabase({
+    dbPath, planPath, confirm: plan.operation_id, receiptPath: join(dir, 'receipt.json'), ...options,
+  });
 }
 
 /** The digest of every record and its derived rows, by record_id (storage's recordDigests, keyed for tests). */
@@ -90,7 +107,9 @@ export function digestsByRecord(dbPath: string): Map<string, string> {
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
     sqliteVec.load(db);
-    const ids = new Map((db.prepare('SELECT row_id, record_id FROM adapter_records').all() as { row_id: number; record_id: string }[]).map((r) => [r.row_id, r.record_id]));
+    const records = db.prepare('SELECT row_id, record_id FROM adapter_records').all() as
+      { row_id: number; record_id: string }[];
+    const ids = new Map(records.map((r) => [r.row_id, r.record_id]));
     return new Map([...recordDigests(db as never, new Set())].map(([rowId, digest]) => [ids.get(rowId)!, digest]));
   } finally {
     db.close();
