@@ -261,6 +261,9 @@ export async function runPreflight(
   } catch (error) {
     const closed = connection ? await connection.close() : true;
     if (closed) lease.release();
+    if (error instanceof AdapterError && (error.code === 'BACKEND_BUSY' || error.code === 'MAINTENANCE_IN_PROGRESS')) {
+      throw hold('HOLD_NONQUIESCENT_NO_MUTATION', `another connection holds the database (${error.code})`);
+    }
     if (error instanceof AdapterError) {
       throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', `the database cannot be read (${error.code})`);
     }

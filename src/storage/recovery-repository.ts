@@ -6,6 +6,7 @@ import { sha256Hex } from '../core/hashing.js';
 import { foldKey } from '../core/text.js';
 import { removeEligibleVector } from './eligible-vectors.js';
 import type { SqliteConnection } from './native.js';
+import { isBusyError, translateSqliteError } from './sqlite-errors.js';
 import type { RecordRow } from './record-rows.js';
 
 // The rows incident recovery reads and writes (OPERATIONS.md §5.4-§5.7, STORAGE.md §11). Inspection runs on any
@@ -223,7 +224,9 @@ export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
   try {
     connection.exec("INSERT INTO fact_fts (fact_fts, rank) VALUES ('secure-delete', 1)");
     return true;
-  } catch {
+  } catch (error) {
+    // A writer holding the lock is not a missing FTS5 option: BACKEND_BUSY, which the caller holds on as such.
+    if (isBusyError(error)) throw translateSqliteError(error);
     return false;
   } finally {
     connection.exec('ROLLBACK');

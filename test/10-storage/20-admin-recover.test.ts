@@ -150,7 +150,7 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
       scope: 'PROJECT', project_id: 'proj-a', query: 'staging deploy token', retrieval_mode_kind: 'HYBRID',
       retrieval_mode: 'REVIEW_HISTORY', intent_class: 'HISTORICAL_QUESTION',
     }) as Json;
-    t.equal(search.status, 'OK');
+    t.ok(['OK', 'DEGRADED'].includes(search.status), `search answers (${search.status})`);
     t.ok(search.results.length > 0, 'search finds the rest of the lineage');
     t.notOk(JSON.stringify(search).includes(MARKER), 'search does not find the secret');
   } finally {
