@@ -21,6 +21,9 @@ const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/
 const ADMIN_CLI = join(REPO_ROOT, 'src/cli/factlane-admin.ts');
 const admin = (...args: string[]) =>
   spawnSync(process.execPath, ['--import', TS_IMPORT, ADMIN_CLI, ...args], { encoding: 'utf8' });
+const MIGRATE_CLI = join(REPO_ROOT, 'src/cli/factlane-migrate.ts');
+const migrate = (...args: string[]) =>
+  spawnSync(process.execPath, ['--import', TS_IMPORT, MIGRATE_CLI, ...args], { encoding: 'utf8' });
 
 /** The vector bytes (fact_vec and eligible forms) of each record, read raw. */
 function vectorBlobs(dbPath: string, recordIds: readonly string[]): Buffer[] {
@@ -234,3 +237,48 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
   t.match(JSON.parse(run.stdout), { exit: 0, result: 'LOCAL_FACTLANE_PURGE_PASS' });
   t.ok(existsSync(receipt));
 });
+
+t.test('the interlock of a committed, unsealed purge holds every command but verify, audit and status across restarts',
+  async (t) => {
+    const dir = t.testdir();
+    const s = await secretScenario(dir);
+    const { plan, planPath } = planFor(dir, s.dbPath, [s.memoryId]);
+    const receipt = join(dir, 'receipt.json');
+    const child = spawnSync(process.execPath, [
+      '--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers/recover-child.ts'),
+      s.dbPath, planPath, receipt, 'kill:logical_purge',
+    ], { encoding: 'utf8' });
+    t.equal(child.signal, 'SIGKILL', 'the recovery was killed right after its commit');
+    const interlocked = () => withRaw(s.dbPath, (db) =>
+      db.prepare("SELECT count(*) FROM adapter_meta WHERE key = 'sensitive_recovery_interlock'").pluck().get());
+    t.equal(interlocked(), 1, 'the interlock row is committed');
+
+    const refusals: [string, string[]][] = [
+      ['migrate up', ['migrate', 'up', '--db', s.dbPath, '--no-backup']],
+      ['backup', ['admin', 'backup', '--db', s.dbPath, '--out', join(dir, 'backup.sqlite3')]],
+      ['housekeep', ['admin', 'housekeep', '--db', s.dbPath, '--scope', 'PROJECT', '--project-id', 'proj-a',
+        '--max-records', '1', '--required-free-bytes', '1']],
+      ['reembed', ['admin', 'reembed', '--db', s.dbPath, '--profile', 'local-hash-384']],
+    ];
+    const run = ([cli, ...args]: string[]) => (cli === 'migrate' ? migrate(...args) : admin(...args));
+    for (const [name, args] of refusals) {
+      t.match(run(args), { status: 1, stderr: /MAINTENANCE_IN_PROGRESS/ }, `${name} refuses the interlocked database`);
+    }
+    t.notOk(existsSync(join(dir, 'backup.sqlite3')), 'no backup of the unsealed file was written');
+    const verify = admin('verify', '--db', s.dbPath, '--json');
+    t.match(JSON.parse(verify.stdout), { interlock_present: true }, 'verify reports the interlock');
+    const audit = admin('audit', '--db', s.dbPath, '--json');
+    t.equal(audit.status, 3, 'audit finds the interlock a problem');
+    t.ok((JSON.parse(audit.stdout).checks as Json[]).some((c) => c.name === 'interlock_absent' && c.status === 'FAIL'),
+      'audit names the interlock');
+    t.match(JSON.parse(migrate('status', '--db', s.dbPath, '--json').stdout), { interlock_present: true },
+      'migrate status reports it');
+    t.equal(interlocked(), 1, 'and still holds it after every one of those processes');
+
+    const outcome = await recover(dir, s.dbPath, planPath);
+    t.match(outcome, { exit: 0, mode: 'RESUME_SEALING', receipt: { residual_byte_scan: 'NOT_REPEATABLE_AFTER_RESUME' } },
+      `a rerun of ${plan.operation_id} completes`);
+    t.equal(interlocked(), 0, 'the interlock is gone');
+    t.match(migrate('status', '--db', s.dbPath, '--json'), { status: 0 });
+    t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'backup.sqlite3')), { status: 0 }, 'backup works again');
+  });
