@@ -2,11 +2,11 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
-import { TOOL_NAMES } from '../../schema/enums.js';
 import { TOOLS } from '../../schema/tool-schemas.js';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import { loadMigrationFiles, type MigrationFile } from '../storage/migration-files.js';
+import type { SqliteConnection } from '../storage/native.js';
 import { hardLinkedFiles, otherOpeners, type InventoryOptions } from '../storage/quiescence-inventory.js';
 import {
   checkpointTruncate, enableSecureDelete, ftsPresent, integrityOk, journalMode,
@@ -40,7 +40,23 @@ export interface PreflightEnvironment {
   readonly migrationsDir?: string;
   /** The effective user id; default process.geteuid(). */
   readonly euid?: number;
+  /** Checks 14 and 15 (what this SQLite build can do); default the real probes. */
+  readonly capabilities?: Partial<CapabilityProbes>;
+  /** Check 18: the tool names this build serves; default the schema package's tools/list. */
+  readonly exposedTools?: readonly string[];
 }
+
+/** The probes of checks 14 and 15, each true when the capability is there. */
+export interface CapabilityProbes {
+  readonly secureDelete: (connection: SqliteConnection) => boolean;
+  readonly ftsPresent: (connection: SqliteConnection) => boolean;
+  readonly ftsSecureDelete: (connection: SqliteConnection) => boolean;
+}
+
+const REAL_PROBES: CapabilityProbes = { secureDelete: enableSecureDelete, ftsPresent, ftsSecureDelete: ftsSecureDeleteSettable };
+
+/** The public contract's five tools (CONTRACT.md §1); check 18 compares the build's tools/list with them. */
+const CONTRACT_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];
 
 /** What a passed preflight holds: the exclusive lease, the open write connection and what was read. */
 export interface PreparedRecovery {
@@ -197,13 +213,15 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
 }
 
 /** Checks 14-17 on the read-write connection; check 18 on the schema package. */
-function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, findings: SchemaFindings): void {
+function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, findings: SchemaFindings,
+  env: PreflightEnvironment): void {
   const raw = connection.connection;
-  if (!enableSecureDelete(raw)) {
+  const probes = { ...REAL_PROBES, ...env.capabilities };
+  if (!probes.secureDelete(raw)) {
     throw hold('HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'PRAGMA secure_delete does not read back on');
   }
-  if (!ftsPresent(raw)) throw hold('HOLD_FTS_UNAVAILABLE_NO_MUTATION', 'the fact_fts table is missing');
-  if (!ftsSecureDeleteSettable(raw)) {
+  if (!probes.ftsPresent(raw)) throw hold('HOLD_FTS_UNAVAILABLE_NO_MUTATION', 'the fact_fts table is missing');
+  if (!probes.ftsSecureDelete(raw)) {
     throw hold('HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'FTS5 secure-delete cannot be set');
   }
   let binding: { vector_dimension?: unknown } = {};
@@ -221,8 +239,8 @@ function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, find
     throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
       'wal_checkpoint(TRUNCATE) did not return (0, 0, 0): another connection is active');
   }
-  const names = TOOLS.map((tool) => tool.name);
-  if (names.length !== 5 || TOOL_NAMES.length !== 5 || names.some((name, i) => name !== TOOL_NAMES[i])) {
+  const names = [...(env.exposedTools ?? TOOLS.map((tool) => tool.name))].sort();
+  if (names.length !== CONTRACT_TOOLS.length || names.some((name, i) => name !== CONTRACT_TOOLS[i])) {
     throw hold('HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION', 'this build does not expose exactly the five memory tools');
   }
 }
@@ -253,7 +271,7 @@ export async function runPreflight(
     checkState({ plan, sha, identity, state, interlock });
     const findings = checkDatabase(path, plan, shipped);
     connection = WriteConnection.open({ path, writerQueue: { enabled: false } });
-    checkCapabilities(connection, plan, findings);
+    checkCapabilities(connection, plan, findings, env);
     return {
       plan, planSha256: sha, path, dbIdentity: identity, statePath, state, interlock, shipped, findings,
       lease, connection,

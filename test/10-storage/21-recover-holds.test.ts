@@ -24,13 +24,8 @@ import { hex64, NOW, storeRequest, type Json } from '../helpers/writes.js';
 
 // factlane-admin recover holds (OPERATIONS.md §5.3 preflight, §5.4 inspection): every hold a precondition can
 // trigger ends in exit 3 with the database unchanged and no state file, receipt or image beside it.
-// Not covered here:
-// - HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION (check 14): the linked SQLite always honours PRAGMA secure_delete.
-// - HOLD_FTS_UNAVAILABLE_NO_MUTATION (check 15): a file without fact_fts already fails check 10 (schema_objects).
-// - HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION (check 18): reads this build's schema/ package; only another build drifts.
-// - HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION (check 15): the linked FTS5 always has the option (the hidden
-//   writer test below meets this hold only through a bug: a busy probe is reported as the option missing).
-// - HOLD_LOGICAL_PURGE_VERIFY_FAILED: needs a fault inside the purge transaction (fault-injection tests).
+// Checks 14, 15 and 18 probe what this build and its SQLite can do, which the linked libraries always can: those
+// tests replace the probe (PreflightEnvironment.capabilities, .exposedTools) to show each failure holds as its code.
 
 type Scenario = SecretScenario & { readonly dir: string };
 
@@ -555,16 +550,57 @@ t.test('a HISTORICAL target with a vector holds with HOLD_UNEXPECTED_DERIVED_STA
   await assertInspectionHold(t, s, 'HOLD_UNEXPECTED_DERIVED_STATE_NO_MUTATION', planPath);
 });
 
-/** Holds no precondition of this build can reach (see the head of this file). */
-const UNREACHABLE_HERE = [
-  'HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'HOLD_FTS_UNAVAILABLE_NO_MUTATION',
-  'HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION',
-  'HOLD_LOGICAL_PURGE_VERIFY_FAILED',
-];
+t.test('checks 14, 15 and 18 hold when the build lacks a capability (probes replaced)', async (t) => {
+  const cases: [RecoveryHoldCode, Record<string, unknown>][] = [
+    ['HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', { capabilities: { secureDelete: () => false } }],
+    ['HOLD_FTS_UNAVAILABLE_NO_MUTATION', { capabilities: { ftsPresent: () => false } }],
+    ['HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', { capabilities: { ftsSecureDelete: () => false } }],
+    ['HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION', { exposedTools: ['memory_search', 'memory_get', 'memory_store',
+      'memory_update', 'memory_status', 'memory_delete'] }],
+    ['HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION', { exposedTools: ['memory_search', 'memory_get', 'memory_store',
+      'memory_update'] }],
+  ];
+  for (const [code, env] of cases) {
+    const s = await scenario(t);
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    await assertHeld(t, s, code, () => recover(s.dir, s.dbPath, planPath, { env }), { compare: 'both' });
+  }
+});
 
-t.test('every hold code is reached above or named as unreachable here', async (t) => {
+t.test('a forged tombstone holding the secret makes the purge verification fail and roll back', async (t) => {
+  const s = await scenario(t);
+  const engine = await openLocalHashEngine(s.dbPath);
+  let copyId: string;
+  try {
+    const envelope = await adapterFor(engine, 'delegated-candidate', 'agent-host').execute('memory_store',
+      storeRequest({ scope: 'PROJECT', project_id: 'proj-a', fact: `${s.secretFact} (copy)` })) as Json;
+    copyId = envelope.results[0].record_id;
+  } finally {
+    await engine.close();
+  }
+  // Completeness skips recovery tombstones; the verification inside the purge reads every row.
+  gatedRaw(s.dbPath, (db) => {
+    const rowId = BigInt(rowIdOf(s.dbPath, copyId));
+    const provenance = JSON.parse(tombstoneColumns('forged', copyId).source_provenance);
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'QUARANTINED', source_provenance = ? WHERE row_id = ?")
+      .run(JSON.stringify(provenance), rowId);
+    db.prepare('DELETE FROM fact_fts WHERE rowid = ?').run(rowId);
+    db.prepare('DELETE FROM fact_vec WHERE rowid = ?').run(rowId);
+  });
+  const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+  const before = snapshot(s.dbPath, 'records');
+  const outcome = await recover(s.dir, s.dbPath, planPath);
+  t.match(outcome, { exit: 3, hold: 'HOLD_LOGICAL_PURGE_VERIFY_FAILED', result: 'HELD_NO_MUTATION' });
+  if (outcome.hold) reached.add(outcome.hold);
+  t.strictSame(snapshot(s.dbPath, 'records'), before, 'the purge was rolled back: every row as it was');
+  t.match(JSON.parse(readFileSync(statePathIn(s.dir), 'utf8')),
+    { phase: 'PREPARED_NO_MUTATION', last_hold: 'HOLD_LOGICAL_PURGE_VERIFY_FAILED' }, 'the state went back to the first phase');
+  t.notOk(existsSync(join(s.dir, 'receipt.json')), 'no receipt');
+});
+
+t.test('every hold code is reached above', async (t) => {
   // Only meaningful on a full run of this file (a --grep run leaves holds unreached).
-  t.strictSame([...reached, ...UNREACHABLE_HERE].sort(), [...RECOVERY_HOLD_CODES].sort(),
+  t.strictSame([...reached].sort(), [...RECOVERY_HOLD_CODES].sort(),
     'a new hold code needs a test');
 });
 
