@@ -53,7 +53,9 @@ export interface CapabilityProbes {
   readonly ftsSecureDelete: (connection: SqliteConnection) => boolean;
 }
 
-const REAL_PROBES: CapabilityProbes = { secureDelete: enableSecureDelete, ftsPresent, ftsSecureDelete: ftsSecureDeleteSettable };
+const REAL_PROBES: CapabilityProbes = {
+  secureDelete: enableSecureDelete, ftsPresent, ftsSecureDelete: ftsSecureDeleteSettable,
+};
 
 /** The public contract's five tools (CONTRACT.md §1); check 18 compares the build's tools/list with them. */
 const CONTRACT_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];

@@ -594,7 +594,8 @@ t.test('a forged tombstone holding the secret makes the purge verification fail 
   if (outcome.hold) reached.add(outcome.hold);
   t.strictSame(snapshot(s.dbPath, 'records'), before, 'the purge was rolled back: every row as it was');
   t.match(JSON.parse(readFileSync(statePathIn(s.dir), 'utf8')),
-    { phase: 'PREPARED_NO_MUTATION', last_hold: 'HOLD_LOGICAL_PURGE_VERIFY_FAILED' }, 'the state went back to the first phase');
+    { phase: 'PREPARED_NO_MUTATION', last_hold: 'HOLD_LOGICAL_PURGE_VERIFY_FAILED' },
+    'the state went back to the first phase');
   t.notOk(existsSync(join(s.dir, 'receipt.json')), 'no receipt');
 });
 
