@@ -4,16 +4,18 @@ import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import type { DatabaseLease } from '../storage/database-lease.js';
 import { writePrivateFileAtomic } from '../storage/durable-files.js';
 import {
-  ftsCommands, purgeRecord, readDerivedRows, recordDigests, rowsHoldingContent, writeInterlock, type RecoveryInterlock,
+  ftsCommands, purgeRecord, readDerivedRows, readRecordsById, recordDigests, rowsHoldingContent, writeInterlock,
+  type RecoveryInterlock,
 } from '../storage/recovery-repository.js';
+import { AdapterError } from '../core/adapter-error.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 import { inspectTargets, type Inspection, type RecoveryNeedles } from './recovery-inspection.js';
-import { MATERIALIZATION_CLASSES, tombstoneColumns, type RecoveryPlan } from './recovery-plan.js';
+import { MATERIALIZATION_CLASSES, isTombstoneOf, tombstoneColumns, type RecoveryPlan } from './recovery-plan.js';
 import {
   runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
 } from './recovery-preflight.js';
 import { SealingFailure, runPostflight, sealDatabase, type ResidualScan, type SealStep } from './recovery-sealing.js';
-import { phaseReached, writeRecoveryState, type RecoveryPhase } from './recovery-state.js';
+import { phaseReached, writeRecoveryState, type RecoveryPhase, type RecoveryState } from './recovery-state.js';
 
 // `factlane-admin recover` (OPERATIONS.md §5): preflight, inspection, one purge transaction, sealing, postflight.
 
@@ -92,6 +94,26 @@ function receiptOf(prepared: PreparedRecovery, residual: ResidualScan, completed
   };
 }
 
+/** The state's `last_hold` after a byte scan found target content (content-free; docs/decisions/0019). */
+const RESIDUE_FOUND = 'SEALING_RESIDUAL_BYTES_FOUND' as const;
+
+/** A Node system error (a file could not be read or written): its message names a path, its code does not. */
+function isSystemError(error: unknown): error is NodeJS.ErrnoException {
+  return error instanceof Error && typeof (error as NodeJS.ErrnoException).code === 'string'
+    && !(error instanceof AdapterError);
+}
+
+/** The message of an error without paths: governed and sealing messages as they are, a system error by its code. */
+function safeMessage(error: unknown): string {
+  if (error instanceof AdapterError || error instanceof SealingFailure || error instanceof RecoveryHold
+    || error instanceof Interrupted) {
+    const cause = (error as Error).cause;
+    return isSystemError(cause) ? `${error.message} (${cause.code})` : error.message;
+  }
+  if (isSystemError(error)) return `a file could not be read or written (${error.code})`;
+  return 'unexpected error (see the operator logs)';
+}
+
 /** Which path a run takes once the preflight and the inspection passed (§5.8). */
 function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNullable<RecoveryOutcome['mode']> {
   const tombstoned = inspection.kind === 'ALL_TOMBSTONED';
@@ -106,7 +128,14 @@ function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNull
     }
     return 'ALREADY_VERIFIED';
   }
-  if (tombstoned) return 'RESUME_POSTFLIGHT';
+  if (tombstoned) {
+    // Only the postflight deletes the interlock, after sealing; the state it failed in says so (§5.8).
+    if (prepared.state?.phase !== 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE') {
+      throw mismatch('the targets are tombstoned by this plan, but no state file of it says the sealing ran;'
+        + ' pass its --state');
+    }
+    return 'RESUME_POSTFLIGHT';
+  }
   if (phaseReached(prepared.state, 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE')) {
     throw mismatch('the state says the purge committed, but no target is tombstoned');
   }
@@ -128,10 +157,17 @@ async function purge(
     }
     await ftsCommands.rebuild(trx);
     await ftsCommands.integrityCheck(trx);
-    const leftovers = rowsHoldingContent(raw, inspection.needles);
+    // The targets' rows are checked whole (a tombstone spells identifiers only), every other row for content.
+    const targetRows = new Set(inspection.targets.map(({ row }) => row.row_id));
+    const leftovers = rowsHoldingContent(raw, inspection.needles, targetRows);
+    const tombstones = readRecordsById(raw, inspection.targets.map(({ row }) => row.record_id));
+    const untombstoned = inspection.targets.filter(({ row }) => {
+      const now = tombstones.get(row.record_id);
+      return now === undefined || !isTombstoneOf(now, prepared.plan.operation_id);
+    });
     const derived = inspection.targets.map(({ row }) => readDerivedRows(raw, row.row_id))
       .filter((d) => d.ftsText !== null || d.vector || d.eligibleVector || d.eligibleCode);
-    if (leftovers.length > 0 || derived.length > 0) {
+    if (leftovers.length > 0 || derived.length > 0 || untombstoned.length > 0) {
       throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED',
         'target content remained after the purge; it was rolled back');
     }
@@ -157,7 +193,7 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
   let mode: RecoveryOutcome['mode'] = null;
   const leases: DatabaseLease[] = [];
   let keepLeases = false;
-  const setPhase = (next: RecoveryPhase, lastHold: RecoveryHoldCode | null = null) => {
+  const setPhase = (next: RecoveryPhase, lastHold: RecoveryState['last_hold'] = null) => {
     phase = next;
     const p = prepared!;
     writeRecoveryState(p.statePath, {
@@ -193,8 +229,12 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
 
     let interlock = prepared.interlock;
     let needles: RecoveryNeedles | null = null;
-    const targets = (inspection.kind === 'UNTOUCHED' ? inspection.targets.map((t) => t.row) : inspection.rows)
-      .map((row) => ({ recordId: row.record_id, rowId: row.row_id }));
+    // What each target record must be once purged: its kept fields with the tombstone over them.
+    const op = prepared.plan.operation_id;
+    const written = inspection.kind === 'UNTOUCHED'
+      ? inspection.targets.map(({ row }) => ({ ...row, ...tombstoneColumns(op, row.record_id) }))
+      : inspection.rows;
+    const targets = written.map((row) => ({ recordId: row.record_id, rowId: row.row_id, row }));
     const targetRows = new Set(targets.map((t) => t.rowId));
     const digests = recordDigests(prepared.connection.connection, targetRows);
     if (mode === 'FRESH' && inspection.kind === 'UNTOUCHED') {
@@ -213,6 +253,11 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     }
     // From here on the purge is committed (now or by an earlier run): any failure fails closed with exit 4.
     keepLeases = true;
+    if (mode !== 'FRESH' && prepared.state?.last_hold === RESIDUE_FOUND) {
+      throw new SealingFailure('an earlier run found target bytes in the sanitized image, and a resumed run cannot'
+        + ' look for them; restore a backup taken before the incident and recover it, or remove the residue by hand',
+      { residue: true });
+    }
     signals.check();
     let residual: ResidualScan = 'NOT_REPEATABLE_AFTER_RESUME';
     let postflightLease = prepared.lease;
@@ -245,15 +290,19 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     return outcome(0, 'LOCAL_FACTLANE_PURGE_PASS', done, null, receipt);
   } catch (error) {
     if (keepLeases) {
-      if (prepared && phase !== 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE') {
+      const residue = error instanceof SealingFailure && error.residue;
+      // Phases only advance: a run that failed after it was verified (writing the receipt) stays verified.
+      if (prepared && phase !== 'LOCAL_FACTLANE_PURGE_VERIFIED') {
         try {
-          setPhase('LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE');
+          const lastHold = residue ? RESIDUE_FOUND : prepared.state?.last_hold ?? null;
+          setPhase('LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE', lastHold);
         } catch {
           // The state file cannot be written: the interlock in the database still blocks every runtime.
         }
       }
-      const message = error instanceof Error ? error.message : String(error);
-      return outcome(4, 'SEALING_INCOMPLETE', `${message}; the interlock blocks every runtime: rerun the same plan`);
+      const next = mode === 'RESUME_POSTFLIGHT' || phase === 'LOCAL_FACTLANE_PURGE_VERIFIED'
+        ? 'rerun the same plan' : 'the interlock blocks every runtime: rerun the same plan';
+      return outcome(4, 'SEALING_INCOMPLETE', `${safeMessage(error)}; ${next}`);
     }
     if (error instanceof RecoveryHold) {
       if (prepared?.state && phase === prepared.state.phase) {
@@ -266,6 +315,7 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
       return outcome(3, 'HELD_NO_MUTATION', error.message, error.code);
     }
     if (error instanceof Interrupted) return outcome(1, 'FAILED_NO_MUTATION', `${error.message}; nothing was changed`);
+    if (isSystemError(error)) return outcome(1, 'FAILED_NO_MUTATION', `${safeMessage(error)}; nothing was changed`);
     throw error;
   } finally {
     signals.stop();

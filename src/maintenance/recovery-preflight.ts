@@ -1,5 +1,5 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { TOOLS } from '../../schema/tool-schemas.js';
@@ -11,7 +11,9 @@ import { hardLinkedFiles, otherOpeners, type InventoryOptions } from '../storage
 import {
   checkpointTruncate, enableSecureDelete, ftsPresent, integrityOk, journalMode,
 } from '../storage/recovery-pragmas.js';
-import { ftsSecureDeleteSettable, readInterlock, type RecoveryInterlock } from '../storage/recovery-repository.js';
+import {
+  MalformedInterlock, ftsSecureDeleteSettable, readInterlock, type RecoveryInterlock,
+} from '../storage/recovery-repository.js';
 import { RuntimeRefusal, probeRuntime, type RuntimeProbeOptions } from '../storage/runtime-probe.js';
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema } from '../storage/schema-verification.js';
@@ -85,6 +87,11 @@ function realOrAbsolute(path: string): string {
   return existsSync(absolute) ? realpathSync(absolute) : absolute;
 }
 
+/** The longest file name Linux filesystems take. */
+const MAX_FILE_NAME_BYTES = 255;
+/** What `<db>.recovery-<op>.sanitized-journal` adds to the two names (the longest image sidecar). */
+const IMAGE_NAME_EXTRA = '.recovery-'.length + '.sanitized-journal'.length;
+
 /** Checks 1-4: platform, plan and authorization by the plan file, the runtime. Nothing is opened yet. */
 function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { plan: RecoveryPlan; euid: number } {
   if ((env.platform ?? process.platform) !== 'linux') {
@@ -101,6 +108,14 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
   const plan = parseRecoveryPlan(text);
   if (realOrAbsolute(plan.db_path) !== realOrAbsolute(request.dbPath)) {
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan names another database than --db');
+  }
+  // The image of §5.6 and its sidecars are named after the operation: a name the filesystem refuses would only fail
+  // after the commit, and every rerun would fail the same way.
+  const imageNameBytes = Buffer.byteLength(basename(realOrAbsolute(request.dbPath))) + IMAGE_NAME_EXTRA
+    + plan.operation_id.length;
+  if (imageNameBytes > MAX_FILE_NAME_BYTES) {
+    throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'operation_id is too long for an image name beside this database'
+      + ` (${imageNameBytes} > ${MAX_FILE_NAME_BYTES} bytes); choose a shorter one`);
   }
   if (request.confirm !== plan.operation_id) {
     throw hold('HOLD_AUTHORIZATION_MISSING_NO_MUTATION', '--confirm must repeat the plan\'s operation_id');
@@ -152,11 +167,17 @@ function checkQuiescence(
     }
     throw error;
   }
-  const openers = otherOpeners(path, env.inventory);
+  let openers: number;
+  try {
+    openers = otherOpeners(path, { ownerUid: stats.uid, ...env.inventory });
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
   if (openers > 0) {
     lease.release();
     throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
-      `${openers} other process(es) have the database, -wal or -shm open; stop every host first`);
+      `${openers} other process(es) have the database, -wal, -shm or -writer open; stop every host first`);
   }
   return { path, lease };
 }
@@ -266,8 +287,12 @@ export async function runPreflight(
     let interlock: RecoveryInterlock | null = null;
     try {
       interlock = withReadOnly(path, readInterlock);
-    } catch {
-      // A file without a readable adapter_meta holds no interlock; check 10 says what the file is.
+    } catch (error) {
+      if (error instanceof MalformedInterlock) {
+        throw hold('HOLD_RECOVERY_STATE_MISMATCH', 'the interlock row is not well-formed; it belongs to no plan');
+      }
+      // Busy and lease errors hold below; a file that is no SQLite database holds no interlock: check 10 says so.
+      if (error instanceof AdapterError && error.code !== 'BACKEND_CORRUPT') throw error;
     }
     const identity = dbIdentity(path);
     checkState({ plan, sha, identity, state, interlock });

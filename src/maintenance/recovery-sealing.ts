@@ -11,6 +11,7 @@ import {
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import type { WriteConnection } from '../storage/write-connection.js';
 import { canonicalJson } from '../core/canonical-json.js';
+import type { RecordRow } from '../storage/record-rows.js';
 import type { RecoveryNeedles } from './recovery-inspection.js';
 import { isTombstoneOf } from './recovery-plan.js';
 
@@ -22,10 +23,13 @@ export class SealingFailure extends Error {
   override name = 'SealingFailure';
   /** True when a SQLite handle could not be proven closed: every exclusive lease stays until the process exits. */
   readonly failClosed: boolean;
+  /** True when the byte scan found target content in the image: a resumed run, which cannot scan, must not pass. */
+  readonly residue: boolean;
 
-  constructor(message: string, options: { failClosed?: boolean; cause?: unknown } = {}) {
+  constructor(message: string, options: { failClosed?: boolean; residue?: boolean; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.failClosed = options.failClosed ?? false;
+    this.residue = options.residue ?? false;
   }
 }
 
@@ -33,8 +37,8 @@ export class SealingFailure extends Error {
 export interface SealExpectations {
   readonly operationId: string;
   readonly interlock: RecoveryInterlock;
-  /** The targets' record_ids and row_ids. */
-  readonly targets: readonly { readonly recordId: string; readonly rowId: number }[];
+  /** The targets, each with its whole record as the purge wrote it (the kept identity fields and the tombstone). */
+  readonly targets: readonly { readonly recordId: string; readonly rowId: number; readonly row: RecordRow }[];
   /** Digests of every other record, read before the purge (or, on a resumed run, before sealing). */
   readonly digests: ReadonlyMap<number, string>;
   /** The targets' content, known only to the run that purged; null on a resumed run. */
@@ -76,6 +80,21 @@ function fileContainsAny(path: string, needles: readonly Buffer[]): boolean {
   }
 }
 
+/**
+ * The byte strings the residual scan looks for: each target text as stored plain and as stored inside a JSON value
+ * (quotes and backslashes escaped), and each vector and code. A text that the tombstones themselves spell (a fact
+ * such as `operator-recovery`) cannot be told from them and is left out.
+ */
+function byteNeedles(needles: RecoveryNeedles, tombstones: readonly RecordRow[]): Buffer[] {
+  const tombstoneText = tombstones
+    .map((row) => `${row.fact}${row.source_provenance}${row.freshness_policy}${row.tags}`).join('');
+  const texts = new Set<string>();
+  for (const text of needles.texts) {
+    for (const form of [text, JSON.stringify(text).slice(1, -1)]) if (!tombstoneText.includes(form)) texts.add(form);
+  }
+  return [...[...texts].map((text) => Buffer.from(text, 'utf8')), ...needles.blobs];
+}
+
 /** §5.6 step 3: the image verified on its own connection, then its bytes scanned. Returns the scan's outcome. */
 function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan {
   const connection = openImage(imagePath);
@@ -89,9 +108,9 @@ function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan 
       && [...expect.digests].every(([id, digest]) => digests.get(id) === digest);
     if (!same) fail('a record outside the targets differs in the sanitized image');
     const rows = readRecordsById(connection, expect.targets.map((t) => t.recordId));
-    for (const { recordId, rowId } of expect.targets) {
+    for (const { recordId, rowId, row: written } of expect.targets) {
       const row = rows.get(recordId);
-      if (!row || row.row_id !== rowId || !isTombstoneOf(row, expect.operationId)) {
+      if (!row || canonicalJson(row) !== canonicalJson(written) || !isTombstoneOf(row, expect.operationId)) {
         fail('a tombstone in the sanitized image is not as written');
       }
       const derived = readDerivedRows(connection, rowId);
@@ -106,16 +125,17 @@ function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan 
     if (!interlock || canonicalJson(interlock) !== canonicalJson(expect.interlock)) {
       fail('the sanitized image lacks the interlock');
     }
-    if (expect.needles && rowsHoldingContent(connection, expect.needles).length > 0) {
+    // The targets' own rows were compared whole above: a tombstone is made of identifiers only.
+    if (expect.needles && rowsHoldingContent(connection, expect.needles, targetRows).length > 0) {
       fail('a row of the sanitized image holds target content');
     }
   } finally {
     connection.close();
   }
   if (!expect.needles) return 'NOT_REPEATABLE_AFTER_RESUME';
-  const needles = [...expect.needles.texts.map((text) => Buffer.from(text, 'utf8')), ...expect.needles.blobs];
+  const needles = byteNeedles(expect.needles, expect.targets.map((t) => t.row));
   if (['', '-wal', '-shm'].some((suffix) => fileContainsAny(imagePath + suffix, needles))) {
-    fail('target bytes remain in the sanitized image');
+    throw new SealingFailure('target bytes remain in the sanitized image', { residue: true });
   }
   return expect.needles.short ? 'NOT_APPLICABLE_SHORT_CONTENT' : 'CLEAN';
 }

@@ -22,7 +22,8 @@ export interface RecoveryState {
   readonly database_id: string;
   readonly phase: RecoveryPhase;
   readonly updated_at: string;
-  readonly last_hold: RecoveryHoldCode | null;
+  /** The last hold, or SEALING_RESIDUAL_BYTES_FOUND when sealing found target bytes in the image. */
+  readonly last_hold: RecoveryHoldCode | 'SEALING_RESIDUAL_BYTES_FOUND' | null;
 }
 
 const STATE_KEYS = ['operation_id', 'plan_sha256', 'db_identity', 'database_id', 'phase', 'updated_at', 'last_hold'];

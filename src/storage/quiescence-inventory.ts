@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 
 // The quiescence inventory of incident recovery (OPERATIONS.md §5.3 checks 6 and 8). Leases are cooperative
 // (STORAGE.md §9); these checks see what a lease cannot: another name for the file, and any process that has it open.
@@ -7,10 +8,12 @@ import { join } from 'node:path';
 /** The database file and the SQLite sidecars that may exist beside it. */
 export const DATABASE_FILE_SUFFIXES = ['', '-wal', '-shm'] as const;
 
-/** The existing members of `<db>`, `<db>-wal`, `<db>-shm`, with their stat. */
-function existingFiles(databasePath: string): { path: string; stats: Stats }[] {
+/** The existing members of `<db>` + each suffix (default `''`, `-wal`, `-shm`), with their stat. */
+function existingFiles(
+  databasePath: string, suffixes: readonly string[] = DATABASE_FILE_SUFFIXES,
+): { path: string; stats: Stats }[] {
   const files: { path: string; stats: Stats }[] = [];
-  for (const suffix of DATABASE_FILE_SUFFIXES) {
+  for (const suffix of suffixes) {
     try {
       files.push({ path: databasePath + suffix, stats: statSync(databasePath + suffix) });
     } catch {
@@ -32,22 +35,25 @@ export interface InventoryOptions {
   readonly procRoot?: string;
   readonly selfPid?: number;
   /**
-   * The effective user id whose processes (with root's) count as holders when unreadable;
-   * default this process's.
+   * The user whose processes (with root's) count as holders when unreadable: the database file's owner;
+   * default this process's effective user id.
    */
   readonly ownerUid?: number;
 }
 
 /**
- * How many other processes have the database, its `-wal` or its `-shm` open, matched by device and inode through
- * `/proc/<pid>/fd`. A process whose descriptors cannot be read counts as holding them when it belongs to the owner
- * or root (check 8: a process that cannot be inspected is not known to be away). This process is left out.
+ * How many other processes have the database, its `-wal`, `-shm` or writer sidecar open, matched by device and
+ * inode through `/proc/<pid>/fd`. A process whose descriptors cannot be read counts as holding them when it belongs
+ * to the owner or root (check 8: a process that cannot be inspected is not known to be away). This process is left
+ * out.
  */
 export function otherOpeners(databasePath: string, options: InventoryOptions = {}): number {
   const procRoot = options.procRoot ?? '/proc';
   const selfPid = options.selfPid ?? process.pid;
   const ownerUid = options.ownerUid ?? process.geteuid?.() ?? 0;
-  const wanted = new Set(existingFiles(databasePath).map(({ stats }) => `${stats.dev}:${stats.ino}`));
+  // A process queued on the writer sidecar (STORAGE.md §6) holds the database as much as one that has it open.
+  const suffixes = [...DATABASE_FILE_SUFFIXES, WRITER_SIDECAR_SUFFIX];
+  const wanted = new Set(existingFiles(databasePath, suffixes).map(({ stats }) => `${stats.dev}:${stats.ino}`));
   if (wanted.size === 0) return 0;
   let holders = 0;
   for (const entry of readdirSync(procRoot)) {

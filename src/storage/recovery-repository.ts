@@ -131,7 +131,8 @@ export function rowsHoldingContent(
     FROM adapter_records`).iterate() as Iterable<ContentRow>;
   for (const row of records) {
     if (skip.has(row.row_id)) continue;
-    const texts = [row.fact, row.tags, row.source_provenance, row.freshness_policy];
+    // The JSON columns are searched by their string values: a fact holding `"` or `\` is stored there escaped.
+    const texts = [row.fact, ...[row.tags, row.source_provenance, row.freshness_policy].flatMap(jsonStrings)];
     if (needles.foldKeys.has(foldKey(row.fact)) || texts.some(containsText)) {
       found.push(`adapter_records:${row.row_id}`);
     }
@@ -154,6 +155,27 @@ export function rowsHoldingContent(
     }
   }
   return found;
+}
+
+/** Every string value (and key) inside a JSON text, with the text itself; the text alone when it is not JSON. */
+function jsonStrings(text: string): string[] {
+  const strings = [text];
+  const walk = (value: unknown): void => {
+    if (typeof value === 'string') strings.push(value);
+    else if (Array.isArray(value)) value.forEach(walk);
+    else if (value !== null && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        strings.push(key);
+        walk(inner);
+      }
+    }
+  };
+  try {
+    walk(JSON.parse(text));
+  } catch {
+    // Not JSON: the raw text was searched.
+  }
+  return strings;
 }
 
 /**
@@ -233,8 +255,21 @@ export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
   }
 }
 
-/** The interlock row, parsed, or null when absent. BACKEND_CORRUPT when it is present but not the interlock's JSON. */
+/** An interlock row that is not the interlock's JSON: it belongs to no plan, and no plan may pass it. */
+export class MalformedInterlock extends AdapterError {
+  constructor() {
+    super('BACKEND_CORRUPT', 'the recovery interlock row is not well-formed');
+  }
+}
+
+/**
+ * The interlock row, parsed, or null when absent (also when the file has no adapter_meta table). MalformedInterlock
+ * when the row is not the interlock's JSON; SQLite errors (busy, not a database) are thrown as they are.
+ */
 export function readInterlock(connection: SqliteConnection): RecoveryInterlock | null {
+  const metaTable = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adapter_meta'";
+  const hasMeta = connection.prepare(metaTable).get();
+  if (hasMeta === undefined) return null;
   const value = connection.prepare('SELECT value FROM adapter_meta WHERE key = ?').pluck().get(INTERLOCK_KEY) as
     string | undefined;
   if (value === undefined) return null;
@@ -244,7 +279,7 @@ export function readInterlock(connection: SqliteConnection): RecoveryInterlock |
   } catch {
     // Falls through to the refusal.
   }
-  throw new AdapterError('BACKEND_CORRUPT', 'the recovery interlock row is not well-formed');
+  throw new MalformedInterlock();
 }
 
 /** Writes the interlock row inside the purge transaction. */

@@ -284,3 +284,64 @@ t.test('the interlock of a committed, unsealed purge holds every command but ver
     const backup = admin('backup', '--db', s.dbPath, '--out', join(dir, 'backup.sqlite3'));
     t.match(backup, { status: 0 }, 'backup works again');
   });
+
+t.test('target bytes found in the image fail the run; a resumed run, which cannot scan, refuses to pass', async (t) => {
+  const dir = t.testdir();
+  const s = await secretScenario(dir);
+  // A copy no row check sees: a shadow table of vec0 holds the secret fact.
+  const db = new RawDatabase(s.dbPath);
+  try {
+    db.prepare('INSERT INTO fact_vec_info (key, value) VALUES (?, ?)').run('planted', s.secretFact);
+  } finally {
+    db.close();
+  }
+  const { planPath } = planFor(dir, s.dbPath, [s.memoryId]);
+  // In a child: a run that ends in exit 4 keeps its leases until its process ends.
+  const child = spawnSync(process.execPath, [
+    '--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers/recover-child.ts'),
+    s.dbPath, planPath, join(dir, 'receipt.json'), 'none',
+  ], { encoding: 'utf8' });
+  const outcomeLine = child.stdout.split('\n').find((line) => line.startsWith('outcome '));
+  const first = JSON.parse(outcomeLine?.slice('outcome '.length) ?? 'null') as Json;
+  t.match(first, { exit: 4, result: 'SEALING_INCOMPLETE', message: /target bytes remain/ });
+  const statePath = join(dir, 'receipt.json.state.json');
+  t.match(JSON.parse(readFileSync(statePath, 'utf8')),
+    { phase: 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE', last_hold: 'SEALING_RESIDUAL_BYTES_FOUND' });
+  const second = await recover(dir, s.dbPath, planPath);
+  t.match(second, { exit: 4, mode: 'RESUME_SEALING', message: /an earlier run found target bytes/ },
+    'the rerun does not turn the finding into a pass');
+  t.notOk(existsSync(join(dir, 'receipt.json')), 'no receipt');
+});
+
+t.test('a fact the tombstone itself spells is purged and scanned around', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'spelled.sqlite3');
+  const engine = await openLocalHashEngine(dbPath);
+  let stored: Json;
+  try {
+    stored = ((await adapterFor(engine, 'delegated-candidate', 'agent-host').execute('memory_store', {
+      scope: 'GLOBAL_USER', fact: 'SENSITIVE_MEMORY_PURGE', memory_type: 'USER_FACT', idempotency_key: 'spelled-1',
+      freshness_policy: { kind: 'never' },
+      source_provenance: { source_class: 'repo_file', source_ref: 'a', source_hash: 'b'.repeat(64), review_ref: 'r',
+        extraction_method: 'm' },
+    })) as Json).results[0];
+  } finally {
+    await engine.close();
+  }
+  const { planPath } = planFor(dir, dbPath, [stored.memory_id]);
+  t.match(await recover(dir, dbPath, planPath), { exit: 0, receipt: { residual_byte_scan: 'CLEAN' } },
+    'the tombstone provenance (extraction_method) is not taken for a copy of the fact');
+});
+
+t.test('a state file that cannot be written stops the run before any change, naming no path', async (t) => {
+  const dir = t.testdir();
+  const s = await secretScenario(dir);
+  const { planPath } = planFor(dir, s.dbPath, [s.memoryId]);
+  const before = digestsByRecord(s.dbPath);
+  const outcome = await recover(dir, s.dbPath, planPath, { statePath: join(dir, 'no-such-dir', 'state.json') });
+  t.match(outcome, { exit: 1, result: 'FAILED_NO_MUTATION', message: /ENOENT/ });
+  t.notOk(outcome.message.includes(dir), 'the message names no path');
+  t.strictSame(digestsByRecord(s.dbPath), before, 'nothing changed');
+  const interlocks = "SELECT count(*) FROM adapter_meta WHERE key = 'sensitive_recovery_interlock'";
+  t.equal(withRaw(s.dbPath, (db) => db.prepare(interlocks).pluck().get()), 0, 'no interlock');
+});

@@ -550,6 +550,71 @@ t.test('a HISTORICAL target with a vector holds with HOLD_UNEXPECTED_DERIVED_STA
   await assertInspectionHold(t, s, 'HOLD_UNEXPECTED_DERIVED_STATE_NO_MUTATION', planPath);
 });
 
+t.test('review fixes: holds the first build of recover missed', async (t) => {
+  t.test('an operation_id too long to name the image beside the database (check 2)', async (t) => {
+    const first = await scenario(t);
+    const s = { ...first, dbPath: join(first.dir, `${'d'.repeat(100)}.sqlite3`) };
+    renameSync(first.dbPath, s.dbPath);
+    const operationId = `op-${'x'.repeat(125)}`;
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId], 'plan.json', edited((plan) => {
+      plan.operation_id = operationId;
+    }));
+    const outcome = await assertHeld(t, s, 'HOLD_PLAN_INVALID_NO_MUTATION',
+      () => recover(s.dir, s.dbPath, planPath, { confirm: operationId }));
+    t.match(outcome.message, /too long for an image name/);
+  });
+
+  t.test('a process that has only the writer sidecar open (check 8)', async (t) => {
+    const s = await scenario(t);
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    const holder = nodeChild(t, `require('fs').openSync(process.argv[1] + '-writer', 'a');
+      console.log('ready'); setInterval(() => {}, 1 << 30);`, s.dbPath);
+    await waitForLine(holder, /^ready$/);
+    const outcome = await assertHeld(t, s, 'HOLD_NONQUIESCENT_NO_MUTATION', () => recover(s.dir, s.dbPath, planPath));
+    t.match(outcome.message, /1 other process\(es\)/, 'the sidecar counts as holding the database');
+  });
+
+  t.test('an interlock row that is not the interlock\'s JSON (check 9)', async (t) => {
+    const s = await scenario(t);
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    const insert = 'INSERT INTO adapter_meta (key, value) VALUES (?, ?)';
+    gatedRaw(s.dbPath, (db) => db.prepare(insert).run(INTERLOCK_KEY, '{'));
+    const outcome = await assertHeld(t, s, 'HOLD_RECOVERY_STATE_MISMATCH', () => recover(s.dir, s.dbPath, planPath));
+    t.match(outcome.message, /not well-formed/);
+  });
+
+  t.test('targets tombstoned by this plan with no state file to say the sealing ran (§5.8)', async (t) => {
+    const s = await scenario(t);
+    const { plan, planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    for (const id of s.targetIds) writeTombstone(s.dbPath, plan, id);
+    const outcome = await assertHeld(t, s, 'HOLD_RECOVERY_STATE_MISMATCH', () => recover(s.dir, s.dbPath, planPath),
+      { compare: 'both' });
+    t.match(outcome.message, /no state file of it says the sealing ran/);
+  });
+
+  t.test('a copy of a fact with quotes inside a JSON tag (completeness reads JSON values)', async (t) => {
+    const s = await scenario(t);
+    const fact = 'The vault key is "QZ7RV41XK9" for staging';
+    const engine = await openLocalHashEngine(s.dbPath);
+    let memoryId: string;
+    try {
+      const delegated = adapterFor(engine, 'delegated-candidate', 'agent-host');
+      const project = { scope: 'PROJECT', project_id: 'proj-a' };
+      const stored = (await delegated.execute('memory_store', storeRequest({ ...project, fact }))) as Json;
+      memoryId = stored.results[0].memory_id;
+      const copy = storeRequest({ ...project, fact: 'The vault holds the staging key', tags: [fact] });
+      t.equal(((await delegated.execute('memory_store', copy)) as Json).status, 'OK', 'the tag holds the fact');
+    } finally {
+      await engine.close();
+    }
+    const escaped = 'SELECT tags FROM adapter_records WHERE tags LIKE ?';
+    t.ok(withRaw(s.dbPath, (db) => db.prepare(escaped).get('%\\"QZ7RV41XK9\\"%')),
+      'the tag is stored with its quotes escaped');
+    const { planPath } = planFor(s.dir, s.dbPath, [memoryId!]);
+    await assertInspectionHold(t, s, 'HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', planPath);
+  });
+});
+
 t.test('checks 14, 15 and 18 hold when the build lacks a capability (probes replaced)', async (t) => {
   const cases: [RecoveryHoldCode, Record<string, unknown>][] = [
     ['HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', { capabilities: { secureDelete: () => false } }],
