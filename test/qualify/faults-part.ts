@@ -1,0 +1,780 @@
+// Qualification part 5 (issue 13): resource faults. Each case drives the built binaries (server over stdio, the
+// operator CLIs) into a full filesystem, a read-only file, directory or filesystem, a corrupted page, a truncated
+// WAL or a missing -shm, or a raw writer, and asserts a governed code from the catalogue plus nothing half-written:
+// the database digest (records, meta, ledger, FTS, vectors, eligible forms, schema) unchanged, integrity_check ok,
+// and no stray file (half backup, half restore) left beside it.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { copyFileSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { isErrorCode } from '../../schema/error-codes.js';
+import { RawDatabase, REPO_ROOT, sqliteVec, withRaw } from '../helpers/storage.js';
+import type { PartReport, QualifyPart } from './qualify-report.js';
+
+const FACTLANE_BIN = join(REPO_ROOT, 'dist/bin/factlane.js');
+const ADMIN_BIN = join(REPO_ROOT, 'dist/bin/factlane-admin.js');
+const MIGRATE_BIN = join(REPO_ROOT, 'dist/bin/factlane-migrate.js');
+const PROJECT = 'faults-project';
+const SCOPE = { scope: 'PROJECT', project_id: PROJECT } as const;
+const FULL_MOUNT_SIZE = '8m';
+const CLI_TIMEOUT_MS = 60_000;
+const WRITER_FUNCTION_MISSING = /no such function: factlane_contract_v2_writer/;
+const WRITER_REQUIRED = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
+
+type Envelope = { status: string; error_code?: string; results?: { memory_id: string; record_id: string; revision: number; scope: Record<string, string | null> }[] };
+type Verdict = { result: 'PASS' } | { result: 'FAIL'; reason: string } | { result: 'SKIPPED'; reason: string };
+type Case = { name: string; run: () => Promise<Verdict> };
+
+class CaseFailure extends Error {}
+/** Fails the running case with `reason` (no paths, no fact text) unless `condition` holds. */
+function check(condition: unknown, reason: string): asserts condition {
+  if (!condition) throw new CaseFailure(reason);
+}
+const PASS: Verdict = { result: 'PASS' };
+const skipped = (reason: string): Verdict => ({ result: 'SKIPPED', reason });
+
+const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+const hex64 = (seed: string) => createHash('sha256').update(seed).digest('hex');
+
+/** A valid store request of the faults project: current (owner-current verifies it) or a Candidate. */
+function storeRequest(key: string, current: boolean): Record<string, unknown> {
+  const now = nowText();
+  return {
+    ...SCOPE, fact: `service ${key} of the faults project listens on port ${8000 + (Number.parseInt(hex64(key).slice(0, 4), 16) % 1000)}`,
+    memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `faults-${key}`, freshness_policy: { kind: 'never' }, subject: `service ${key} port`,
+    source_provenance: { source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(key), review_ref: 'faults-review', extraction_method: 'manual_read' },
+    ...(current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now } : {}),
+  };
+}
+function reverifyRequest(record: { memory_id: string; revision: number }, key: string): Record<string, unknown> {
+  const now = nowText();
+  return { ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY', idempotency_key: `faults-${key}`, verification: { last_verified_at: now, source_timestamp: now } };
+}
+function replaceRequest(record: { memory_id: string; revision: number }, key: string): Record<string, unknown> {
+  return {
+    ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REPLACE', idempotency_key: `faults-${key}`,
+    replacement: {
+      fact: `service ${key} of the faults project moved to port 9${key.length}00`, freshness_policy: { kind: 'never' }, source_timestamp: nowText(),
+      source_provenance: { source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(`${key}-b`), review_ref: 'faults-review', extraction_method: 'manual_read' },
+    },
+  };
+}
+
+/** The built server over stdio as an owner-current host; its child is exposed for SIGKILL. */
+class Server {
+  static readonly children = new Set<ChildProcess>();
+  private constructor(readonly client: Client, readonly child: ChildProcess, readonly stderr: () => string) {}
+
+  /** Starts a server on `dbPath`; resolves with it, or with the startup stderr when it exits before answering. */
+  static async start(dbPath: string): Promise<Server | { startupStderr: string }> {
+    const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, '--db', dbPath, '--host-id', 'faults-host', '--write-profile', 'owner-current'], stderr: 'pipe' });
+    let stderr = '';
+    transport.stderr!.on('data', (chunk) => { stderr += chunk; });
+    const client = new Client({ name: 'factlane-faults', version: '0.0.0' });
+    try {
+      await client.connect(transport);
+    } catch {
+      await client.close().catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return { startupStderr: stderr };
+    }
+    const child = (transport as unknown as { _process: ChildProcess })._process;
+    Server.children.add(child);
+    child.once('exit', () => Server.children.delete(child));
+    return new Server(client, child, () => stderr);
+  }
+
+  /** Calls a tool; an isError result comes back as status ERROR. */
+  async call(tool: string, request: Record<string, unknown>): Promise<Envelope> {
+    const result = (await this.client.callTool({ name: tool, arguments: { request } })) as CallToolResult;
+    if (result.isError) return { status: 'ERROR' };
+    return result.structuredContent as Envelope;
+  }
+
+  async ok(tool: string, request: Record<string, unknown>): Promise<NonNullable<Envelope['results']>[number]> {
+    const envelope = await this.call(tool, request);
+    check(envelope.status === 'OK', `${tool} while seeding ended ${envelope.status} ${envelope.error_code ?? ''}`);
+    return envelope.results![0]!;
+  }
+
+  /** True when the server still answers a read (status and a get of `memoryId`) with OK. */
+  async answers(memoryId: string): Promise<boolean> {
+    const status = await this.call('memory_status', { ...SCOPE });
+    const get = await this.call('memory_get', { ...SCOPE, memory_id: memoryId });
+    return status.status === 'OK' && get.status === 'OK';
+  }
+
+  async stop(): Promise<void> {
+    const exited = new Promise((resolve) => { if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null); else this.child.once('exit', resolve); });
+    await this.client.close().catch(() => {});
+    await exited;
+  }
+
+  async kill(): Promise<void> {
+    const exited = new Promise((resolve) => { if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null); else this.child.once('exit', resolve); });
+    this.child.kill('SIGKILL');
+    await exited;
+    await this.client.close().catch(() => {});
+  }
+}
+
+async function startServer(dbPath: string): Promise<Server> {
+  const server = await Server.start(dbPath);
+  if (!(server instanceof Server)) throw new CaseFailure(`the server did not start: ${governedCode(server.startupStderr) ?? 'no governed code'}`);
+  return server;
+}
+
+/** The governed code of a `<command>: <CODE>: message` line, if one names a catalogue code. */
+function governedCode(stderr: string): string | undefined {
+  for (const match of stderr.matchAll(/^[\w-]+: ([A-Z][A-Z0-9_]+): /gm)) if (isErrorCode(match[1]!)) return match[1];
+  return undefined;
+}
+
+type CliRun = { status: number | null; stdout: string; stderr: string; code: string | undefined };
+/** Runs an operator CLI to completion (asynchronously, so servers of this process keep being read). */
+function runCli(bin: string, args: readonly string[]): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    Server.children.add(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), CLI_TIMEOUT_MS);
+    child.once('exit', (status) => {
+      clearTimeout(timer);
+      Server.children.delete(child);
+      resolve({ status, stdout, stderr, code: governedCode(stderr) });
+    });
+  });
+}
+const admin = (...args: string[]) => runCli(ADMIN_BIN, args);
+const migrate = (...args: string[]) => runCli(MIGRATE_BIN, args);
+
+/** A digest of everything a write may change: every table FactLane keeps, its derived tables and the schema. */
+function digest(dbPath: string): string {
+  return withRaw(dbPath, (db) => {
+    const hash = createHash('sha256');
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name));
+    const queries = [
+      "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+      'SELECT * FROM adapter_records ORDER BY row_id', 'SELECT * FROM adapter_meta ORDER BY key', 'SELECT * FROM schema_migrations ORDER BY version',
+      'SELECT rowid, search_text FROM fact_fts ORDER BY rowid', 'SELECT rowid, scope_key, is_current, embedding FROM fact_vec ORDER BY rowid',
+      ...(tables.has('eligible_vectors') ? ['SELECT * FROM eligible_vectors ORDER BY row_id', 'SELECT * FROM eligible_shards ORDER BY scope_key, shard'] : []),
+      ...(tables.has('eligible_codes') ? ['SELECT rowid, shard_key, simhash_v1 FROM eligible_codes ORDER BY rowid'] : []),
+      ...(tables.has('fact_vec_next') ? ['SELECT rowid FROM fact_vec_next ORDER BY rowid'] : []),
+    ];
+    for (const query of queries) {
+      for (const row of db.prepare(query).all() as Record<string, unknown>[]) {
+        hash.update(JSON.stringify(row, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
+      }
+      hash.update('\u0000');
+    }
+    return hash.digest('hex');
+  });
+}
+
+function integrityOk(dbPath: string): boolean {
+  return withRaw(dbPath, (db) => {
+    const rows = db.prepare('PRAGMA integrity_check').all() as { integrity_check: string }[];
+    return rows.length === 1 && rows[0]!.integrity_check === 'ok';
+  });
+}
+
+/** The names in `dir` except SQLite and writer-queue companions of `dbNames` and the filler file. */
+function listing(dir: string, dbNames: readonly string[] = []): string[] {
+  const companions = new Set(dbNames.flatMap((name) => [`${name}-wal`, `${name}-shm`, `${name}-writer`, `${name}-journal`]));
+  return readdirSync(dir).filter((name) => !companions.has(name) && name !== FILLER).sort();
+}
+const FILLER = 'filler.bin';
+
+/** Asserts the digest, integrity and directory listing a failed operation must leave. */
+function assertUnchanged(dbPath: string, before: string, dir: string, files: string[], dbNames: readonly string[]): void {
+  check(digest(dbPath) === before, 'the database digest changed');
+  check(integrityOk(dbPath), 'integrity_check is not ok');
+  const after = listing(dir, dbNames);
+  check(JSON.stringify(after) === JSON.stringify(files), `stray files left: ${after.filter((name) => !files.includes(name)).length}`);
+}
+
+function tryRun(command: string, args: readonly string[]): boolean {
+  return spawnSync(command, args, { stdio: 'ignore' }).status === 0;
+}
+
+/** Fills the filesystem holding `dir` until writes fail with ENOSPC. */
+function fill(dir: string): void {
+  const fd = openSync(join(dir, FILLER), 'a');
+  try {
+    for (const size of [1 << 20, 1 << 12, 1]) {
+      const chunk = Buffer.alloc(size, 0x5a);
+      for (;;) {
+        try {
+          writeSync(fd, chunk);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOSPC') break;
+          throw error;
+        }
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Rewinds the WAL of each kept connection to zero bytes (a failed write leaves uncommitted frames in the file, and
+ * their space would let the next write fit), then fills the filesystem again.
+ */
+function squeeze(dir: string, keepers: readonly InstanceType<typeof RawDatabase>[]): void {
+  for (const keeper of keepers) keeper.pragma('wal_checkpoint(TRUNCATE)');
+  fill(dir);
+}
+
+/** A read connection held open by this process: the -wal and -shm stay allocated while servers and commands come and go. */
+function keeper(dbPath: string): InstanceType<typeof RawDatabase> {
+  const db = new RawDatabase(dbPath);
+  sqliteVec.load(db);
+  db.prepare('SELECT count(*) FROM adapter_records').get();
+  return db;
+}
+
+/** Turns a database of this release back into schema 1 (as test/10-storage/19-eligible-vectors does). */
+function downgradeToSchemaOne(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
+    DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
+  raw.close();
+}
+
+type Seeded = { current: { memory_id: string; revision: number }[]; candidate: { memory_id: string; revision: number } };
+/** Seeds `dbPath` through a server: current records, one Candidate and one REPLACE (a SUPERSEDED record for housekeep). */
+async function seed(dbPath: string, tag: string): Promise<Seeded> {
+  const server = await startServer(dbPath);
+  try {
+    const current = [];
+    for (let n = 0; n < 6; n += 1) current.push(await server.ok('memory_store', storeRequest(`${tag}-c${n}`, true)));
+    const candidate = await server.ok('memory_store', storeRequest(`${tag}-cand`, false));
+    const replaced = await server.ok('memory_update', replaceRequest(current[5]!, `${tag}-r`));
+    current[5] = replaced;
+    return { current, candidate };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Parses a WAL file: the byte offsets just past each valid commit frame, and the frame size. */
+function walCommits(walPath: string): { commitEnds: number[]; frameSize: number } {
+  const wal = readFileSync(walPath);
+  if (wal.length < 32) return { commitEnds: [], frameSize: 0 };
+  const bigEndian = (wal.readUInt32BE(0) & 1) === 1;
+  const pageSize = wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  const frameSize = 24 + pageSize;
+  let s0 = wal.readUInt32BE(24);
+  let s1 = wal.readUInt32BE(28);
+  const sum = (buffer: Buffer, start: number, end: number) => {
+    for (let i = start; i < end; i += 8) {
+      const a = bigEndian ? buffer.readUInt32BE(i) : buffer.readUInt32LE(i);
+      const b = bigEndian ? buffer.readUInt32BE(i + 4) : buffer.readUInt32LE(i + 4);
+      s0 = (s0 + a + s1) >>> 0;
+      s1 = (s1 + b + s0) >>> 0;
+    }
+  };
+  const commitEnds: number[] = [];
+  for (let offset = 32; offset + frameSize <= wal.length; offset += frameSize) {
+    if (wal.readUInt32BE(offset + 8) !== salt1 || wal.readUInt32BE(offset + 12) !== salt2) break;
+    sum(wal, offset, offset + 8);
+    sum(wal, offset + 24, offset + frameSize);
+    if (wal.readUInt32BE(offset + 16) !== s0 || wal.readUInt32BE(offset + 20) !== s1) break;
+    if (wal.readUInt32BE(offset + 4) !== 0) commitEnds.push(offset + frameSize);
+  }
+  return { commitEnds, frameSize };
+}
+
+/** The idempotency keys of the faults stores committed in `dbPath`, read from a copy so the original is untouched. */
+function committedKeys(dbPath: string, copyDir: string, withWal: boolean, prefix = 'faults-'): Set<string> {
+  mkdirSync(copyDir, { recursive: true });
+  const copy = join(copyDir, 'copy.sqlite3');
+  copyFileSync(dbPath, copy);
+  if (withWal && existsSync(`${dbPath}-wal`)) copyFileSync(`${dbPath}-wal`, `${copy}-wal`);
+  const db = new RawDatabase(copy);
+  try {
+    return new Set((db.prepare('SELECT idempotency_key FROM adapter_records WHERE substr(idempotency_key, 1, ?) = ?').all(prefix.length, prefix) as { idempotency_key: string }[]).map((row) => row.idempotency_key));
+  } finally {
+    db.close();
+    rmSync(copyDir, { recursive: true, force: true });
+  }
+}
+
+/** Sends stores one after another and SIGKILLs the server while the next is in flight; returns the acknowledged keys in order. */
+async function killMidWrites(dbPath: string, tag: string, count: number): Promise<string[]> {
+  const server = await startServer(dbPath);
+  const acked: string[] = [];
+  for (let n = 0; n < count; n += 1) {
+    const envelope = await server.call('memory_store', storeRequest(`${tag}-${n}`, n % 2 === 0));
+    check(envelope.status === 'OK', `a store before the kill ended ${envelope.status} ${envelope.error_code ?? ''}`);
+    acked.push(`faults-${tag}-${n}`);
+  }
+  const inFlight = server.call('memory_store', storeRequest(`${tag}-${count}`, true)).then((envelope) => {
+    if (envelope.status === 'OK') acked.push(`faults-${tag}-${count}`);
+  }, () => {});
+  await new Promise((resolve) => setTimeout(resolve, Math.floor(Math.random() * 4)));
+  await server.kill();
+  await inFlight;
+  return acked;
+}
+
+/** Checks a reopened database: it serves (or refuses with a governed code), keeps `mustKeep`, and audits clean. */
+async function reopenAndCheck(dbPath: string, mustKeep: readonly string[]): Promise<void> {
+  const started = await Server.start(dbPath);
+  if (started instanceof Server) {
+    const status = await started.call('memory_status', { ...SCOPE });
+    await started.stop();
+    check(status.status === 'OK', `the reopened server answered status ${status.status} ${status.error_code ?? ''}`);
+  } else {
+    check(governedCode(started.startupStderr) !== undefined, 'the reopen was refused without a governed code');
+  }
+  const kept = committedKeys(dbPath, `${dbPath}.check`, true);
+  const lost = mustKeep.filter((key) => !kept.has(key));
+  check(lost.length === 0, `${lost.length} acknowledged write(s) committed before the truncation point were lost`);
+  check(integrityOk(dbPath), 'integrity_check is not ok after the reopen');
+  const audit = await admin('audit', '--db', dbPath, '--json');
+  check(audit.status === 0, `audit exit ${audit.status} ${audit.code ?? ''}`);
+}
+
+const MUTATIONS = [
+  "INSERT INTO adapter_records (record_id) VALUES ('x')", "UPDATE adapter_records SET fact = 'rewritten'", 'DELETE FROM adapter_records',
+  "INSERT INTO adapter_meta (key, value) VALUES ('k', 'v')", "UPDATE adapter_meta SET value = '3' WHERE key = 'contract_version'", 'DELETE FROM adapter_meta',
+  "INSERT INTO schema_migrations VALUES (9, 'x', 'y', 'z', 'w')", "UPDATE schema_migrations SET checksum = 'forged'", 'DELETE FROM schema_migrations',
+  "INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (999999, 'x', 0, x'00')", 'UPDATE eligible_vectors SET shard = shard + 1', 'DELETE FROM eligible_vectors',
+  "INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('x', 0, 1)", 'UPDATE eligible_shards SET size = size + 1', 'DELETE FROM eligible_shards',
+];
+
+/** The resource-fault cases, with their fixtures under `workDir`; mounts are recorded in `mounts` for the caller to undo. */
+async function buildCases(workDir: string, mounts: string[], cleanups: (() => void)[]): Promise<Case[]> {
+  const cases: Case[] = [];
+  const canMount = (() => {
+    const probe = join(workDir, 'mount-probe');
+    mkdirSync(probe);
+    if (!tryRun('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe])) return false;
+    const ro = tryRun('mount', ['-o', 'remount,ro', probe]);
+    tryRun('umount', [probe]);
+    return ro ? 'ro' : 'rw';
+  })();
+  const mountTmpfs = (dir: string, size: string) => {
+    mkdirSync(dir, { recursive: true });
+    check(tryRun('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0700`, 'tmpfs', dir]), 'tmpfs mount failed');
+    mounts.push(dir);
+  };
+
+  // A seeded database on ext4 to copy from: fences, corruption, read-only cases.
+  const baseDir = join(workDir, 'base');
+  mkdirSync(baseDir);
+  const basePath = join(baseDir, 'base.sqlite3');
+  const baseSeed = await seed(basePath, 'base');
+  const readOnlyBackup = join(workDir, 'base-backup.sqlite3');
+  const baseBackup = await admin('backup', '--db', basePath, '--out', readOnlyBackup);
+  check(baseBackup.status === 0, `the fixture backup exit ${baseBackup.status}`);
+  const freshCopy = (dir: string, name = 'db.sqlite3') => {
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, name);
+    copyFileSync(basePath, path);
+    return path;
+  };
+
+  // --- full filesystem -------------------------------------------------------------------------------------
+  const fullNames = ['memory_store', 'memory_update_reverify', 'memory_update_replace', 'housekeep', 'reembed', 'backup_output', 'restore_target', 'migrate_up', 'migrate_up_backup_output'].map((n) => `full_disk.${n}`);
+  if (!canMount) {
+    for (const name of [...fullNames, 'full_disk.space_freed']) cases.push({ name, run: async () => skipped('no tmpfs mount on this machine (max_page_count fallback not built into the built-binary cases)') });
+  } else {
+    const fullDir = join(workDir, 'full');
+    let server: Server | undefined;
+    let keepers: InstanceType<typeof RawDatabase>[] = [];
+    const dbPath = join(fullDir, 'full.sqlite3');
+    const oldPath = join(fullDir, 'old.sqlite3');
+    const backupFile = join(workDir, 'full-backup.sqlite3');
+    let seeded: Seeded | undefined;
+    const setup = async () => {
+      if (seeded) return seeded;
+      mountTmpfs(fullDir, FULL_MOUNT_SIZE);
+      seeded = await seed(dbPath, 'full');
+      const backup = await admin('backup', '--db', dbPath, '--out', backupFile);
+      check(backup.status === 0, `seed backup exit ${backup.status}`);
+      copyFileSync(dbPath, oldPath);
+      downgradeToSchemaOne(oldPath);
+      server = await startServer(dbPath);
+      check(await server.answers(seeded.current[0]!.memory_id), 'the server on the full filesystem does not answer');
+      keepers = [keeper(dbPath), keeper(oldPath)];
+      cleanups.push(() => { for (const k of keepers) k.close(); });
+      fill(fullDir);
+      return seeded;
+    };
+    const fullCase = (name: string, body: (s: Seeded) => Promise<void>, target = dbPath, targetNames = ['full.sqlite3', 'old.sqlite3']) => {
+      cases.push({ name, run: async () => {
+        const s = await setup();
+        squeeze(fullDir, keepers);
+        const before = digest(target);
+        const files = listing(fullDir, targetNames);
+        await body(s);
+        assertUnchanged(target, before, fullDir, files, targetNames);
+        return PASS;
+      } });
+    };
+    const blockedFull = async (tool: string, request: Record<string, unknown>, s: Seeded) => {
+      const envelope = await server!.call(tool, request);
+      check(envelope.status === 'BLOCKED' && envelope.error_code === 'BACKEND_UNAVAILABLE', `${tool} on a full disk ended ${envelope.status} ${envelope.error_code ?? ''}`);
+      check(await server!.answers(s.current[0]!.memory_id), 'the server stopped answering reads after the full disk');
+    };
+    fullCase(fullNames[0]!, (s) => blockedFull('memory_store', storeRequest('full-new', true), s));
+    fullCase(fullNames[1]!, (s) => blockedFull('memory_update', reverifyRequest(s.current[1]!, 'full-reverify'), s));
+    fullCase(fullNames[2]!, (s) => blockedFull('memory_update', replaceRequest(s.current[2]!, 'full-replace'), s));
+    fullCase(fullNames[3]!, async () => {
+      const run = await admin('housekeep', '--db', dbPath, '--scope', 'PROJECT', '--project-id', PROJECT, '--max-records', '10', '--required-free-bytes', String(1 << 30), '--json');
+      const outcome = run.status === 0 ? (JSON.parse(run.stdout) as { outcome: string; compacted_records: number }) : undefined;
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `housekeep on a full disk exit ${run.status} ${run.code ?? outcome?.outcome ?? ''}`);
+    });
+    fullCase(fullNames[4]!, async () => {
+      if (server) { await server.stop(); server = undefined; }
+      const run = await admin('reembed', '--db', dbPath, '--profile', 'local-hash-384');
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `reembed on a full disk exit ${run.status} ${run.code ?? ''}`);
+    });
+    fullCase(fullNames[5]!, async () => {
+      if (server) { await server.stop(); server = undefined; }
+      const run = await admin('backup', '--db', dbPath, '--out', join(fullDir, 'half.sqlite3'));
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `backup onto a full disk exit ${run.status} ${run.code ?? ''}`);
+    });
+    fullCase(fullNames[6]!, async () => {
+      const target = join(fullDir, 'restored.sqlite3');
+      const run = await admin('restore', '--from', backupFile, '--db', target);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `restore onto a full disk exit ${run.status} ${run.code ?? ''}`);
+    });
+    fullCase(fullNames[7]!, async () => {
+      const run = await migrate('up', '--db', oldPath, '--no-backup');
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up on a full disk exit ${run.status} ${run.code ?? ''}`);
+    }, oldPath);
+    fullCase(fullNames[8]!, async () => {
+      const run = await migrate('up', '--db', oldPath, '--backup', join(fullDir, 'before-up.sqlite3'));
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up with its backup on a full disk exit ${run.status} ${run.code ?? ''}`);
+    }, oldPath);
+    cases.push({ name: 'full_disk.space_freed', run: async () => {
+      await setup();
+      if (server) { await server.stop(); server = undefined; }
+      unlinkSync(join(fullDir, FILLER));
+      const again = await startServer(dbPath);
+      const store = await again.call('memory_store', storeRequest('full-after', true));
+      await again.stop();
+      check(store.status === 'OK', `a store once space is freed ended ${store.status} ${store.error_code ?? ''}`);
+      const up = await migrate('up', '--db', oldPath, '--no-backup');
+      check(up.status === 0, `migrate up rerun once space is freed exit ${up.status} ${up.code ?? ''}`);
+      for (const path of [dbPath, oldPath]) {
+        check(integrityOk(path), 'integrity_check is not ok once space is freed');
+        const audit = await admin('audit', '--db', path, '--json');
+        check(audit.status === 0, `audit once space is freed exit ${audit.status} ${audit.code ?? ''}`);
+      }
+      return PASS;
+    } });
+    cleanups.push(() => { if (server) server.child.kill('SIGKILL'); });
+  }
+
+  // --- read-only file, directory, filesystem ---------------------------------------------------------------
+  // Root ignores chmod, so a read-only file or directory is made immutable (chattr +i) and a read-only filesystem
+  // is a tmpfs remounted ro. The database is copied in with no -wal or -shm: with them present SQLite can still
+  // write through an immutable directory, which is correct and not the case under test.
+  const chattrWorks = (() => {
+    const probe = join(workDir, 'chattr-probe');
+    mkdirSync(probe);
+    const ok = tryRun('chattr', ['+i', probe]);
+    if (ok) tryRun('chattr', ['-i', probe]);
+    return ok;
+  })();
+  type ReadOnlyKind = 'file' | 'directory' | 'filesystem';
+  const unavailableReason = (kind: ReadOnlyKind) =>
+    (kind === 'filesystem' ? (canMount === 'ro' ? undefined : 'no tmpfs mount with remount,ro on this machine')
+      : (chattrWorks ? undefined : 'chattr +i is not supported here and root ignores chmod'));
+  /** A directory (holding a seeded copy when `withDatabase`), then made read-only as `kind` says; returns the undo. */
+  const readOnlyPlace = (kind: ReadOnlyKind, name: string, withDatabase: boolean) => {
+    const dir = join(workDir, name);
+    if (kind === 'filesystem') mountTmpfs(dir, '16m');
+    else mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'db.sqlite3');
+    if (withDatabase) {
+      copyFileSync(basePath, path);
+      // A read-only connection leaves an empty -wal and -shm behind: the fixture starts without them.
+      digest(path);
+      for (const companion of [`${path}-wal`, `${path}-shm`]) if (existsSync(companion)) unlinkSync(companion);
+    }
+    const before = withDatabase ? digest(path) : '';
+    for (const companion of [`${path}-wal`, `${path}-shm`]) if (existsSync(companion)) unlinkSync(companion);
+    const files = listing(dir, ['db.sqlite3']);
+    const [command, args, undoArgs] = kind === 'filesystem' ? ['mount', ['-o', 'remount,ro', dir], ['-o', 'remount,rw', dir]]
+      : ['chattr', ['+i', kind === 'file' ? path : dir], ['-i', kind === 'file' ? path : dir]];
+    check(tryRun(command, args), `${command} failed`);
+    const undo = () => { tryRun(command, undoArgs); };
+    cleanups.push(undo);
+    return { dir, path, before, files, undo };
+  };
+  for (const kind of ['file', 'directory', 'filesystem'] as const) {
+    cases.push({ name: `read_only.${kind}.server`, run: async () => {
+      const reason = unavailableReason(kind);
+      if (reason) return skipped(reason);
+      const { dir, path, before, files, undo } = readOnlyPlace(kind, `ro-${kind}-server`, true);
+      try {
+        const started = await Server.start(path);
+        if (started instanceof Server) {
+          const store = await started.call('memory_store', storeRequest(`ro-${kind}-new`, true));
+          const answers = await started.answers(baseSeed.current[0]!.memory_id).catch(() => false);
+          await started.stop();
+          check(store.status === 'BLOCKED' && store.error_code === 'BACKEND_UNAVAILABLE', `a store on a read-only ${kind} ended ${store.status} ${store.error_code ?? ''}`);
+          check(answers, `the server on a read-only ${kind} stopped answering reads`);
+        } else {
+          const code = governedCode(started.startupStderr);
+          check(code === 'BACKEND_UNAVAILABLE', `startup on a read-only ${kind} refused with ${code ?? 'no governed code'}`);
+        }
+      } finally {
+        undo();
+      }
+      assertUnchanged(path, before, dir, files, ['db.sqlite3']);
+      return PASS;
+    } });
+  }
+  for (const kind of ['directory', 'filesystem'] as const) {
+    const outputCase = (name: string, command: (target: string, source: string) => Promise<CliRun>) => {
+      cases.push({ name: `read_only.${kind}.${name}`, run: async () => {
+        const reason = unavailableReason(kind);
+        if (reason) return skipped(reason);
+        const source = freshCopy(join(workDir, `ro-${kind}-${name}-source`));
+        const sourceBefore = digest(source);
+        const { dir, files, undo } = readOnlyPlace(kind, `ro-${kind}-${name}`, false);
+        let run: CliRun;
+        try {
+          run = await command(join(dir, 'target.sqlite3'), source);
+        } finally {
+          undo();
+        }
+        check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `${name} into a read-only ${kind} exit ${run.status} ${run.code ?? (/internal error/.test(run.stderr) ? 'internal error (ungoverned)' : '')}`);
+        check(digest(source) === sourceBefore, 'the source database digest changed');
+        const after = listing(dir, ['db.sqlite3']);
+        check(JSON.stringify(after) === JSON.stringify(files), 'stray files left in the read-only place');
+        return PASS;
+      } });
+    };
+    outputCase('backup_output', (target, source) => admin('backup', '--db', source, '--out', target));
+    outputCase('restore_target', (target) => admin('restore', '--from', readOnlyBackup, '--db', target));
+  }
+
+  // --- a corrupted page -----------------------------------------------------------------------------------
+  /** Overwrites the root page of adapter_records with garbage; returns the database path. */
+  /** True when `factlane-admin verify` refuses with BACKEND_CORRUPT or reports integrity_check FAIL (exit 3). */
+  const verifyFlagsCorruption = async (path: string) => {
+    const run = await admin('verify', '--db', path, '--json');
+    const report = run.status === 3 ? (JSON.parse(run.stdout) as { checks: { name: string; status: string }[] }) : undefined;
+    return run.code === 'BACKEND_CORRUPT' || (report?.checks.some((c) => c.name === 'integrity_check' && c.status === 'FAIL') ?? false);
+  };
+  const corrupted = (dir: string, table = 'adapter_records') => {
+    const path = freshCopy(dir);
+    const { rootpage, pageSize } = withRaw(path, (db) => ({
+      rootpage: (db.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').get(table) as { rootpage: number }).rootpage,
+      pageSize: db.pragma('page_size', { simple: true }) as number,
+    }));
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (rootpage - 1) * pageSize);
+    closeSync(fd);
+    return path;
+  };
+  cases.push({ name: 'corrupt_page.server', run: async () => {
+    const path = corrupted(join(workDir, 'corrupt-server'));
+    const started = await Server.start(path);
+    if (!(started instanceof Server)) {
+      const code = governedCode(started.startupStderr);
+      check(code === 'BACKEND_CORRUPT', `startup on a corrupted page refused with ${code ?? 'no governed code'}`);
+      return PASS;
+    }
+    try {
+      const answers = [
+        await started.call('memory_search', { ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode_kind: 'KEYWORD' }),
+        await started.call('memory_search', { ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE' }),
+        await started.call('memory_get', { ...SCOPE, memory_id: baseSeed.current[0]!.memory_id }),
+        await started.call('memory_store', storeRequest('corrupt-new', true)),
+      ];
+      const served = answers.filter((a) => !(a.status === 'BLOCKED' && a.error_code === 'BACKEND_CORRUPT'));
+      check(served.length === 0, `over a corrupted page: ${served.map((a) => `${a.status} ${a.error_code ?? ''}`.trim()).join(', ')}`);
+    } finally {
+      await started.stop();
+    }
+    return PASS;
+  } });
+  // The derived tables: a search that reads the damaged keyword or vector index must not answer OK.
+  // CURRENT semantic search reads the eligible forms, REVIEW_HISTORY reads fact_vec: each variant damages what its searches read.
+  const searchOver = (mode: string, kind: string) => ({ ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode, retrieval_mode_kind: kind });
+  const variants = [
+    ['fts_index', 'fact_fts_data', 'CURRENT', ['KEYWORD', 'HYBRID']],
+    ['eligible_vectors', 'eligible_vectors', 'CURRENT', ['SEMANTIC', 'HYBRID']],
+    ['vector_index', 'fact_vec_vector_chunks00', 'REVIEW_HISTORY', ['SEMANTIC', 'HYBRID']],
+  ] as const;
+  for (const [name, table, mode, kinds] of variants) {
+    cases.push({ name: `corrupt_page.${name}`, run: async () => {
+      const path = corrupted(join(workDir, `corrupt-${name}`), table);
+      const started = await Server.start(path);
+      if (!(started instanceof Server)) {
+        const code = governedCode(started.startupStderr);
+        check(code === 'BACKEND_CORRUPT', `startup on a corrupted ${name} page refused with ${code ?? 'no governed code'}`);
+        return PASS;
+      }
+      try {
+        const answers = [];
+        for (const kind of kinds) answers.push(await started.call('memory_search', searchOver(mode, kind)));
+        const served = answers.filter((a) => !(a.status === 'BLOCKED' && a.error_code === 'BACKEND_CORRUPT'));
+        check(served.length === 0, `searches over a corrupted ${name} page: ${served.map((a) => (a.status === 'ERROR' ? 'isError (ungoverned)' : `${a.status} ${a.error_code ?? ''}`.trim())).join(', ')}`);
+      } finally {
+        await started.stop();
+      }
+      check(await verifyFlagsCorruption(path), `verify of a corrupted ${name} page did not report it`);
+      return PASS;
+    } });
+  }
+  cases.push({ name: 'corrupt_page.verify', run: async () => {
+    const path = corrupted(join(workDir, 'corrupt-verify'));
+    check(await verifyFlagsCorruption(path), 'verify of a corrupted records page did not report it');
+    return PASS;
+  } });
+
+  // --- a truncated WAL, a missing -shm ------------------------------------------------------------------------
+  cases.push({ name: 'wal.truncated', run: async () => {
+    const dir = join(workDir, 'wal-truncated');
+    const path = freshCopy(dir);
+    const acked = await killMidWrites(path, 'walt', 24);
+    check(existsSync(`${path}-wal`), 'the kill left no WAL');
+    const committed = committedKeys(path, join(dir, 'truth'), true, 'faults-walt-');
+    check(acked.every((key) => committed.has(key)), 'an acknowledged write is missing before the truncation');
+    const { commitEnds, frameSize } = walCommits(`${path}-wal`);
+    const keepCommits = Math.ceil(commitEnds.length / 2);
+    const cut = keepCommits === 0 ? Math.floor(statSync(`${path}-wal`).size / 2) : commitEnds[keepCommits - 1]! + Math.floor(frameSize / 2);
+    truncateSync(`${path}-wal`, cut);
+    // Transactions after the cut are lost; every acknowledged write committed before it must stay (the stores are sequential).
+    const lostAtMost = keepCommits === 0 ? committed.size : commitEnds.length - keepCommits;
+    const mustKeep = acked.slice(0, Math.max(0, committed.size - lostAtMost));
+    check(commitEnds.length >= 2 && mustKeep.length > 0 && mustKeep.length < acked.length, 'the WAL held too few commits to cut between two of them');
+    await reopenAndCheck(path, mustKeep);
+    return PASS;
+  } });
+  cases.push({ name: 'wal.missing_shm', run: async () => {
+    const dir = join(workDir, 'wal-missing-shm');
+    const path = freshCopy(dir);
+    const acked = await killMidWrites(path, 'shm', 16);
+    check(existsSync(`${path}-shm`), 'the kill left no -shm');
+    unlinkSync(`${path}-shm`);
+    await reopenAndCheck(path, acked);
+    return PASS;
+  } });
+
+  // --- raw writers and the fences -------------------------------------------------------------------------
+  cases.push({ name: 'fences.raw_connection', run: async () => {
+    const path = freshCopy(join(workDir, 'fences-raw'));
+    const before = digest(path);
+    const raw = new RawDatabase(path);
+    try {
+      const passed = MUTATIONS.filter((statement) => {
+        try {
+          raw.prepare(statement).run();
+          return true;
+        } catch (error) {
+          return !WRITER_FUNCTION_MISSING.test((error as Error).message);
+        }
+      });
+      check(passed.length === 0, `${passed.length} raw write(s) were not refused by the fences`);
+    } finally {
+      raw.close();
+    }
+    check(digest(path) === before, 'the database digest changed');
+    return PASS;
+  } });
+  cases.push({ name: 'fences.writer_answering_zero', run: async () => {
+    const path = freshCopy(join(workDir, 'fences-zero'));
+    const before = digest(path);
+    const raw = new RawDatabase(path);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 0);
+    try {
+      const passed = MUTATIONS.filter((statement) => {
+        try {
+          raw.prepare(statement).run();
+          return true;
+        } catch (error) {
+          return (error as Error).message !== WRITER_REQUIRED;
+        }
+      });
+      check(passed.length === 0, `${passed.length} write(s) with the writer function answering 0 were not refused with the fence marker`);
+    } finally {
+      raw.close();
+    }
+    check(digest(path) === before, 'the database digest changed');
+    return PASS;
+  } });
+  cases.push({ name: 'fences.sqlite3_cli', run: async () => {
+    if (!tryRun('sqlite3', ['--version'])) return skipped('the sqlite3 CLI is not installed');
+    const path = freshCopy(join(workDir, 'fences-cli'));
+    const before = digest(path);
+    const passed = MUTATIONS.filter((statement) => {
+      const result = spawnSync('sqlite3', [path, `${statement};`], { encoding: 'utf8' });
+      return result.status === 0 || !WRITER_FUNCTION_MISSING.test(result.stderr);
+    });
+    check(passed.length === 0, `${passed.length} sqlite3 CLI write(s) were not refused by the fences`);
+    check(digest(path) === before, 'the database digest changed');
+    return PASS;
+  } });
+  return cases;
+}
+
+/** Removes paths and long hex runs from a reason, so figures never carry a path. */
+const safeReason = (reason: string) => reason.replace(/\/\S+/g, '<path>').slice(0, 200);
+
+/** Part 5 of `npm run qualify`: resource faults (the same set in quick and full, under a minute). */
+export const runFaultsPart: QualifyPart = async (_profile, workDir) => {
+  const mounts: string[] = [];
+  const cleanups: (() => void)[] = [];
+  const results: Record<string, 'PASS' | 'FAIL' | 'SKIPPED'> = {};
+  const reasons: Record<string, string> = {};
+  const skippedCases: { name: string; reason: string }[] = [];
+  try {
+    const cases = await buildCases(workDir, mounts, cleanups);
+    for (const { name, run } of cases) {
+      let verdict: Verdict;
+      try {
+        verdict = await run();
+      } catch (error) {
+        const message = error instanceof CaseFailure ? error.message : `unexpected: ${(error as Error)?.message ?? String(error)}`;
+        verdict = { result: 'FAIL', reason: message };
+        if (!(error instanceof CaseFailure)) process.stderr.write(`qualify faults: ${name}: ${(error as Error)?.stack ?? String(error)}\n`);
+      }
+      results[name] = verdict.result;
+      if (verdict.result === 'FAIL') reasons[name] = safeReason(verdict.reason);
+      if (verdict.result === 'SKIPPED') skippedCases.push({ name, reason: safeReason(verdict.reason) });
+      process.stderr.write(`qualify faults: ${name} ${verdict.result}${verdict.result === 'PASS' ? '' : `: ${safeReason(verdict.reason)}`}\n`);
+    }
+  } finally {
+    for (const child of Server.children) child.kill('SIGKILL');
+    for (const cleanup of cleanups) {
+      try { cleanup(); } catch { /* best effort */ }
+    }
+    for (const dir of mounts.reverse()) {
+      if (!tryRun('umount', [dir])) tryRun('umount', ['-l', dir]);
+    }
+  }
+  const failures = Object.values(results).filter((r) => r === 'FAIL').length;
+  const report: PartReport = {
+    figures: {
+      cases: Object.keys(results).length, failures, skipped: skippedCases, case_results: results,
+      ...(failures > 0 ? { failure_reasons: reasons } : {}),
+    },
+    mustBeZero: ['failures'],
+    notes: [
+      'Each case drives the built server or an operator command into a resource fault (a full tmpfs, a read-only file, directory or filesystem, a corrupted page, a truncated WAL or a missing -shm after SIGKILL, a raw writer) and passes when it ends with the expected governed code and leaves the database digest, integrity_check and the directory listing as they were.',
+      '`cases` counts them, `failures` counts FAIL, `skipped` lists the cases this machine could not set up and why, `case_results` gives each verdict (and `failure_reasons` what went wrong).',
+    ],
+  };
+  return report;
+};
