@@ -12,6 +12,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isErrorCode } from '../../schema/error-codes.js';
 import { RawDatabase, REPO_ROOT, sqliteVec, withRaw } from '../helpers/storage.js';
+import { pageCapCase, type PageCapWrite } from './faults-page-cap.js';
 import type { PartReport, QualifyPart } from './qualify-report.js';
 
 const FACTLANE_BIN = join(REPO_ROOT, 'dist/bin/factlane.js');
@@ -23,6 +24,8 @@ const FULL_MOUNT_SIZE = '8m';
 const CLI_TIMEOUT_MS = 60_000;
 const WRITER_FUNCTION_MISSING = /no such function: factlane_contract_v2_writer/;
 const WRITER_REQUIRED = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
+/** Set to 1 to take the no-mount path (max_page_count) on a machine that can mount, to exercise the fallback. */
+const NO_MOUNT_ENV = 'FACTLANE_QUALIFY_FAULTS_NO_MOUNT';
 
 type Envelope = { status: string; error_code?: string; results?: { memory_id: string; record_id: string; revision: number; scope: Record<string, string | null> }[] };
 type Verdict = { result: 'PASS' } | { result: 'FAIL'; reason: string } | { result: 'SKIPPED'; reason: string };
@@ -358,7 +361,7 @@ const MUTATIONS = [
 /** The resource-fault cases, with their fixtures under `workDir`; mounts are recorded in `mounts` for the caller to undo. */
 async function buildCases(workDir: string, mounts: string[], cleanups: (() => void)[]): Promise<Case[]> {
   const cases: Case[] = [];
-  const canMount = (() => {
+  const canMount = process.env[NO_MOUNT_ENV] === '1' ? false : (() => {
     const probe = join(workDir, 'mount-probe');
     mkdirSync(probe);
     if (!tryRun('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', probe])) return false;
@@ -390,7 +393,17 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   // --- full filesystem -------------------------------------------------------------------------------------
   const fullNames = ['memory_store', 'memory_update_reverify', 'memory_update_replace', 'housekeep', 'reembed', 'backup_output', 'restore_target', 'migrate_up', 'migrate_up_backup_output'].map((n) => `full_disk.${n}`);
   if (!canMount) {
-    for (const name of [...fullNames, 'full_disk.space_freed']) cases.push({ name, run: async () => skipped('no tmpfs mount on this machine (max_page_count fallback not built into the built-binary cases)') });
+    const capped: Record<string, PageCapWrite> = { 'full_disk.memory_store': 'memory_store', 'full_disk.memory_update_reverify': 'memory_update_reverify', 'full_disk.memory_update_replace': 'memory_update_replace' };
+    const capDir = join(workDir, 'page-cap');
+    for (const name of [...fullNames, 'full_disk.space_freed']) {
+      const write = capped[name];
+      cases.push({ name: write ? `${name}.max_page_count` : name, run: async () => {
+        if (!write) return skipped('no tmpfs mount here, and the operator commands have no max_page_count switch');
+        mkdirSync(capDir, { recursive: true });
+        const failure = await pageCapCase(capDir, write, { store: storeRequest, reverify: reverifyRequest, replace: replaceRequest, digest, integrityOk });
+        return failure === null ? PASS : { result: 'FAIL', reason: failure };
+      } });
+    }
   } else {
     const fullDir = join(workDir, 'full');
     let server: Server | undefined;
@@ -773,6 +786,7 @@ export const runFaultsPart: QualifyPart = async (_profile, workDir) => {
     mustBeZero: ['failures'],
     notes: [
       'Each case drives the built server or an operator command into a resource fault (a full tmpfs, a read-only file, directory or filesystem, a corrupted page, a truncated WAL or a missing -shm after SIGKILL, a raw writer) and passes when it ends with the expected governed code and leaves the database digest, integrity_check and the directory listing as they were.',
+      'Without a tmpfs mount the tool writes fall back to SQLite max_page_count in process (cases suffixed .max_page_count) and the operator commands are skipped; root ignores chmod, so read-only files and directories are made with chattr +i.',
       '`cases` counts them, `failures` counts FAIL, `skipped` lists the cases this machine could not set up and why, `case_results` gives each verdict (and `failure_reasons` what went wrong).',
     ],
   };
