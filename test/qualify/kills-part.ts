@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { roundTo } from '../bench/latency-stats.js';
 import { SeededRandom } from '../bench/seeded-random.js';
-import { RawDatabase, sqliteVec } from '../helpers/storage.js';
-import { AckedWrites, auditOf, integrityOf, lostWrites, type AckedWrite } from './acked-writes.js';
+import { AckedWrites, type AckedWrite } from './acked-writes.js';
+import { compactable, copyDatabase, downgradeToSchemaOne, leftoversIn, liveRecords, schemaVersionOf } from './kill-files.js';
+import { KillTally } from './kill-tally.js';
 import type { PartReport, QualifyPart, QualifyProfile } from './qualify-report.js';
 import { QualifyRequests } from './qualify-requests.js';
 import { ADMIN_BIN, ChildRegistry, MIGRATE_BIN, runCommand, ServedProcess, type CallOutcome, type CommandRun, type PublicRecord, type ServerOptions } from './server-fleet.js';
@@ -42,115 +43,6 @@ type Profile = ServerOptions['writeProfile'];
 const profileOf = (target: WriteTarget): Profile => (target === 'store_candidate' ? 'delegated-candidate' : 'owner-current');
 const isWrite = (target: Target): target is WriteTarget => (WRITE_TARGETS as readonly string[]).includes(target);
 
-/** The live records of the scope on disk (raw read-only), which bursts pick from. */
-function liveRecords(dbPath: string, lifecycle: 'CANDIDATE' | 'VALIDATED_CURRENT'): PublicRecord[] {
-  const db = new RawDatabase(dbPath, { readonly: true });
-  try {
-    return db.prepare('SELECT record_id, memory_id, revision, lifecycle_state, fact FROM adapter_records WHERE project_id = ? AND lifecycle_state = ? ORDER BY row_id')
-      .all(PROJECT_ID, lifecycle) as PublicRecord[];
-  } finally {
-    db.close();
-  }
-}
-
-/** SUPERSEDED records of the scope housekeep can compact. */
-function compactable(dbPath: string): number {
-  const db = new RawDatabase(dbPath, { readonly: true });
-  try {
-    return (db.prepare("SELECT count(*) AS n FROM adapter_records WHERE project_id = ? AND lifecycle_state = 'SUPERSEDED'").get(PROJECT_ID) as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}
-
-/** A consistent copy of `from` (SQLite online backup), taken while no server writes it. */
-async function copyDatabase(from: string, to: string): Promise<void> {
-  const db = new RawDatabase(from, { readonly: true });
-  try {
-    await db.backup(to);
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * Turns a copy of this release's database back into what schema 1 made (as test/10-storage/19-eligible-vectors does):
- * the schema-2 eligible tables dropped, with their fences, and the ledger back at version 1; records, FTS rows and
- * fact_vec are kept the same way by both schemas.
- */
-function downgradeToSchemaOne(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  try {
-    sqliteVec.load(raw);
-    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-    raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-      DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
-  } finally {
-    raw.close();
-  }
-}
-
-/** What a killed backup, restore or migrate run left: its temporary files, and whether its outputs were published in full, in part or not at all. */
-interface Leftovers { temporaries: number; complete_outputs: number; partial_outputs: number }
-
-function leftoversIn(dir: string, published: readonly string[]): Leftovers {
-  const names = existsSync(dir) ? readdirSync(dir) : [];
-  const present = published.filter((path) => existsSync(path)).length;
-  return {
-    temporaries: names.filter((name) => name.startsWith('.') && /\.tmp(-wal|-shm)?$/.test(name)).length,
-    complete_outputs: present > 0 && present === published.length ? 1 : 0,
-    partial_outputs: present > 0 && present < published.length ? 1 : 0,
-  };
-}
-
-/** The running tallies of the part. */
-class Tally {
-  kills = 0;
-  readonly killsByTarget: Record<string, number> = Object.fromEntries(TARGETS.map((target) => [target, 0]));
-  ackedChecked = 0;
-  lostWrites = 0;
-  auditFindings = 0;
-  readonly auditFailed = new Set<string>();
-  integrityFailures = 0;
-  readonly integrityFailed = new Set<string>();
-  rerunFailures = 0;
-  readonly rerunFailedTargets = new Set<string>();
-  restartFailures = 0;
-  resendFailures = 0;
-  readonly resends: Record<string, number> = { replayed: 0, written_fresh: 0 };
-  killsWithRequestsInFlight = 0;
-  unexpectedExits = 0;
-  missedKills = 0;
-  readonly leftovers: Record<string, Leftovers> = {};
-
-  leftover(target: Target, left: Leftovers): void {
-    const sum = (this.leftovers[target] ??= { temporaries: 0, complete_outputs: 0, partial_outputs: 0 });
-    sum.temporaries += left.temporaries;
-    sum.complete_outputs += left.complete_outputs;
-    sum.partial_outputs += left.partial_outputs;
-  }
-  readonly migrateStateAfterKill: Record<string, number> = { schema_1: 0, migrated: 0 };
-
-  /** The acknowledged writes, integrity and audit of one file. */
-  check(dbPath: string, writes: readonly AckedWrite[], options: { audit?: boolean } = {}): void {
-    this.ackedChecked += writes.length;
-    this.lostWrites += lostWrites(dbPath, writes);
-    const integrity = integrityOf(dbPath);
-    this.integrityFailures += integrity.failures;
-    for (const name of integrity.failed) this.integrityFailed.add(name);
-    if (options.audit === false) return;
-    const audit = auditOf(dbPath);
-    this.auditFindings += audit.findings;
-    for (const name of audit.failed) this.auditFailed.add(name);
-  }
-
-  rerun(target: Target, run: CommandRun): void {
-    if (run.exit.code === 0) return;
-    this.rerunFailures += 1;
-    this.rerunFailedTargets.add(target);
-  }
-}
-
 /** The kills part; see the module comment. */
 export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartReport> => {
   const started = performance.now();
@@ -162,7 +54,7 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   const copiesDir = join(workDir, 'copies');
   for (const dir of [backupsDir, restoresDir, copiesDir]) mkdirSync(dir);
   const acked = new AckedWrites();
-  const tally = new Tally();
+  const tally = new KillTally(TARGETS);
   const owner = new QualifyRequests(PROJECT_ID, 'kill-o', SEED + 1);
   const delegated = new QualifyRequests(PROJECT_ID, 'kill-d', SEED + 2);
   const requestsOf = (writeProfile: Profile) => (writeProfile === 'owner-current' ? owner : delegated);
@@ -215,12 +107,12 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
     if (target === 'store_candidate') return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => delegated.storeCandidate()) };
     if (target === 'store_current') return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => owner.storeCurrent()) };
     if (target === 'promotion') {
-      if (liveRecords(dbPath, 'CANDIDATE').length < BURST) {
+      if (liveRecords(dbPath, PROJECT_ID, 'CANDIDATE').length < BURST) {
         await writeAll('delegated-candidate', Array.from({ length: 2 * BURST }, () => delegated.storeCandidate()), 'memory_store');
       }
-      return { tool: 'memory_update', requests: pickDistinct(liveRecords(dbPath, 'CANDIDATE'), BURST).map((record) => owner.promote(record)) };
+      return { tool: 'memory_update', requests: pickDistinct(liveRecords(dbPath, PROJECT_ID, 'CANDIDATE'), BURST).map((record) => owner.promote(record)) };
     }
-    const currents = pickDistinct(liveRecords(dbPath, 'VALIDATED_CURRENT'), BURST);
+    const currents = pickDistinct(liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT'), BURST);
     return { tool: 'memory_update', requests: currents.map((record) => (target === 'reverify' ? owner.reverify(record) : owner.replace(record))) };
   };
 
@@ -316,8 +208,8 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   /** Kills `target` after a random delay past the node startup, reruns it, checks what it touched. */
   const killCommand = async (target: CommandTarget) => {
     await stopServer();
-    if (target === 'housekeep' && compactable(dbPath) < 2 * HOUSEKEEP_MAX_RECORDS) {
-      const currents = pickDistinct(liveRecords(dbPath, 'VALIDATED_CURRENT'), 3 * HOUSEKEEP_MAX_RECORDS);
+    if (target === 'housekeep' && compactable(dbPath, PROJECT_ID) < 2 * HOUSEKEEP_MAX_RECORDS) {
+      const currents = pickDistinct(liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT'), 3 * HOUSEKEEP_MAX_RECORDS);
       await writeAll('owner-current', currents.map((record) => owner.reverify(record)), 'memory_update');
       await stopServer();
     }
@@ -326,8 +218,10 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
     let killed: { run: CommandRun; published: string[] } | undefined;
     for (let attempt = 0; attempt < MAX_KILL_TRIES && killed === undefined; attempt += 1) {
       const command = commandOf(target, context);
-      const floor = startupMs * 0.8;
-      const delay = floor + rng.next() * Math.max(1, (durations[target] ?? startupMs) - floor);
+      // Past most of node's startup, but never so late that the command is sure to finish first.
+      const duration = durations[target] ?? startupMs;
+      const floor = Math.min(startupMs * 0.8, duration * 0.5);
+      const delay = floor + rng.next() * Math.max(1, duration - floor);
       const run = await runCommand(registry, command.bin, command.args, delay);
       if (run.killed) {
         killed = { run, published: command.published };
@@ -336,7 +230,7 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       // The command finished before the kill: it must have succeeded; the next try kills sooner.
       tally.missedKills += 1;
       tally.rerun(target, run);
-      durations[target] = Math.max(startupMs, run.ms * 0.9);
+      durations[target] = run.ms * 0.8;
       if (target === 'backup' && run.exit.code === 0) latestBackup = { path: command.args[4]!, writes: acked.snapshot() };
     }
     if (killed === undefined) return;
@@ -353,15 +247,7 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       for (const path of killed.published) rmSync(path, { force: true });
       tally.check(dbPath, acked.all());
     } else if (target === 'migrate_up') {
-      const version = (() => {
-        const db = new RawDatabase(migrate!.copy, { readonly: true });
-        try {
-          return (db.prepare('SELECT max(version) AS v FROM schema_migrations').get() as { v: number }).v;
-        } finally {
-          db.close();
-        }
-      })();
-      tally.migrateStateAfterKill[version === 1 ? 'schema_1' : 'migrated']! += 1;
+      tally.migrateStateAfterKill[schemaVersionOf(migrate!.copy) === 1 ? 'schema_1' : 'migrated']! += 1;
       tally.leftover(target, leftoversIn(backupsDir, killed.published));
       for (const name of readdirSync(backupsDir)) if (name.startsWith('.')) rmSync(join(backupsDir, name), { force: true });
       for (const path of killed.published) rmSync(path, { force: true });
@@ -400,7 +286,7 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
     // records for housekeep), then one unkilled run of every target to size the kill delays to this machine.
     await writeAll('delegated-candidate', Array.from({ length: SEED_CANDIDATES[profile] }, () => delegated.storeCandidate()), 'memory_store');
     await writeAll('owner-current', Array.from({ length: SEED_CURRENTS[profile] }, () => owner.storeCurrent()), 'memory_store');
-    await writeAll('owner-current', liveRecords(dbPath, 'VALIDATED_CURRENT').map((record) => owner.reverify(record)), 'memory_update');
+    await writeAll('owner-current', liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT').map((record) => owner.reverify(record)), 'memory_update');
     const burstMs: Record<string, number> = {};
     for (const target of WRITE_TARGETS) burstMs[target] = await calibrateWrite(target);
     await stopServer();
@@ -458,16 +344,13 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       },
       mustBeZero: ['lost_writes', 'audit_findings', 'integrity_failures', 'rerun_failures', 'resend_failures', 'restart_failures', 'unexpected_exits'],
       notes: [
-        `${tally.kills} SIGKILLs at seeded random points: a built server with ${BURST} stores, REVERIFYs, promotions or REPLACEs in flight `
-          + '(killed after a random share of a calibrated burst, at the latest with one request left), or `factlane-admin housekeep`, `reembed --profile local-hash-384`, '
-          + '`backup`, `restore` and `factlane-migrate up` (on a schema-1 copy) killed after a random delay past node startup; `kills_by_target` splits them.',
-        'After a server kill a server restarts on the same profile and every unanswered request is sent again (`resends_after_kill`: it replays when it was committed, '
-          + 'else it is written fresh; `resend_failures` counts any other answer); after every kill each acknowledged write is looked up at its revision '
-          + '(`acked_writes_checked` sums the lookups, `lost_writes` the misses).',
-        '`integrity_failures` counts failed `PRAGMA integrity_check` or FTS5 `integrity-check` runs, `audit_findings` the failing lineage-audit checks (auditFile, as '
-          + '`factlane-admin audit`); the migrate copy is audited after the rerun only, since a kill may rightly leave it at schema 1.',
-        'A killed command is rerun (backup and restore to a fresh path) and must exit 0 (`rerun_failures`); `killed_run_leftovers` counts, per command, the temporary files killed runs '
-          + 'left and the outputs (file and manifest, or restored database) they had published whole or in part; the part removes them; `missed_kills` counts runs that finished before their kill and were retried sooner.',
+        `${tally.kills} seeded-random SIGKILLs (\`kills_by_target\`): a warm server with ${BURST} stores, REVERIFYs, promotions or REPLACEs in flight, or `
+          + '`factlane-admin housekeep`, `reembed`, `backup`, `restore` and `factlane-migrate up` (on a schema-1 copy) after a random delay past node startup.',
+        'After a server kill a server restarts on the same profile and every unanswered request is resent (`resends_after_kill`: replayed if committed, else written fresh); '
+          + 'after every kill each acknowledged write is looked up at its revision (`acked_writes_checked` lookups, `lost_writes` misses), with integrity_check, '
+          + 'the FTS5 integrity-check and the lineage audit (the migrate copy is audited after its rerun, since a kill may rightly leave it at schema 1).',
+        'Every killed command is rerun, backup and restore to a fresh path, and must exit 0 (`rerun_failures`); `killed_run_leftovers` counts what killed runs left '
+          + '(temporary files, outputs published whole or in part), which the part removes.',
       ],
     };
   } finally {

@@ -204,15 +204,13 @@ export const runLoadPart: QualifyPart = async (profile, workDir): Promise<PartRe
       },
       mustBeZero: ['lost_writes', 'audit_findings', 'integrity_failures', 'call_failures', 'unclean_exits'],
       notes: [
-        `${PROCESSES} built \`factlane\` servers (${OWNERS} owner-current, ${PROCESSES - OWNERS} delegated-candidate) shared one database for ${roundTo(elapsedMs / 1000, 1)} s, `
-          + `each with ${IN_FLIGHT} calls in flight: Candidate and current stores, REVERIFY, Candidate promotions, REPLACE, gets and searches `
-          + '(EXACT, KEYWORD, SEMANTIC, HYBRID; CURRENT and REVIEW_HISTORY) and status; `per_operation` gives each call\'s count, p50, p99 and max in ms.',
-        '`acked_writes` counts every OK write (record_id, memory_id, revision, fact); after every server exited, a fresh read-only connection looked each up, '
-          + 'and `lost_writes` counts those missing or not at their acknowledged revision.',
-        '`backend_busy` counts BLOCKED BACKEND_BUSY answers (reported, not required zero); `call_failures` counts calls with no envelope (tool error, lost connection, timeout) '
-          + 'and `unclean_exits` servers that did not exit 0 on stdin EOF.',
-        '`audit_findings` sums the failing checks of `factlane-admin audit --db` (exit 0 required); `integrity_failures` counts a failed `PRAGMA integrity_check` '
-          + 'or FTS5 `integrity-check` on the file after the soak.',
+        `${PROCESSES} built servers (${OWNERS} owner-current, ${PROCESSES - OWNERS} delegated-candidate) shared one database for ${roundTo(elapsedMs / 1000, 1)} s with `
+          + `${IN_FLIGHT} calls in flight each: both kinds of store, REVERIFY, Candidate promotion, REPLACE, get, status and every search kind in CURRENT and REVIEW_HISTORY `
+          + '(`per_operation`: count, p50, p99, max in ms; `outcomes_by_operation`: the answers).',
+        'After every server exited, a fresh read-only connection looked up each acknowledged write (`acked_writes`) at its record_id, revision and fact; '
+          + '`lost_writes` counts misses, and `audit_findings` / `integrity_failures` count failures of `factlane-admin audit`, `PRAGMA integrity_check` and the FTS5 integrity-check.',
+        '`backend_busy` (BLOCKED BACKEND_BUSY answers) is reported, not required zero; `call_failures` (calls without an envelope) and `unclean_exits` '
+          + '(servers not exiting 0 on stdin EOF) must be zero.',
       ],
     };
   } finally {
