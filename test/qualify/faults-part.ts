@@ -227,11 +227,12 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     } });
   }
   for (const kind of ['directory', 'filesystem'] as const) {
-    const outputCase = (name: string, command: (target: string, source: string) => Promise<CliRun>) => {
+    const outputCase = (name: string, command: (target: string, source: string) => Promise<CliRun>, prepareSource?: (source: string) => void) => {
       cases.push({ name: `read_only.${kind}.${name}`, run: async () => {
         const reason = unavailableReason(kind);
         if (reason) return skipped(reason);
         const source = freshCopy(join(workDir, `ro-${kind}-${name}-source`));
+        prepareSource?.(source);
         const sourceBefore = digest(source);
         const { dir, files, undo } = readOnlyPlace(kind, `ro-${kind}-${name}`, false);
         let run: CliRun;
@@ -240,15 +241,16 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
         } finally {
           undo();
         }
-        check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `${name} into a read-only ${kind} exit ${run.status} ${run.code ?? (/internal error/.test(run.stderr) ? 'internal error (ungoverned)' : '')}`);
         check(digest(source) === sourceBefore, 'the source database digest changed');
         const after = listing(dir, ['db.sqlite3']);
         check(JSON.stringify(after) === JSON.stringify(files), 'stray files left in the read-only place');
+        check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `${name} into a read-only ${kind} exit ${run.status} ${run.code ?? (/internal error/.test(run.stderr) ? 'internal error (ungoverned)' : '')}`);
         return PASS;
       } });
     };
     outputCase('backup_output', (target, source) => admin('backup', '--db', source, '--out', target));
     outputCase('restore_target', (target) => admin('restore', '--from', readOnlyBackup, '--db', target));
+    outputCase('migrate_up_backup_output', (target, source) => migrate('up', '--db', source, '--backup', target), downgradeToSchemaOne);
   }
 
   // --- a corrupted page -----------------------------------------------------------------------------------
