@@ -42,6 +42,13 @@ export function verifyCopy(path: string, shipped: readonly MigrationFile[]): { f
   }, { loadVec: true });
 }
 
+/** A system error of the output directory (read-only, no permission, full) as BACKEND_UNAVAILABLE with its code only. */
+function unwritable(error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (error instanceof AdapterError || typeof code !== 'string') return error;
+  return new AdapterError('BACKEND_UNAVAILABLE', `the output cannot be written there (${code}); nothing was published`, { cause: error });
+}
+
 /**
  * Writes `file` through a temporary file beside it (OPERATIONS.md §4.1 steps 2-4): the temporary file is created
  * exclusively with mode 0600 before anything is written into it, `fill` writes and verifies it, then it is
@@ -55,7 +62,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
     closeSync(openSync(temp, 'wx', 0o600));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (${basename(temp)}); remove it`);
-    throw error;
+    throw unwritable(error);
   }
   let result: T;
   try {
@@ -65,7 +72,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   } catch (error) {
     for (const path of [temp, `${temp}-wal`, `${temp}-shm`]) if (existsSync(path)) unlinkSync(path);
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', 'the target appeared while it was being written; nothing was overwritten');
-    throw error;
+    throw unwritable(error);
   }
   unlinkSync(temp);
   fsyncPath(dirname(file));

@@ -25,6 +25,9 @@ export function isIdempotencyKeyViolation(error: unknown): boolean {
     String((error as Error).message).endsWith('adapter_records.idempotency_key');
 }
 
+/** The message sqlite-vec gives when a vec0 shadow table row it needs is missing or unreadable. */
+const VEC0_DAMAGE = /^could not open \w+ blob\b/i;
+
 /**
  * Translates a foreign SQLite error into its governed code (STORAGE.md §6), once, at the storage floor.
  * Busy errors must be retried by the caller first; this maps them to BACKEND_BUSY. Errors with no
@@ -44,7 +47,9 @@ export function translateSqliteError(error: unknown): unknown {
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
     return new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be read or written; check the file and its disk', { cause: error });
   }
-  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB') {
+  // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR.
+  const vec0Damage = VEC0_DAMAGE.test(String((error as Error).message));
+  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB' || vec0Damage) {
     return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', { cause: error });
   }
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {

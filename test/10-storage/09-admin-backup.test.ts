@@ -44,3 +44,17 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   t.equal(missing.status, 1);
   t.notOk(existsSync(join(dir, 'nope.sqlite3')));
 });
+
+t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its code, naming no path', async (t) => {
+  const dir = t.testdir({ 'not-a-dir': 'a file' });
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  // A file where the output's directory should be: opening the temporary file fails with ENOTDIR (root ignores
+  // permission bits, so a read-only directory is not a test that can fail here; the qualification mounts one).
+  const backup = admin('backup', '--db', dbPath, '--out', join(dir, 'not-a-dir', 'backup.sqlite3'));
+  t.equal(backup.status, 1);
+  t.match(backup.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: the output cannot be written there \(ENOTDIR\)/m);
+  t.notMatch(backup.stderr, dir, 'no path, no stack');
+});
