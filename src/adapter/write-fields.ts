@@ -1,7 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
-import { collapse, foldKey, strip, utf8Bytes } from '../core/text.js';
+import { collapse, foldKey, isWellFormedText, strip, utf8Bytes } from '../core/text.js';
 import { parseTimestamp } from '../core/timestamps.js';
 import { FRESHNESS_KINDS, MEMORY_TYPES, VERIFIED_BY } from '../../schema/enums.js';
 import { requireEnum } from './request-scope.js';
@@ -42,6 +42,8 @@ function sensitive(field: string): AdapterError {
 /** The fact as stored: collapse(fact), 1-2000 bytes, no secrets, transcripts, hidden reasoning or whole repositories. */
 export function normalizeFact(value: unknown, field = 'fact'): string {
   if (typeof value !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field} must be a string`);
+  // Stored as UTF-8 text: a lone surrogate has no UTF-8 form, and SQLite would keep bytes that never read back.
+  if (!isWellFormedText(value)) throw new AdapterError('INVALID_ENVELOPE', `${field} must be well-formed Unicode (it holds a lone surrogate)`);
   const fact = collapse(value);
   const folded = foldKey(fact);
   if (isSecretLike(fact) || RAW_PHRASES.some((phrase) => folded.includes(phrase))) throw sensitive(field);

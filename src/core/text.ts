@@ -12,6 +12,15 @@ export function strip(value: string): string {
   return value.replace(WHITESPACE_EDGES, '');
 }
 
+/** A lone (unpaired) UTF-16 surrogate: a string holding one has no UTF-8 encoding. */
+// In unicode mode a paired surrogate is one code point above U+FFFF, so the class meets only lone halves.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/** True when `value` is well-formed Unicode: no lone surrogate (String.prototype.isWellFormed, before ES2024). */
+export function isWellFormedText(value: string): boolean {
+  return !LONE_SURROGATE.test(value);
+}
+
 /** Splits on whitespace runs, drops empty pieces, joins with one space. */
 export function collapse(value: string): string {
   return value.split(WHITESPACE_RUN).filter(Boolean).join(' ');

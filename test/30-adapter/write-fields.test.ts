@@ -34,6 +34,13 @@ t.test('fact: stored collapsed; 1-2000 bytes after collapsing, measured in bytes
     await refused(t, bench, () => store(delegated, storeRequest({ fact: empty })), 'INVALID_ENVELOPE', /fact/, `blank fact ${JSON.stringify(empty)}`);
   }
   await refused(t, bench, () => store(delegated, storeRequest({ fact: 42 })), 'INVALID_ENVELOPE', /fact/, 'non-string fact');
+  // A lone surrogate has no UTF-8 form: it used to be committed as bytes that never read back (WRITE_UNCONFIRMED).
+  for (const fact of ['\ud800', 'Node build \udc00 step', 'tail \ud83d']) {
+    await refused(t, bench, () => store(delegated, storeRequest({ fact })), 'INVALID_ENVELOPE', /well-formed Unicode/,
+      `lone surrogate in ${JSON.stringify(fact)}`);
+  }
+  t.equal((await stored(delegated, { fact: 'Ship it \ud83d\ude80 on Friday' })).fact, 'Ship it \u{1F680} on Friday',
+    'a paired surrogate (an emoji) is stored');
 });
 
 t.test('fact: secret-like values and raw-content phrases are RAW_OR_SENSITIVE_CONTENT', async (t) => {
