@@ -213,10 +213,16 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       await writeAll('owner-current', currents.map((record) => owner.reverify(record)), 'memory_update');
       await stopServer();
     }
-    const migrate = target === 'migrate_up' ? await schemaOneCopy() : undefined;
-    const context = { backup: latestBackup.path, copy: migrate?.copy ?? '' };
+    let migrate: { copy: string; writes: readonly AckedWrite[] } | undefined;
+    const context = { backup: latestBackup.path, copy: '' };
     let killed: { run: CommandRun; published: string[] } | undefined;
     for (let attempt = 0; attempt < MAX_KILL_TRIES && killed === undefined; attempt += 1) {
+      if (target === 'migrate_up') {
+        // A fresh schema-1 copy each try: a try that finished has migrated its copy already.
+        if (migrate !== undefined) for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`]) rmSync(path, { force: true });
+        migrate = await schemaOneCopy();
+        context.copy = migrate.copy;
+      }
       const command = commandOf(target, context);
       // Past most of node's startup, but never so late that the command is sure to finish first.
       const duration = durations[target] ?? startupMs;
@@ -232,8 +238,12 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       tally.rerun(target, run);
       durations[target] = run.ms * 0.8;
       if (target === 'backup' && run.exit.code === 0) latestBackup = { path: command.args[4]!, writes: acked.snapshot() };
+      else for (const path of command.published) rmSync(path, { force: true });
     }
-    if (killed === undefined) return;
+    if (killed === undefined) {
+      if (migrate !== undefined) for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`]) rmSync(path, { force: true });
+      return;
+    }
     tally.kills += 1;
     tally.killsByTarget[target]! += 1;
 
@@ -308,20 +318,20 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       node_startup_ms: roundTo(startupMs, 1),
     };
 
-    // The kills: rounds of every target once, in a seeded random order.
+    // The kills: rounds of every target once, in a seeded random order, until the count is reached (a command whose
+    // every try finished before its kill is tried again in a later round) or the time is up.
     const budgetEnd = started + TIME_BUDGET_MS[profile];
-    const plan: Target[] = [];
-    while (plan.length < KILLS[profile]) {
-      const round = [...TARGETS];
-      for (let i = round.length - 1; i > 0; i -= 1) {
-        const j = rng.int(i + 1);
-        [round[i], round[j]] = [round[j]!, round[i]!];
-      }
-      plan.push(...round);
-    }
+    const round: Target[] = [];
     let attempted = 0;
-    for (const target of plan.slice(0, KILLS[profile])) {
-      if (performance.now() > budgetEnd) break;
+    while (tally.kills < KILLS[profile] && performance.now() < budgetEnd && attempted < 2 * KILLS[profile]) {
+      if (round.length === 0) {
+        round.push(...TARGETS);
+        for (let i = round.length - 1; i > 0; i -= 1) {
+          const j = rng.int(i + 1);
+          [round[i], round[j]] = [round[j]!, round[i]!];
+        }
+      }
+      const target = round.shift()!;
       attempted += 1;
       if (isWrite(target)) await killWrite(target, burstMs[target]!);
       else await killCommand(target);
