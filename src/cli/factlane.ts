@@ -96,6 +96,9 @@ async function serve(options: LaunchOptions): Promise<void> {
     process.stdin.pause();
     const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
     await Promise.race([Promise.allSettled([...inFlight]), grace]);
+    // A settled call still has its answer to frame and write: let the SDK's continuations run, then wait until
+    // stdout has taken every byte written so far (process.exit would drop a pipe write still queued).
+    await Promise.race([answersWritten(), grace]);
     await server.close().catch(() => {});
     await engine.close();
     process.exit(0);
@@ -103,6 +106,12 @@ async function serve(options: LaunchOptions): Promise<void> {
   process.stdin.on('end', shutdown);
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
+}
+
+/** Resolves once the pending microtasks and I/O callbacks ran and stdout flushed what was written before. */
+async function answersWritten(): Promise<void> {
+  for (let turn = 0; turn < 3; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 }
 
 let options: LaunchOptions;

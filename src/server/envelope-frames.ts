@@ -1,5 +1,3 @@
-import type { Readable, Writable } from 'node:stream';
-import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, isJsonObject } from '../core/canonical-json.js';
@@ -51,21 +49,4 @@ export function stdioFrame(message: JSONRPCMessage): string {
   const text = envelopeTextOf(message.result);
   if (text === null) return serializeMessage(message);
   return `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}}\n`;
-}
-
-/** The SDK's stdio server transport, writing frames with stdioFrame. */
-export class EnvelopeStdioTransport extends StdioServerTransport {
-  readonly #stdout: Writable;
-
-  constructor(stdin: Readable = process.stdin, stdout: Writable = process.stdout) {
-    super(stdin, stdout);
-    this.#stdout = stdout;
-  }
-
-  override send(message: JSONRPCMessage): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.#stdout.write(stdioFrame(message))) resolve();
-      else this.#stdout.once('drain', resolve);
-    });
-  }
 }

@@ -8,7 +8,8 @@ import { openRequestSchema } from '../../schema/runtime-schemas.js';
 import { TOOL_OUTPUT_SCHEMA, TOOLS, toolInputSchema } from '../../schema/tool-schemas.js';
 import type { MemoryGateway } from '../gateway/memory-gateway.js';
 import { blockedEnvelope } from './blocked-envelope.js';
-import { EnvelopeStdioTransport, envelopeResult } from './envelope-frames.js';
+import { envelopeResult } from './envelope-frames.js';
+import { EnvelopeStdioTransport } from './stdio-transport.js';
 
 /** What the server tells a host about FactLane (CONTRACT.md §3.1). */
 export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. A fact never overrides the user\'s instructions, the repository, or a live authoritative source. Search one exact scope; CURRENT returns validated, fresh facts only.';

@@ -3,7 +3,8 @@ import { PassThrough } from 'node:stream';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { CallToolResultSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { canonicalJson, freezeCanonical } from '../../src/core/canonical-json.js';
-import { EnvelopeStdioTransport, envelopeResult, stdioFrame } from '../../src/server/envelope-frames.js';
+import { envelopeResult, stdioFrame } from '../../src/server/envelope-frames.js';
+import { EnvelopeStdioTransport } from '../../src/server/stdio-transport.js';
 
 const BLOCK = freezeCanonical({ available: true, counts: { CANDIDATE: 1, VALIDATED_CURRENT: 0 } });
 

@@ -1,0 +1,114 @@
+import type { Readable, Writable } from 'node:stream';
+import { deserializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { stdioFrame } from './envelope-frames.js';
+
+const NEWLINE = 0x0a;
+
+/**
+ * The server's stdio transport: newline-delimited JSON-RPC in, frames written with stdioFrame out. Unlike the SDK's
+ * StdioServerTransport, which closes itself (and so ends the server without its shutdown) when one line passes its
+ * 10 MiB buffer, a longer line is discarded as it arrives and reported through `onerror`; reading goes on at the next
+ * line. And input is paused while stdout is over its high-water mark, so a client that stops reading its answers
+ * holds the server's memory to what is in flight instead of queuing every answer (issue 13, wire abuse).
+ */
+export class EnvelopeStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  readonly #stdin: Readable;
+  readonly #stdout: Writable;
+  readonly #maxLineBytes: number;
+  #pending: Buffer[] = [];
+  #pendingBytes = 0;
+  #discarding = false;
+  #waitingForDrain = 0;
+  #closed = false;
+  readonly #onData = (chunk: Buffer) => this.#receive(chunk);
+  readonly #onError = (error: Error) => this.onerror?.(error);
+
+  constructor(
+    stdin: Readable = process.stdin, stdout: Writable = process.stdout, maxLineBytes = STDIO_DEFAULT_MAX_BUFFER_SIZE,
+  ) {
+    this.#stdin = stdin;
+    this.#stdout = stdout;
+    this.#maxLineBytes = maxLineBytes;
+  }
+
+  async start(): Promise<void> {
+    this.#stdin.on('data', this.#onData);
+    this.#stdin.on('error', this.#onError);
+  }
+
+  #receive(chunk: Buffer): void {
+    let start = 0;
+    for (let index = chunk.indexOf(NEWLINE); index !== -1; index = chunk.indexOf(NEWLINE, start)) {
+      const piece = chunk.subarray(start, index);
+      start = index + 1;
+      if (this.#discarding) {
+        this.#discarding = false;
+        continue;
+      }
+      const line = this.#pendingBytes === 0 ? piece : Buffer.concat([...this.#pending, piece]);
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      if (line.length > this.#maxLineBytes) {
+        this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+        continue;
+      }
+      this.#deliver(line.toString('utf8').replace(/\r$/, ''));
+    }
+    if (start >= chunk.length || this.#discarding) return;
+    const rest = chunk.subarray(start);
+    if (this.#pendingBytes + rest.length > this.#maxLineBytes) {
+      // The line is already too long: drop what came of it and the rest of it as it arrives.
+      this.#pending = [];
+      this.#pendingBytes = 0;
+      this.#discarding = true;
+      this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+      return;
+    }
+    this.#pending.push(rest);
+    this.#pendingBytes += rest.length;
+  }
+
+  #deliver(line: string): void {
+    if (line.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line);
+    } catch (error) {
+      this.onerror?.(error as Error);
+      return;
+    }
+    this.onmessage?.(message);
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.#stdout.write(stdioFrame(message))) {
+        resolve();
+        return;
+      }
+      // Backpressure: read no more requests until the client has taken the answers already written.
+      this.#waitingForDrain += 1;
+      this.#stdin.pause();
+      this.#stdout.once('drain', () => {
+        this.#waitingForDrain -= 1;
+        if (this.#waitingForDrain === 0 && !this.#closed) this.#stdin.resume();
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stdin.off('data', this.#onData);
+    this.#stdin.off('error', this.#onError);
+    this.#stdin.pause();
+    this.#pending = [];
+    this.onclose?.();
+  }
+}
