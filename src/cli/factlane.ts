@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
 import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
@@ -15,10 +17,12 @@ import { MemoryGateway } from '../gateway/memory-gateway.js';
 import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
 import { loadMigrationFiles } from '../storage/migration-files.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
+import { runDemo } from './factlane-demo.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
 
 const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
        factlane --help | --version | --help-tools | --help-tool NAME
+       factlane demo [--keep]      a guided first run on a temporary database
 
 Speaks MCP over stdio with five tools: ${TOOL_NAMES.join(', ')}.
 
@@ -114,18 +118,39 @@ async function answersWritten(): Promise<void> {
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 }
 
-let options: LaunchOptions;
-try {
-  options = parseLaunchOptions(process.argv.slice(2));
-} catch (error) {
-  if (!isUsageFailure(error)) throw error;
-  const code = error instanceof AdapterError ? `${error.code}: ` : '';
-  process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
-  process.exit(2);
+/** `factlane demo [--keep]`: the guided first run; exit 0 when every step answered as the contract says. */
+async function demo(args: readonly string[]): Promise<void> {
+  const unknown = args.find((arg) => arg !== '--keep');
+  if (unknown !== undefined) {
+    process.stderr.write(`factlane: demo takes only --keep, not ${unknown}\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  const launcher = realpathSync(fileURLToPath(import.meta.url));
+  try {
+    const write = (text: string) => process.stdout.write(text);
+    process.exitCode = await runDemo({ launcher, keep: args.includes('--keep'), write });
+  } catch (error) {
+    process.stderr.write(`factlane: demo failed: ${(error as Error).message}\n`);
+    process.exitCode = 1;
+  }
 }
-if (options.mode !== 'serve') {
-  process.exitCode = printHelp(options);
-} else {
+
+/** The launcher proper (CONTRACT.md §16): flags, then help output or the server. */
+async function launch(args: readonly string[]): Promise<void> {
+  let options: LaunchOptions;
+  try {
+    options = parseLaunchOptions(args);
+  } catch (error) {
+    if (!isUsageFailure(error)) throw error;
+    const code = error instanceof AdapterError ? `${error.code}: ` : '';
+    process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (options.mode !== 'serve') {
+    process.exitCode = printHelp(options);
+    return;
+  }
   try {
     await serve(options);
   } catch (error) {
@@ -137,3 +162,7 @@ if (options.mode !== 'serve') {
     process.exit(1);
   }
 }
+
+const argv = process.argv.slice(2);
+if (argv[0] === 'demo') await demo(argv.slice(1));
+else await launch(argv);

@@ -1,0 +1,93 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
+
+/** The MCP protocol revision the session offers at initialize. */
+const PROTOCOL_VERSION = '2025-06-18';
+const CALL_TIMEOUT_MS = 30_000;
+
+interface Pending {
+  resolve(result: Record<string, unknown>): void;
+  reject(error: Error): void;
+}
+
+/**
+ * One MCP session with a launched `factlane` over real stdio: newline-delimited JSON-RPC 2.0, as a host speaks
+ * it. It is the demo's client; it reads only answers to its own requests and keeps the server's stderr.
+ */
+export class StdioSession {
+  readonly #child: ChildProcessWithoutNullStreams;
+  readonly #pending = new Map<number, Pending>();
+  readonly #stderr: string[] = [];
+  readonly #exited: Promise<number | null>;
+  #nextId = 1;
+
+  private constructor(child: ChildProcessWithoutNullStreams) {
+    this.#child = child;
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.#stderr.push(chunk));
+    createInterface({ input: child.stdout }).on('line', (line) => this.#answer(line));
+    this.#exited = new Promise((resolve) => child.on('exit', (code) => {
+      const exited = new Error(`factlane exited (${code}): ${this.stderr}`);
+      for (const pending of this.#pending.values()) pending.reject(exited);
+      this.#pending.clear();
+      resolve(code);
+    }));
+  }
+
+  /** Launches `node LAUNCHER ...args` and completes the MCP initialize handshake. */
+  static async open(launcher: string, args: readonly string[]): Promise<StdioSession> {
+    const child = spawn(process.execPath, [launcher, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const session = new StdioSession(child);
+    await session.#request('initialize', {
+      protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'factlane-demo', version: '1' },
+    });
+    session.#send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    return session;
+  }
+
+  get stderr(): string {
+    return this.#stderr.join('');
+  }
+
+  /** Calls one tool with `{ request }` and returns the envelope (the result's structured content). */
+  async callTool(name: string, request: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const result = await this.#request('tools/call', { name, arguments: { request } });
+    return result.structuredContent as Record<string, unknown>;
+  }
+
+  /** Closes stdin, which shuts the server down cleanly; resolves to its exit code. */
+  async close(): Promise<number | null> {
+    this.#child.stdin.end();
+    return this.#exited;
+  }
+
+  #request(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      const timeout = () => reject(new Error(`no answer to ${method} in ${CALL_TIMEOUT_MS} ms`));
+      const timer = setTimeout(timeout, CALL_TIMEOUT_MS);
+      const settle = (fn: () => void) => { clearTimeout(timer); fn(); };
+      this.#pending.set(id, {
+        resolve: (result) => settle(() => resolve(result)), reject: (error) => settle(() => reject(error)),
+      });
+      this.#send({ jsonrpc: '2.0', id, method, params });
+    });
+  }
+
+  #send(message: Record<string, unknown>): void {
+    this.#child.stdin.write(`${JSON.stringify(message)}\n`);
+  }
+
+  #answer(line: string): void {
+    let message: { id?: unknown; result?: Record<string, unknown>; error?: { message?: string } };
+    try {
+      message = JSON.parse(line);
+    } catch {
+      return;
+    }
+    const pending = typeof message.id === 'number' ? this.#pending.get(message.id) : undefined;
+    if (!pending) return;
+    this.#pending.delete(message.id as number);
+    if (message.error) pending.reject(new Error(`MCP error: ${message.error.message ?? 'unknown'}`));
+    else pending.resolve(message.result ?? {});
+  }
+}

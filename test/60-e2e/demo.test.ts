@@ -1,0 +1,87 @@
+// `factlane demo`: the guided first run over real stdio (issue 14), its story, its exit codes, the database it
+// leaves with --keep, and how it reports a step that did not answer as the contract says.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runDemo, summarise } from '../../src/cli/factlane-demo.js';
+import { FACTLANE_BIN } from '../helpers/mcp.js';
+import { withRaw } from '../helpers/storage.js';
+
+const runBuilt = (args: string[], tmp: string) => spawnSync(process.execPath, [FACTLANE_BIN, ...args], {
+  encoding: 'utf8', env: { ...process.env, TMPDIR: tmp }, timeout: 60_000,
+});
+
+t.test('factlane demo tells the lifecycle step by step, exits 0 and removes its database', async (t) => {
+  const tmp = t.testdir();
+  const run = runBuilt(['demo'], tmp);
+  t.equal(run.status, 0, run.stderr);
+  t.equal(run.stderr, '', 'the servers\' stderr is not mixed into the story');
+  const steps = [
+    /1\. .*\n  agent -> memory_store .*\n  agent <- OK: 1 result\(s\)\n +revision 1 CANDIDATE, verified_by UNVERIFIED/,
+    /2\. .*\n  agent -> memory_search .*retrieval_mode CURRENT.*\n  agent <- OK: no results/,
+    /3\. .*\n  owner -> memory_update \{mode REVERIFY, expected_revision 1.*\n  owner <- OK: 1 result\(s\)\n +revision 2 VALIDATED_CURRENT, verified_by OWNER/,
+    /4\. .*\n  agent -> memory_search .*\n  agent <- OK: 1 result\(s\)\n +revision 2 VALIDATED_CURRENT/,
+    /5\. .*\n  owner -> memory_update .*\(stale\)\n  owner <- BLOCKED VERSION_CONFLICT: /,
+    /6\. .*\n  agent -> memory_get .*REVIEW_HISTORY.*\n  agent <- OK: 2 result\(s\)\n +revision 2 VALIDATED_CURRENT.*\n +revision 1 SUPERSEDED/,
+  ];
+  for (const step of steps) t.match(run.stdout, step);
+  t.match(run.stdout, /Done: every step answered as the contract says\.\n$/);
+  t.same(readdirSync(tmp).filter((name) => name.startsWith('factlane-demo-')), [], 'temporary database removed');
+});
+
+t.test('factlane demo --keep leaves the database with both revisions of the memory', async (t) => {
+  const tmp = t.testdir();
+  const run = runBuilt(['demo', '--keep'], tmp);
+  t.equal(run.status, 0, run.stderr);
+  const dbPath = /The database is kept at (\S+)\n$/.exec(run.stdout)?.[1];
+  t.ok(dbPath?.startsWith(tmp), 'kept under the temporary directory');
+  const rows = withRaw(dbPath!, (db) => db.prepare(
+    'SELECT revision, lifecycle_state, verified_by FROM adapter_records ORDER BY revision').all());
+  t.same(rows, [
+    { revision: 1, lifecycle_state: 'SUPERSEDED', verified_by: 'UNVERIFIED' },
+    { revision: 2, lifecycle_state: 'VALIDATED_CURRENT', verified_by: 'OWNER' },
+  ]);
+});
+
+t.test('factlane demo refuses an unknown flag with exit 2 and touches nothing', async (t) => {
+  const tmp = t.testdir();
+  const run = runBuilt(['demo', '--db', '/tmp/x'], tmp);
+  t.equal(run.status, 2);
+  t.match(run.stderr, /^factlane: demo takes only --keep, not --db\nusage: factlane/);
+  t.equal(run.stdout, '');
+  t.same(readdirSync(tmp), []);
+});
+
+t.test('a step that does not answer as the contract says stops the demo with exit 1 and names the step', async (t) => {
+  const dir = t.testdir();
+  // A stand-in server that answers every tool call with a BLOCKED envelope.
+  const fake = join(dir, 'blocked-server.mjs');
+  writeFileSync(fake, `import { createInterface } from 'node:readline';
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  const blocked = { status: 'BLOCKED', error_code: 'BACKEND_UNAVAILABLE', message: 'down', results: [] };
+  const result = m.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name: 'x', version: '1' } }
+    : { content: [], structuredContent: blocked };
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\\n');
+});
+`);
+  const out: string[] = [];
+  const code = await runDemo({ launcher: fake, keep: false, write: (text) => out.push(text) });
+  t.equal(code, 1);
+  t.match(out.join(''), /The demo stopped: step "1\. The agent stores .*" did not answer as expected:\n\{"status":"BLOCKED"/);
+});
+
+t.test('a server that exits at once makes the demo fail with its stderr, not hang', async (t) => {
+  const fake = join(t.testdir(), 'exits.mjs');
+  writeFileSync(fake, "process.stderr.write('factlane: BACKEND_CORRUPT: not a database\\n'); process.exit(1);\n");
+  await t.rejects(runDemo({ launcher: fake, keep: false, write: () => {} }), /factlane exited \(1\): factlane: BACKEND_CORRUPT/);
+});
+
+t.test('summarise prints status, degradation and records in one short block', async (t) => {
+  t.equal(summarise({ status: 'BLOCKED', error_code: 'VERSION_CONFLICT', message: 'stale' }), 'BLOCKED VERSION_CONFLICT: stale');
+  t.equal(summarise({ status: 'DEGRADED', degradation: 'STALE_ONLY', results: [] }), 'DEGRADED (STALE_ONLY): no results');
+  t.equal(summarise({ status: 'OK', degradation: null, results: [{ revision: 3, lifecycle_state: 'VALIDATED_CURRENT',
+    verified_by: 'OWNER', fact: 'f' }] }), 'OK: 1 result(s)\n        revision 3 VALIDATED_CURRENT, verified_by OWNER, "f"');
+});
