@@ -18,7 +18,7 @@ import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
-import { RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
+import { downgradeToSchemaOne, RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
 import { currentRequest, replaceRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
@@ -37,20 +37,6 @@ async function openLocalHash(dbPath: string, migrationsDir?: string): Promise<SQ
     dbPath, migrationsDir,
     newDatabaseBinding: async () => ({ vectorDimension: LOCAL_HASH.outputDimension, bindingJson: freshBindingJson(LOCAL_HASH, await PROVIDER.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
   });
-}
-
-/**
- * Turns a database of this release back into what schema 1 made: the schema-2 tables dropped (their fences go with
- * them) and the ledger back at version 1. Records, FTS rows and fact_vec (with is_current) are exactly what the
- * schema-1 code wrote, since this release still keeps them the same way.
- */
-function downgradeToSchemaOne(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  sqliteVec.load(raw);
-  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-  raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-    DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
-  raw.close();
 }
 
 /** A migrations folder holding only the shipped schema-1 file, as an older release shipped it. */

@@ -142,3 +142,20 @@ export function writeInterlock(dbPath: string): void {
   raw.close();
 }
 
+
+/**
+ * Turns a database of this release back into what schema 1 made: the schema-2 eligible tables dropped (their fences
+ * go with them) and the ledger back at version 1. Records, FTS rows and fact_vec (with is_current) are exactly what
+ * the schema-1 code wrote, since this release still keeps them the same way.
+ */
+export function downgradeToSchemaOne(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  try {
+    sqliteVec.load(raw);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
+      DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
+  } finally {
+    raw.close();
+  }
+}

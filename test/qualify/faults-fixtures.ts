@@ -233,16 +233,6 @@ export function keeper(dbPath: string): InstanceType<typeof RawDatabase> {
   return db;
 }
 
-/** Turns a database of this release back into schema 1 (as test/10-storage/19-eligible-vectors does). */
-export function downgradeToSchemaOne(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  sqliteVec.load(raw);
-  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-  raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-    DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
-  raw.close();
-}
-
 export type Seeded = { current: { memory_id: string; revision: number }[]; candidate: { memory_id: string; revision: number } };
 /** Seeds `dbPath` through a server: current records, one Candidate and one REPLACE (a SUPERSEDED record for housekeep). */
 export async function seed(dbPath: string, tag: string): Promise<Seeded> {

@@ -6,9 +6,9 @@
 import { copyFileSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { RawDatabase, withRaw } from '../helpers/storage.js';
+import { downgradeToSchemaOne, RawDatabase, withRaw } from '../helpers/storage.js';
 import {
-  admin, assertUnchanged, CaseFailure, check, committedKeys, digest, downgradeToSchemaOne, fill, FILLER, governedCode, integrityOk, keeper,
+  admin, assertUnchanged, CaseFailure, check, committedKeys, digest, fill, FILLER, governedCode, integrityOk, keeper,
   killMidWrites, listing, migrate, PASS, PROJECT, reopenAndCheck, replaceRequest, reverifyRequest, SCOPE, seed, Server, skipped, squeeze,
   startServer, storeRequest, tryRun, walCommits, type Case, type CliRun, type Seeded, type Verdict,
 } from './faults-fixtures.js';

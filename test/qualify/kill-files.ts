@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { RawDatabase, sqliteVec } from '../helpers/storage.js';
+import { RawDatabase } from '../helpers/storage.js';
 import type { PublicRecord } from './server-fleet.js';
 
 // The database files of the kills part, read and prepared on raw connections: the live records a burst picks from,
@@ -33,23 +33,6 @@ export async function copyDatabase(from: string, to: string): Promise<void> {
     await db.backup(to);
   } finally {
     db.close();
-  }
-}
-
-/**
- * Turns a copy of this release's database back into what schema 1 made (as test/10-storage/19-eligible-vectors does):
- * the schema-2 eligible tables dropped, with their fences, and the ledger back at version 1; records, FTS rows and
- * fact_vec are kept the same way by both schemas.
- */
-export function downgradeToSchemaOne(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  try {
-    sqliteVec.load(raw);
-    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-    raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-      DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
-  } finally {
-    raw.close();
   }
 }
 
