@@ -9,7 +9,7 @@ import { loadMigrationFiles, type MigrationFile } from '../storage/migration-fil
 import type { SqliteConnection } from '../storage/native.js';
 import { hardLinkedFiles, otherOpeners, type InventoryOptions } from '../storage/quiescence-inventory.js';
 import {
-  checkpointTruncate, enableSecureDelete, ftsPresent, integrityOk, journalMode,
+  checkpointTruncate, enableSecureDelete, ftsPresent, bothIntegrityChecksOk, journalMode,
 } from '../storage/recovery-pragmas.js';
 import {
   MalformedInterlock, ftsSecureDeleteSettable, readInterlock, type RecoveryInterlock,
@@ -227,7 +227,7 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
     if (journalMode(connection) !== 'wal') {
       throw hold('HOLD_UNSUPPORTED_DB_MODE_NO_MUTATION', 'the database is not in WAL journal mode');
     }
-    if (!integrityOk(connection)) {
+    if (!bothIntegrityChecksOk(connection)) {
       throw hold('HOLD_DB_INTEGRITY_NO_MUTATION',
         'quick_check or integrity_check reports problems; restore a backup instead');
     }

@@ -3,7 +3,9 @@ import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { createPrivateFile, fsyncPath } from '../storage/durable-files.js';
-import { checkpointTruncate, ftsIntegrityOk, integrityOk, openImage, vacuumInto } from '../storage/recovery-pragmas.js';
+import {
+  bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
+} from '../storage/recovery-pragmas.js';
 import {
   checkpointThrough, deleteInterlock, readDerivedRows, readInterlock, readPostflight, readRecordsById, recordDigests,
   rowsHoldingContent, unattributableDerivedRows, type RecoveryInterlock,
@@ -99,7 +101,7 @@ function byteNeedles(needles: RecoveryNeedles, tombstones: readonly RecordRow[])
 function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan {
   const connection = openImage(imagePath);
   try {
-    if (!integrityOk(connection) || !ftsIntegrityOk(connection)) {
+    if (!bothIntegrityChecksOk(connection) || !ftsIntegrityOk(connection)) {
       fail('the sanitized image fails integrity_check or the FTS5 integrity-check');
     }
     const targetRows = new Set(expect.targets.map((t) => t.rowId));

@@ -9,7 +9,7 @@ export function journalMode(connection: SqliteConnection): string {
 }
 
 /** True when `quick_check` and `integrity_check` both answer exactly `ok`. */
-export function integrityOk(connection: SqliteConnection): boolean {
+export function bothIntegrityChecksOk(connection: SqliteConnection): boolean {
   const ok = (pragma: string) => {
     const rows = connection.prepare(`PRAGMA ${pragma}`).pluck().all() as string[];
     return rows.length === 1 && rows[0] === 'ok';
