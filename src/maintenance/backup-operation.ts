@@ -49,34 +49,67 @@ function unwritable(error: unknown): unknown {
   return new AdapterError('BACKEND_UNAVAILABLE', `the output cannot be written there (${code}); nothing was published`, { cause: error });
 }
 
+/** A small file published together with the main one, such as a backup's manifest. */
+export interface Companion {
+  readonly path: string;
+  readonly text: string;
+}
+
 /**
  * Writes `file` through a temporary file beside it (OPERATIONS.md §4.1 steps 2-4): the temporary file is created
  * exclusively with mode 0600 before anything is written into it, `fill` writes and verifies it, then it is
  * fsynced and published by hard link, which fails if `file` exists (never overwrite), and the directory is
- * fsynced. On failure before the link, the temporary file and any `-wal`/`-shm` of it are removed. TARGET_EXISTS
- * when `file` or the temporary name is taken.
+ * fsynced. A `companion` (the manifest) is derived from the filled file and written and fsynced under its own
+ * temporary name before anything is published; the two links then follow each other, so a killed run leaves
+ * both, neither, or (only between two link calls) the file alone. On failure the temporary files, any
+ * `-wal`/`-shm` of them, and a file this call already linked are removed. TARGET_EXISTS when a target or a
+ * temporary name is taken.
  */
-export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>): Promise<T> {
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>,
+  companion?: (temp: string, result: T) => Companion): Promise<T> {
+  const temp = temporaryName(file);
+  createTemporary(temp);
+  const temporaries = [temp, `${temp}-wal`, `${temp}-shm`];
+  const published: string[] = [];
+  let result: T;
+  try {
+    result = await fill(temp);
+    fsyncPath(temp);
+    const extra = companion?.(temp, result);
+    if (extra) {
+      const extraTemp = temporaryName(extra.path);
+      createTemporary(extraTemp);
+      temporaries.push(extraTemp);
+      writeFileSync(extraTemp, extra.text);
+      fsyncPath(extraTemp);
+    }
+    linkSync(temp, file);
+    published.push(file);
+    if (extra) {
+      linkSync(temporaries.at(-1)!, extra.path);
+      published.push(extra.path);
+    }
+  } catch (error) {
+    if (published.length === 1 && companion) unlinkSync(file);
+    for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', 'the target appeared while it was being written; nothing was overwritten');
+    throw unwritable(error);
+  }
+  for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
+  fsyncPath(dirname(file));
+  return result;
+}
+
+const temporaryName = (file: string) => join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+
+/** Creates `temp` exclusively with mode 0600; TARGET_EXISTS when an earlier run left it. */
+function createTemporary(temp: string): void {
   try {
     closeSync(openSync(temp, 'wx', 0o600));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (${basename(temp)}); remove it`);
     throw unwritable(error);
   }
-  let result: T;
-  try {
-    result = await fill(temp);
-    fsyncPath(temp);
-    linkSync(temp, file);
-  } catch (error) {
-    for (const path of [temp, `${temp}-wal`, `${temp}-shm`]) if (existsSync(path)) unlinkSync(path);
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', 'the target appeared while it was being written; nothing was overwritten');
-    throw unwritable(error);
-  }
-  unlinkSync(temp);
-  fsyncPath(dirname(file));
-  return result;
 }
 
 /**
@@ -97,12 +130,21 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
     throw new AdapterError('TARGET_EXISTS', 'the backup file or its manifest already exists; choose a new --backup path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
-  const { findings, checks } = await writeThenPublish(file, async (temp) => {
+  let manifest: BackupManifest | undefined;
+  await writeThenPublish(file, async (temp) => {
     await onlineBackup(target.path, temp);
     return verifyCopy(temp, target.shipped);
+  }, (temp, { findings, checks }) => {
+    manifest = manifestOf(temp, findings, checks, target.shipped, clock);
+    return { path: manifestPath, text: `${canonicalJson(manifest)}\n` };
   });
-  const bytes = readFileSync(file);
-  const manifest: BackupManifest = {
+  return manifest!;
+}
+
+/** The manifest of a verified copy at `path` (OPERATIONS.md §4.1 step 5), read before the copy is published. */
+function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[], shipped: readonly MigrationFile[],
+  clock: Clock): BackupManifest {
+  return {
     manifest_version: 1,
     factlane_version: PACKAGE_VERSION,
     database_id: findings.meta.database_id ?? null,
@@ -111,20 +153,10 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
     embedding_profile_id: bindingProfileId(findings.bindingText),
     vector_dimension: findings.vectorDimension,
     created_at: formatTimestamp(clock()),
-    file_bytes: statSync(file).size,
-    file_sha256: sha256Hex(bytes),
-    lifecycle_counts: lifecycleCounts(file),
+    file_bytes: statSync(path).size,
+    file_sha256: sha256Hex(readFileSync(path)),
+    lifecycle_counts: lifecycleCounts(path),
     verification: { integrity_check: 'PASS', checks },
-    audit: auditFile(file, target.shipped),
+    audit: auditFile(path, shipped),
   };
-  try {
-    writeFileSync(manifestPath, `${canonicalJson(manifest)}\n`, { mode: 0o600, flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new AdapterError('TARGET_EXISTS', 'the manifest appeared while the backup was being written; the backup file is complete, its manifest was not written');
-    }
-    throw error;
-  }
-  fsyncPath(dirname(file));
-  return manifest;
 }

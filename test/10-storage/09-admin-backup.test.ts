@@ -1,8 +1,9 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
 import { candidateRow, openEngine, REPO_ROOT, storeRow } from '../helpers/storage.js';
 
 const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
@@ -57,4 +58,31 @@ t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its cod
   t.equal(backup.status, 1);
   t.match(backup.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: the output cannot be written there \(ENOTDIR\)/m);
   t.notMatch(backup.stderr, dir, 'no path, no stack');
+});
+
+t.test('the manifest is written before anything is published, so a failed run never leaves the file alone', async (t) => {
+  const dir = t.testdir({ 'taken.manifest.json': 'someone else' });
+  const names = () => readdirSync(dir).sort();
+  const fill = async (temp: string) => {
+    writeFileSync(temp, 'database bytes');
+    return 'filled';
+  };
+  const manifestOf = (path: string) => (temp: string) => ({ path, text: `manifest of ${readFileSync(temp, 'utf8')}` });
+
+  const file = join(dir, 'ok.sqlite3');
+  t.equal(await writeThenPublish(file, fill, manifestOf(`${file}.manifest.json`)), 'filled');
+  t.equal(readFileSync(`${file}.manifest.json`, 'utf8'), 'manifest of database bytes', 'derived from the filled file');
+  t.same(names(), ['ok.sqlite3', 'ok.sqlite3.manifest.json', 'taken.manifest.json'], 'no temporary file left');
+
+  // The manifest's name is taken when the two links run: the file linked a moment before is taken back.
+  const taken = join(dir, 'taken');
+  await t.rejects(writeThenPublish(taken, fill, manifestOf(`${taken}.manifest.json`)), { code: 'TARGET_EXISTS' });
+  t.same(names(), ['ok.sqlite3', 'ok.sqlite3.manifest.json', 'taken.manifest.json'], 'neither file published');
+  t.equal(readFileSync(`${taken}.manifest.json`, 'utf8'), 'someone else', 'the other file untouched');
+
+  // A companion that cannot be derived fails the run before anything is published.
+  const broken = join(dir, 'broken.sqlite3');
+  await t.rejects(writeThenPublish(broken, fill, () => { throw new Error('cannot hash'); }), /cannot hash/);
+  t.notOk(existsSync(broken));
+  t.same(names(), ['ok.sqlite3', 'ok.sqlite3.manifest.json', 'taken.manifest.json']);
 });
