@@ -71,8 +71,9 @@ const REMEMBERED_SCOPES = 64;
 
 /**
  * Counts the exact scope's records per lifecycle (IS matches null identities) and its retention state:
- * SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0) and those
- * blocked as partial (a derived row missing, or HISTORICAL still holding a vector). One statement, so
+ * SUPERSEDED records ready for compaction (FTS row present, vector present with is_current 0, no eligible form:
+ * the same test as housekeep's selection) and those blocked as partial (a derived row missing, an eligible form
+ * left behind, or HISTORICAL still holding a vector). One statement, so
  * both come from one snapshot and a status call pays for one query instead of two.
  */
 export async function countScope(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
@@ -95,7 +96,9 @@ async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: bo
     WITH scoped AS (
       SELECT r.lifecycle_state AS state,
              CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) END AS has_fts,
-             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) END AS vec_current
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) END AS vec_current,
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL')
+               THEN EXISTS (SELECT 1 FROM eligible_vectors e WHERE e.row_id = r.row_id) END AS has_eligible
       FROM adapter_records r
       WHERE r.scope = ${scope.scope} AND r.project_id IS ${scope.project_id} AND r.worktree_id IS ${scope.worktree_id}
         AND r.workflow_id IS ${scope.workflow_id} AND r.agent_id IS ${scope.agent_id})
@@ -103,9 +106,9 @@ async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: bo
       coalesce(sum(state = 'CANDIDATE'), 0) AS candidate, coalesce(sum(state = 'VALIDATED_CURRENT'), 0) AS current,
       coalesce(sum(state = 'SUPERSEDED'), 0) AS superseded, coalesce(sum(state = 'QUARANTINED'), 0) AS quarantined,
       coalesce(sum(state = 'HISTORICAL'), 0) AS historical,
-      coalesce(sum(state = 'SUPERSEDED' AND has_fts AND vec_current = 0), 0) AS ready,
-      coalesce(sum((state = 'SUPERSEDED' AND (NOT has_fts OR vec_current IS NULL OR vec_current <> 0))
-                   OR (state = 'HISTORICAL' AND vec_current IS NOT NULL)), 0) AS blocked ${pages}
+      coalesce(sum(state = 'SUPERSEDED' AND has_fts AND vec_current = 0 AND NOT has_eligible), 0) AS ready,
+      coalesce(sum((state = 'SUPERSEDED' AND (NOT has_fts OR vec_current IS NULL OR vec_current <> 0 OR has_eligible))
+                   OR (state = 'HISTORICAL' AND (vec_current IS NOT NULL OR has_eligible))), 0) AS blocked ${pages}
     FROM scoped`.execute(db);
   const row = result.rows[0]!;
   return {

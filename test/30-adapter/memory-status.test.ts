@@ -9,7 +9,7 @@ import { capacityBlock, rememberedCapacityBlock } from '../../src/adapter/memory
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
-import { candidateRow, openEngine, SHIPPED_VERSION, storeRow, TEST_BINDING } from '../helpers/storage.js';
+import { candidateRow, openEngine, SHIPPED_VERSION, storeRow, TEST_BINDING, RawDatabase } from '../helpers/storage.js';
 
 // memory_status through MemoryAdapter (CONTRACT.md §5.5, §6.1, §15) on a fresh database per test.
 
@@ -160,6 +160,17 @@ t.test('counts and retention cover the exact scope only', async (t) => {
   t.strictSame(p.counts, { CANDIDATE: 1, VALIDATED_CURRENT: 0, SUPERSEDED: 2, QUARANTINED: 1, HISTORICAL: 1, STALE: 0 }, 'the agent-bound PROJECT row is not counted');
   // storeRow writes FTS and a non-current vector: SUPERSEDED rows are compaction-ready; HISTORICAL still holds a vector.
   t.match(p.retention, { superseded_total: 2, historical_total: 1, validated_current_total: 0, compaction_ready: 2, compaction_blocked_partial: 1 });
+
+  // A SUPERSEDED record still holding an eligible form (a partial lifecycle move) is blocked, not ready, as
+  // housekeep's selection sees it.
+  const leftover = await storeRow(engine, row(project, 'SUPERSEDED'));
+  const raw = new RawDatabase(engine.path);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare('INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (?, ?, 0, ?)')
+    .run(leftover, scopeDigest(project), Buffer.alloc(32));
+  raw.close();
+  const partial = (await status(adapter, { scope: 'PROJECT', project_id: 'p1' })).backend_status;
+  t.match(partial.retention, { superseded_total: 3, compaction_ready: 2, compaction_blocked_partial: 2 });
 
   const pa = (await status(adapter, { scope: 'PROJECT', project_id: 'p1', agent_id: 'codex' })).backend_status;
   t.strictSame(pa.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
