@@ -47,9 +47,15 @@ function wrongCodes(connection: SqliteConnection): string[] {
   return wrong;
 }
 
+/** Eligible forms (schema 2) whose record is gone: vector orphans of the eligible tables. */
+const ELIGIBLE_ORPHANS_QUERY = `SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
+    WHERE e.row_id NOT IN (SELECT row_id FROM adapter_records)
+  UNION ALL SELECT 'eligible_codes:' || c.rowid FROM eligible_codes c
+    WHERE c.rowid NOT IN (SELECT row_id FROM adapter_records)`;
+
 /** The health readings housekeeping takes before and after compaction (OPERATIONS.md §3 steps 4-6). */
 export interface HealthReading {
-  /** FTS and vector rows without their record (`no_orphans`). */
+  /** FTS, vector and eligible-form rows without their record (`no_orphans` and the eligible tables). */
   readonly vectorOrphans: number;
   /** Records in a memory with two live records, plus records with two successors (`no_current_forks`, `single_successor`). */
   readonly currentLineageForks: number;
@@ -65,7 +71,7 @@ export function readHealth(connection: SqliteConnection): HealthReading {
     return rows.length === 1 && rows[0] === 'ok' ? 'PASS' : 'FAIL';
   };
   return {
-    vectorOrphans: violations(LINEAGE_AUDIT_QUERIES.no_orphans),
+    vectorOrphans: violations(LINEAGE_AUDIT_QUERIES.no_orphans) + violations(ELIGIBLE_ORPHANS_QUERY),
     currentLineageForks: violations(LINEAGE_AUDIT_QUERIES.no_current_forks) + violations(LINEAGE_AUDIT_QUERIES.single_successor),
     quickCheck: answersOk('PRAGMA quick_check'),
     integrityCheck: answersOk('PRAGMA integrity_check'),

@@ -177,6 +177,14 @@ t.test('each precondition, in table order, ends the run before anything is compa
   raw.prepare('INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (?, ?, ?, ?)').run(999_999n, 'orphan', 0n, Buffer.from(new Float32Array(Number(dimension)).fill(0.1).buffer));
   raw.close();
   await unchanged('an orphan vector', {}, 'BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION', { vector_orphans_after: 1 });
+  // An eligible form (schema 2) without its record counts as a vector orphan too.
+  const eligible = new RawDatabase(bench.dbPath);
+  eligible.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  eligible.prepare('INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (?, ?, 0, ?)')
+    .run(999_998n, 'orphan', Buffer.alloc(8));
+  eligible.close();
+  await unchanged('an orphan eligible form', {}, 'BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION',
+    { vector_orphans_after: 2 });
 
   // A SUPERSEDED record of the scope without its FTS row: step 3, before the health checks.
   const victim = withRaw(bench.dbPath, (db) => (db.prepare("SELECT row_id FROM adapter_records WHERE lifecycle_state = 'SUPERSEDED' LIMIT 1").get() as Json).row_id);
