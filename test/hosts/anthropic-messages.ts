@@ -44,7 +44,8 @@ function toolNamesOf(body: unknown): string[] {
 }
 
 /** FactLane's five tools as Claude Code names them (CONTRACT.md: the tool names are fixed). */
-export const CLAUDE_FACTLANE_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'].map((tool) => `${CLAUDE_TOOL_PREFIX}${tool}`);
+export const CLAUDE_FACTLANE_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update']
+  .map((tool) => `${CLAUDE_TOOL_PREFIX}${tool}`);
 
 /** The text the stand-in ends with when FactLane's tools never loaded, so the test fails on it clearly. */
 export const TOOLS_NEVER_LOADED = 'FactLane tools were not offered after ToolSearch.';
@@ -67,8 +68,11 @@ function nextBlock(body: unknown, turns: Turns): Block {
   if (names.includes(`${CLAUDE_TOOL_PREFIX}${call.tool}`)) {
     return { type: 'tool_use', id, name: `${CLAUDE_TOOL_PREFIX}${call.tool}`, input: call.arguments };
   }
-  if (uses.some((use) => use.name === 'ToolSearch') || !names.includes('ToolSearch')) return { type: 'text', text: TOOLS_NEVER_LOADED };
-  return { type: 'tool_use', id, name: 'ToolSearch', input: { query: `select:${CLAUDE_FACTLANE_TOOLS.join(',')}`, max_results: 5 } };
+  if (uses.some((use) => use.name === 'ToolSearch') || !names.includes('ToolSearch')) {
+    return { type: 'text', text: TOOLS_NEVER_LOADED };
+  }
+  const query = `select:${CLAUDE_FACTLANE_TOOLS.join(',')}`;
+  return { type: 'tool_use', id, name: 'ToolSearch', input: { query, max_results: CLAUDE_FACTLANE_TOOLS.length } };
 }
 
 /** Answers one Messages request with `nextBlock` (streamed when the request asks for it). */
@@ -78,16 +82,16 @@ export function answerMessages(body: unknown, turns: Turns, res: ServerResponse)
   const id = `msg_stand_in_${toolUsesOf(body).length}`;
   const stopReason = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
   const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  const model = request.model ?? 'claude-stand-in';
+  const message = { id, type: 'message', role: 'assistant', model: request.model ?? 'claude-stand-in', stop_sequence: null };
   if (request.stream !== true) {
-    sendJson(res, 200, { id, type: 'message', role: 'assistant', model, content: [block], stop_reason: stopReason, stop_sequence: null, usage });
+    sendJson(res, 200, { ...message, content: [block], stop_reason: stopReason, usage });
     return;
   }
   const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
   const delta = block.type === 'tool_use'
     ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } : { type: 'text_delta', text: block.text };
   sendEvents(res, [
-    ['message_start', { type: 'message_start', message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }],
+    ['message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }],
     ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
     ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
     ['content_block_stop', { type: 'content_block_stop', index: 0 }],

@@ -5,7 +5,7 @@ import t from 'tap';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
-import { CLAUDE_TOOL_PREFIX, toolResultsOf, toolUsesOf } from './anthropic-messages.js';
+import { CLAUDE_FACTLANE_TOOLS, CLAUDE_TOOL_PREFIX, toolResultsOf, toolUsesOf } from './anthropic-messages.js';
 import { configureHost, hostEnv, runHost, type HostSetup } from './host-config.js';
 import { installHosts } from './host-install.js';
 import { checkDatabase, checkEnvelopes, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
@@ -13,7 +13,7 @@ import { ModelStandIn } from './model-stand-in.js';
 
 const HOST = 'claude-code';
 const FINAL_TEXT = 'FactLane answered all four calls.';
-const FIVE_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];
+const PROMPT = 'Check FactLane, store the deploy fact, search it, then claim it current.';
 const outcome = installHosts();
 
 /** A temp home, a work dir and a database path, all under the test's own folder. */
@@ -37,7 +37,8 @@ if (!outcome.ok) {
     t.teardown(() => standIn.close());
     const listed = await runHost(install.claude, ['mcp', 'list'], box.work, hostEnv(HOST, box.home, standIn.origin));
     t.equal(listed.status, 0, listed.stderr);
-    t.match(listed.stdout, new RegExp(`^factlane: ${FACTLANE_BIN} --db ${box.db} --host-id ${HOST} --write-profile ${HOST_WRITE_PROFILE} - ✔ Connected$`, 'm'));
+    const entry = `factlane: ${FACTLANE_BIN} --db ${box.db} --host-id ${HOST} --write-profile ${HOST_WRITE_PROFILE}`;
+    t.match(listed.stdout, new RegExp(`^${entry} - ✔ Connected$`, 'm'));
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 
@@ -48,23 +49,24 @@ if (!outcome.ok) {
     const standIn = await ModelStandIn.start({ script: hostScript(HOST), finalText: FINAL_TEXT });
     t.teardown(() => standIn.close());
     const env = hostEnv(HOST, box.home, standIn.origin);
-    const run = await runHost(install.claude, ['-p', 'Check FactLane, store the deploy fact, search it, then claim it current.',
-      '--allowedTools', 'mcp__factlane', '--output-format', 'json'], box.work, env);
+    const run = await runHost(install.claude, ['-p', PROMPT, '--allowedTools', 'mcp__factlane', '--output-format', 'json'], box.work, env);
     t.equal(run.status, 0, `claude exits 0 (${run.stderr.slice(-500)})`);
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
-    t.match(result, { type: 'result', subtype: 'success', is_error: false, result: FINAL_TEXT }, 'the session ends with the final text');
+    t.match(result, { type: 'result', subtype: 'success', is_error: false, result: FINAL_TEXT },
+      'the session ends with the final text');
 
     const turns = standIn.requestsTo('POST', '/v1/messages');
     t.ok(turns.every((turn) => turn.path === '/v1/messages?beta=true'), 'Claude Code calls /v1/messages?beta=true');
     const last = turns.at(-1)?.body as { tools?: { name: string }[]; stream?: boolean } | undefined;
     t.equal(last?.stream, true, 'streaming requests');
     const offered = (last?.tools ?? []).map((tool) => tool.name).filter((name) => name.startsWith(CLAUDE_TOOL_PREFIX));
-    t.same(offered.sort(), FIVE_TOOLS.map((name) => `${CLAUDE_TOOL_PREFIX}${name}`), 'the five tools, loaded through ToolSearch');
+    t.same(offered.sort(), CLAUDE_FACTLANE_TOOLS, 'the five tools, loaded through ToolSearch');
     const calls = toolUsesOf(last).filter((use) => String(use.name).startsWith(CLAUDE_TOOL_PREFIX));
-    t.same(calls.map((use) => use.name), hostScript(HOST).map((call) => `${CLAUDE_TOOL_PREFIX}${call.tool}`), 'the scripted calls, in order');
+    const scripted = hostScript(HOST).map((call) => `${CLAUDE_TOOL_PREFIX}${call.tool}`);
+    t.same(calls.map((use) => use.name), scripted, 'the scripted calls, in order');
     const results = toolResultsOf(last);
     const texts = calls.map((use) => results.find((r) => r.toolUseId === use.id));
-    t.same(texts.map((r) => r?.isError), [false, false, false, false], 'no tool_result is an error (BLOCKED is a result)');
+    t.same(texts.map((r) => r?.isError), [false, false, false, false], 'no tool_result is an error: BLOCKED is a result');
     checkEnvelopes(t, HOST, texts.map((r) => r?.text ?? ''));
     checkDatabase(t, HOST, box.db);
     t.same(standIn.foreign, [], 'nothing went to another host');

@@ -5,7 +5,9 @@ import t from 'tap';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
-import { codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost, type HostSetup } from './host-config.js';
+import {
+  codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost, type HostSetup,
+} from './host-config.js';
 import { installHosts } from './host-install.js';
 import { checkDatabase, checkEnvelopes, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
 import { ModelStandIn } from './model-stand-in.js';
@@ -13,6 +15,7 @@ import { CODEX_TOOL_NAMESPACE, factLaneToolsOf, functionCallOutputsOf, functionC
 
 const HOST = 'codex';
 const FINAL_TEXT = 'FactLane answered all four calls.';
+const PROMPT = 'Check FactLane, store the deploy fact, search it, then claim it current.';
 const FIVE_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];
 const outcome = installHosts();
 
@@ -37,7 +40,8 @@ if (!outcome.ok) {
     const env = hostEnv(HOST, box.home, standIn.origin);
     const table = await runHost(install.codex, ['mcp', 'list'], box.work, env);
     t.equal(table.status, 0, table.stderr);
-    t.match(table.stdout, new RegExp(`^factlane +${FACTLANE_BIN} +${factLaneArgs(HOST, box).join(' ')} .*enabled`, 'm'), 'the table row');
+    const row = new RegExp(`^factlane +${FACTLANE_BIN} +${factLaneArgs(HOST, box).join(' ')} .*enabled`, 'm');
+    t.match(table.stdout, row, 'the table row');
     const listed = await runHost(install.codex, ['mcp', 'list', '--json'], box.work, env);
     t.equal(listed.status, 0, listed.stderr);
     t.match(JSON.parse(listed.stdout), [{
@@ -53,20 +57,20 @@ if (!outcome.ok) {
     t.teardown(() => standIn.close());
     pointCodexAtStandIn(box.home, standIn.origin);
     t.equal(codexHome(box.home), join(box.home, '.codex'));
-    const run = await runHost(install.codex, ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox',
-      'Check FactLane, store the deploy fact, search it, then claim it current.'], box.work, hostEnv(HOST, box.home, standIn.origin));
+    const args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', PROMPT];
+    const run = await runHost(install.codex, args, box.work, hostEnv(HOST, box.home, standIn.origin));
     t.equal(run.status, 0, `codex exits 0 (${run.stderr.slice(-500)})`);
     t.equal(run.stdout.trim(), FINAL_TEXT, 'codex exec prints the final text');
 
     const turns = standIn.requestsTo('POST', '/v1/responses');
     const last = turns.at(-1)?.body as { stream?: boolean } | undefined;
     t.equal(last?.stream, true, 'streaming requests');
-    t.match(factLaneToolsOf(last), [{ type: 'namespace', name: CODEX_TOOL_NAMESPACE }], 'one namespace tool for FactLane');
+    t.match(factLaneToolsOf(last), [{ type: 'namespace', name: CODEX_TOOL_NAMESPACE }], 'one namespace tool');
     const inner = (factLaneToolsOf(last)[0]?.tools as { name: string }[] | undefined) ?? [];
     t.same(inner.map((tool) => tool.name).sort(), FIVE_TOOLS, 'the five tools in the namespace');
     const calls = functionCallsOf(last);
-    t.same(calls.map((call) => `${call.namespace}/${call.name}`), hostScript(HOST).map((call) => `${CODEX_TOOL_NAMESPACE}/${call.tool}`),
-      'the scripted calls, in order');
+    const scripted = hostScript(HOST).map((call) => `${CODEX_TOOL_NAMESPACE}/${call.tool}`);
+    t.same(calls.map((call) => `${call.namespace}/${call.name}`), scripted, 'the scripted calls, in order');
     const outputs = functionCallOutputsOf(last);
     checkEnvelopes(t, HOST, calls.map((call) => outputs.find((output) => output.callId === call.call_id)?.text ?? ''));
     checkDatabase(t, HOST, box.db);

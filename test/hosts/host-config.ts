@@ -34,16 +34,21 @@ export function factLaneArgs(host: HostName, setup: HostSetup): string[] {
  * API base URL at the stand-in: even `claude mcp list` calls the API), telemetry and auto-update off, and every
  * proxy variable at `proxy`, the stand-in's origin (loopback itself is exempt).
  */
-export function hostEnv(host: HostName, home: string, proxy: string, extra: Record<string, string> = {}): Record<string, string> {
-  const proxies = Object.fromEntries(['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY'].flatMap((name) => [[name, proxy], [name.toLowerCase(), proxy]]));
+export function hostEnv(host: HostName | 'inspector', home: string, proxy: string): Record<string, string> {
+  const proxies = Object.fromEntries(['HTTPS_PROXY', 'HTTP_PROXY', 'ALL_PROXY']
+    .flatMap((name) => [[name, proxy], [name.toLowerCase(), proxy]]));
   const common = {
-    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`, HOME: home, LANG: 'C.UTF-8', TERM: 'dumb',
+    PATH: `${dirname(process.execPath)}:${process.env.PATH ?? '/usr/bin:/bin'}`,
+    HOME: home, LANG: 'C.UTF-8', TERM: 'dumb',
     ...proxies, NO_PROXY: '127.0.0.1,localhost', no_proxy: '127.0.0.1,localhost',
   };
   const own: Record<string, string> = host === 'claude-code'
-    ? { ANTHROPIC_BASE_URL: proxy, DISABLE_AUTOUPDATER: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1', ANTHROPIC_API_KEY: 'stand-in-key' }
-    : { CODEX_HOME: codexHome(home), STAND_IN_API_KEY: 'stand-in-key' };
-  return { ...common, ...own, ...extra };
+    ? {
+      ANTHROPIC_BASE_URL: proxy, ANTHROPIC_API_KEY: 'stand-in-key', DISABLE_AUTOUPDATER: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_TELEMETRY: '1', DISABLE_ERROR_REPORTING: '1',
+    }
+    : host === 'codex' ? { CODEX_HOME: codexHome(home), STAND_IN_API_KEY: 'stand-in-key' } : {};
+  return { ...common, ...own };
 }
 
 function readToml(path: string): Record<string, unknown> {
@@ -88,7 +93,9 @@ export function configureHost(install: HostInstall, host: HostName, setup: HostS
 export function pointCodexAtStandIn(home: string, origin: string): void {
   mergeToml(join(codexHome(home), 'config.toml'), {
     model: 'stand-in', model_provider: 'stand-in', check_for_update_on_startup: false,
-    model_providers: { 'stand-in': { name: 'stand-in', base_url: `${origin}/v1`, wire_api: 'responses', env_key: 'STAND_IN_API_KEY' } },
+    model_providers: {
+      'stand-in': { name: 'stand-in', base_url: `${origin}/v1`, wire_api: 'responses', env_key: 'STAND_IN_API_KEY' },
+    },
     analytics: { enabled: false },
     features: { plugins: false },
   });
@@ -104,8 +111,8 @@ export interface HostRun {
 
 /** Runs a host command to its end (killed after two minutes), stdin closed, in `cwd`. */
 export function runHost(command: string, args: readonly string[], cwd: string, env: Record<string, string>): Promise<HostRun> {
-  const isScript = command.endsWith('.js');
-  const child = spawn(isScript ? process.execPath : command, isScript ? [command, ...args] : args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [file, argv] = command.endsWith('.js') ? [process.execPath, [command, ...args]] : [command, [...args]];
+  const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk; });

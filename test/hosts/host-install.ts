@@ -17,6 +17,11 @@ export const HOST_PACKAGES = Object.freeze({
 });
 
 const INSTALL_TIMEOUT_MS = 5 * 60_000;
+/** One retry, soon: without a registry the run should learn it in seconds, not minutes (the caller's env wins). */
+const NPM_FETCH_DEFAULTS = {
+  npm_config_fetch_retries: '1', npm_config_fetch_retry_mintimeout: '2000', npm_config_fetch_retry_maxtimeout: '10000',
+  npm_config_fetch_timeout: '60000',
+};
 /** How long a failed install is remembered: the rest of one run, not the next one. */
 const FAILURE_MEMORY_MS = 10 * 60_000;
 
@@ -31,7 +36,9 @@ export interface HostInstall {
   readonly inspector: string;
 }
 
-export type InstallOutcome = { readonly ok: true; readonly install: HostInstall } | { readonly ok: false; readonly reason: string };
+export type InstallOutcome =
+  | { readonly ok: true; readonly install: HostInstall }
+  | { readonly ok: false; readonly reason: string };
 
 const specs = () => Object.values(HOST_PACKAGES).map((p) => `${p.name}@${p.version}`);
 
@@ -51,20 +58,35 @@ function entryPoints(prefix: string): HostInstall {
   });
 }
 
-function run(command: string, args: readonly string[], cwd: string): string | null {
-  const result = spawnSync(command, args, { cwd, encoding: 'utf8', timeout: INSTALL_TIMEOUT_MS, env: { ...process.env, npm_config_yes: 'true' } });
+/** Where to install and with which extra environment for npm (a test points the registry elsewhere). */
+export interface InstallOptions {
+  readonly cacheDir?: string;
+  readonly env?: Record<string, string>;
+}
+
+function run(command: string, args: readonly string[], cwd: string, env: Record<string, string>): string | null {
+  const result = spawnSync(command, args, {
+    cwd, encoding: 'utf8', timeout: INSTALL_TIMEOUT_MS,
+    // `npm run --silent` exports loglevel=silent, which would leave a failed install without its reason.
+    env: { ...NPM_FETCH_DEFAULTS, ...process.env, npm_config_loglevel: 'error', ...env },
+  });
   if (result.status === 0) return null;
-  const output = `${result.stderr ?? ''}${result.stdout ?? ''}`.trim().split('\n').filter((line) => !/EBADENGINE/.test(line)).slice(-6).join(' | ');
-  return `${[command, ...args].join(' ')} ${result.error ? `failed (${result.error.message})` : `exited ${result.status}`}: ${output}`;
+  const lines = `${result.stderr ?? ''}${result.stdout ?? ''}`.trim().split('\n')
+    .filter((line) => !/EBADENGINE/.test(line));
+  const telling = lines.filter((line) => /npm error (code|.*request to)/.test(line));
+  const output = (telling.length > 0 ? telling : lines.slice(-3)).join(' | ') || '(no output)';
+  const how = result.error ? `failed (${result.error.message})` : `exited ${result.status}`;
+  return `${[command, ...args].join(' ')} ${how}: ${output}`;
 }
 
 /** Installs into a fresh folder beside the cache folder, then renames it into place (whole or not at all). */
-function installFresh(cacheDir: string): string | null {
+function installFresh(cacheDir: string, env: Record<string, string>): string | null {
   const staging = `${cacheDir}.staging-${process.pid}`;
   rmSync(staging, { recursive: true, force: true });
   mkdirSync(staging, { recursive: true });
-  const failed = run('npm', ['install', '--prefix', staging, '--no-audit', '--no-fund', '--ignore-scripts', '--fetch-retries=1', '--fetch-timeout=60000', ...specs()], staging)
-    ?? run(process.execPath, [join(staging, 'node_modules/@anthropic-ai/claude-code/install.cjs')], staging);
+  const npmArgs = ['install', '--prefix', staging, '--no-audit', '--no-fund', '--ignore-scripts', ...specs()];
+  const failed = run('npm', npmArgs, staging, env)
+    ?? run(process.execPath, [join(staging, 'node_modules/@anthropic-ai/claude-code/install.cjs')], staging, env);
   if (failed !== null) {
     rmSync(staging, { recursive: true, force: true });
     return failed;
@@ -79,11 +101,12 @@ function installFresh(cacheDir: string): string | null {
 }
 
 /**
- * Returns the installed pinned hosts, installing them first when the cache folder lacks them. Never throws: a
- * failed install (no registry, a broken package) comes back as `{ ok: false, reason }` for the test to skip with.
+ * Returns the installed pinned hosts, installing them first when the cache folder (default `hostCacheDir()`)
+ * lacks them. Never throws: a failed install (no registry, a broken package) comes back as `{ ok: false, reason }`
+ * for the test to skip with, and is remembered beside the cache folder for ten minutes.
  */
-export function installHosts(): InstallOutcome {
-  const cacheDir = hostCacheDir();
+export function installHosts(options: InstallOptions = {}): InstallOutcome {
+  const cacheDir = options.cacheDir ?? hostCacheDir();
   const failureFile = `${cacheDir}.failed`;
   const installed = () => existsSync(join(cacheDir, 'installed.json'));
   if (!installed() && existsSync(failureFile) && Date.now() - statSync(failureFile).mtimeMs < FAILURE_MEMORY_MS) {
@@ -91,7 +114,7 @@ export function installHosts(): InstallOutcome {
   }
   if (!installed()) {
     mkdirSync(dirname(cacheDir), { recursive: true });
-    const failed = installFresh(cacheDir);
+    const failed = installFresh(cacheDir, options.env ?? {});
     if (failed !== null && !installed()) {
       const reason = `the pinned hosts could not be installed from the npm registry: ${failed}`;
       writeFileSync(failureFile, `${reason}\n`);
@@ -101,6 +124,8 @@ export function installHosts(): InstallOutcome {
   rmSync(failureFile, { force: true });
   const install = entryPoints(cacheDir);
   const missing = [install.claude, install.codex, install.inspector].filter((path) => !existsSync(path));
-  if (missing.length > 0) return { ok: false, reason: `the host install at ${cacheDir} lacks ${missing.join(', ')}; delete it to reinstall` };
+  if (missing.length > 0) {
+    return { ok: false, reason: `the host install at ${cacheDir} lacks ${missing.join(', ')}; delete it to reinstall` };
+  }
   return { ok: true, install };
 }

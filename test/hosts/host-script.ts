@@ -10,7 +10,8 @@ import type { ScriptedCall } from './stand-in-wire.js';
 export const HOST_WRITE_PROFILE = 'delegated-candidate';
 
 const PROVENANCE = {
-  source_class: 'repo_file', source_ref: 'README.md', source_hash: 'ab'.repeat(32), review_ref: 'review/hosts', extraction_method: 'manual_read',
+  source_class: 'repo_file', source_ref: 'README.md', source_hash: 'ab'.repeat(32), review_ref: 'review/hosts',
+  extraction_method: 'manual_read',
 };
 
 /** The fact the script stores as a Candidate, naming the host so two hosts' facts never collide. */
@@ -18,16 +19,23 @@ export const candidateFact = (host: string) => `The ${host} host test deploys fr
 
 /** The four calls, with request ids `<host>-1` … `<host>-4`. */
 export function hostScript(host: string): ScriptedCall[] {
-  const request = (n: number, fields: Record<string, unknown>) => ({ request: { scope: 'GLOBAL_USER', request_id: `${host}-${n}`, ...fields } });
+  const request = (n: number, fields: Record<string, unknown>) => ({
+    request: { scope: 'GLOBAL_USER', request_id: `${host}-${n}`, ...fields },
+  });
   const store = { memory_type: 'USER_FACT', source_provenance: PROVENANCE, freshness_policy: { kind: 'never' } };
   return [
     { tool: 'memory_status', arguments: request(1, {}) },
     { tool: 'memory_store', arguments: request(2, { ...store, fact: candidateFact(host), idempotency_key: `${host}-candidate` }) },
-    { tool: 'memory_search', arguments: request(3, { query: 'host test deploys main branch', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT', retrieval_mode: 'REVIEW_HISTORY' }) },
+    {
+      tool: 'memory_search', arguments: request(3, {
+        query: 'host test deploys main branch', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT', retrieval_mode: 'REVIEW_HISTORY',
+      }),
+    },
     {
       tool: 'memory_store', arguments: request(4, {
         ...store, fact: `The ${host} host test claims a current fact`, idempotency_key: `${host}-current`,
-        requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: '2026-11-01T00:00:00Z', last_verified_at: '2026-11-30T00:00:00Z',
+        requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: '2026-11-01T00:00:00Z',
+        last_verified_at: '2026-11-30T00:00:00Z',
       }),
     },
   ];
@@ -52,16 +60,20 @@ export function envelopeOf(text: string): Record<string, unknown> | null {
 export function checkEnvelopes(t: Test, host: string, texts: readonly string[]): void {
   t.equal(texts.length, 4, `${host} sent back one result per scripted call`);
   const [status, stored, found, refused] = texts.map(envelopeOf);
-  const audit = (n: number) => ({ request_id: `${host}-${n}`, host_binding: { host_id: host, transport: 'stdio', binding_source: 'explicit-launcher' } });
-  t.match(status, { status: 'OK', launcher: { write_profile: HOST_WRITE_PROFILE }, audit: audit(1) }, 'memory_status: OK under the delegated profile');
+  const binding = { host_id: host, transport: 'stdio', binding_source: 'explicit-launcher' };
+  const audit = (n: number) => ({ request_id: `${host}-${n}`, host_binding: binding });
+  const origin = { contributor_class: 'DELEGATED_AGENT', contributor_ref: host };
+  t.match(status, { status: 'OK', launcher: { write_profile: HOST_WRITE_PROFILE }, audit: audit(1) },
+    'memory_status: OK under the delegated profile');
   t.match(stored, {
     status: 'OK', audit: audit(2),
-    results: [{ fact: candidateFact(host), lifecycle_state: 'CANDIDATE', contribution_origin: { contributor_class: 'DELEGATED_AGENT', contributor_ref: host } }],
+    results: [{ fact: candidateFact(host), lifecycle_state: 'CANDIDATE', contribution_origin: origin }],
   }, 'memory_store: the Candidate, contributed by the host');
   const memoryId = (stored?.results as { memory_id?: string }[] | undefined)?.[0]?.memory_id;
-  t.match(found, { status: 'OK', audit: audit(3), results: [{ memory_id: memoryId, fact: candidateFact(host), lifecycle_state: 'CANDIDATE' }] },
-    'memory_search REVIEW_HISTORY: finds the Candidate');
-  t.match(refused, { status: 'BLOCKED', error_code: 'WRITE_AUTHORIZATION_DENIED', results: [], audit: { request_id: `${host}-4` } },
+  t.match(found, {
+    status: 'OK', audit: audit(3), results: [{ memory_id: memoryId, fact: candidateFact(host), lifecycle_state: 'CANDIDATE' }],
+  }, 'memory_search REVIEW_HISTORY: finds the Candidate');
+  t.match(refused, { status: 'BLOCKED', error_code: 'WRITE_AUTHORIZATION_DENIED', results: [], audit: audit(4) },
     'memory_store VALIDATED_CURRENT: BLOCKED, WRITE_AUTHORIZATION_DENIED');
 }
 
@@ -69,9 +81,11 @@ export function checkEnvelopes(t: Test, host: string, texts: readonly string[]):
 export function checkDatabase(t: Test, host: string, dbPath: string): void {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT fact, lifecycle_state, verified_by, contribution_origin, revision FROM adapter_records ORDER BY created_at').all() as Record<string, unknown>[];
+    const rows = db.prepare('SELECT fact, lifecycle_state, verified_by, contribution_origin, revision FROM adapter_records')
+      .all() as Record<string, unknown>[];
     t.equal(rows.length, 1, `${host}: one record stored (the refused store wrote nothing)`);
-    t.match(rows[0], { fact: candidateFact(host), lifecycle_state: 'CANDIDATE', verified_by: 'UNVERIFIED', revision: 1 }, `${host}: the Candidate on disk`);
+    t.match(rows[0], { fact: candidateFact(host), lifecycle_state: 'CANDIDATE', verified_by: 'UNVERIFIED', revision: 1 },
+      `${host}: the Candidate on disk`);
     t.same(JSON.parse(String(rows[0]?.contribution_origin ?? 'null')), { contributor_class: 'DELEGATED_AGENT', contributor_ref: host },
       `${host}: contribution_origin names the host`);
   } finally {

@@ -42,7 +42,8 @@ export class ModelStandIn {
   /** Starts the stand-in on 127.0.0.1 with an ephemeral port. */
   static async start(options: ModelStandInOptions): Promise<ModelStandIn> {
     const server = createServer();
-    const standIn = new ModelStandIn(server, Object.freeze({ script: [...options.script], finalText: options.finalText }));
+    const turns = Object.freeze({ script: [...options.script], finalText: options.finalText });
+    const standIn = new ModelStandIn(server, turns);
     server.on('request', (req, res) => void standIn.#handle(req, res));
     server.on('connect', (req: IncomingMessage, socket: Socket) => {
       standIn.foreign.push(req.url ?? '');

@@ -63,14 +63,15 @@ export function answerResponses(body: unknown, turns: Turns, res: ServerResponse
     output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15,
   };
   const response = { id: responseId, object: 'response', status: 'in_progress', output: [] as Item[] };
+  const done = { ...response, status: 'completed', output: [item], usage };
   if ((body as { stream?: boolean })?.stream === false) {
-    sendJson(res, 200, { ...response, status: 'completed', output: [item], usage });
+    sendJson(res, 200, done);
     return;
   }
   sendEvents(res, [
     ['response.created', { type: 'response.created', response }],
     ['response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress' } }],
     ['response.output_item.done', { type: 'response.output_item.done', output_index: 0, item }],
-    ['response.completed', { type: 'response.completed', response: { ...response, status: 'completed', output: [item], usage } }],
+    ['response.completed', { type: 'response.completed', response: done }],
   ]);
 }
