@@ -6,9 +6,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import { CLAUDE_FACTLANE_TOOLS, CLAUDE_TOOL_PREFIX, toolResultsOf, toolUsesOf } from './anthropic-messages.js';
-import { configureHost, hostEnv, runHost, type HostSetup } from './host-config.js';
+import { approveFactLaneTools, configureHost, hostEnv, runHost, type HostSetup } from './host-config.js';
 import { installHosts } from './host-install.js';
-import { checkDatabase, checkEnvelopes, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
+import { checkDatabase, checkEnvelopes, envelopeOf, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
 import { ModelStandIn } from './model-stand-in.js';
 
 const HOST = 'claude-code';
@@ -50,7 +50,8 @@ if (!outcome.ok) {
     t.teardown(() => standIn.close());
     const env = hostEnv(HOST, box.home, standIn.origin);
     const run = await runHost(install.claude, ['-p', PROMPT, '--allowedTools', 'mcp__factlane', '--output-format', 'json'], box.work, env);
-    t.equal(run.status, 0, `claude exits 0 (${run.stderr.slice(-500)})`);
+    if (run.status !== 0) t.comment(run.stderr.slice(-2000));
+    t.equal(run.status, 0, 'claude exits 0');
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
     t.match(result, { type: 'result', subtype: 'success', is_error: false, result: FINAL_TEXT },
       'the session ends with the final text');
@@ -69,6 +70,33 @@ if (!outcome.ok) {
     t.same(texts.map((r) => r?.isError), [false, false, false, false], 'no tool_result is an error: BLOCKED is a result');
     checkEnvelopes(t, HOST, texts.map((r) => r?.text ?? ''));
     checkDatabase(t, HOST, box.db);
+    t.same(standIn.foreign, [], 'nothing went to another host');
+  });
+
+  t.test('claude -p without --allowedTools runs FactLane tools only once settings.json allows them', async (t) => {
+    const box = sandbox(t.testdir());
+    mkdirSync(box.home, { recursive: true });
+    configureHost(install, HOST, box);
+    const standIn = await ModelStandIn.start({ script: hostScript(HOST).slice(0, 1), finalText: FINAL_TEXT });
+    t.teardown(() => standIn.close());
+    const env = hostEnv(HOST, box.home, standIn.origin);
+    const lastResult = () => {
+      const body = standIn.requestsTo('POST', '/v1/messages').at(-1)?.body;
+      const use = toolUsesOf(body).find((u) => String(u.name).startsWith(CLAUDE_TOOL_PREFIX));
+      return toolResultsOf(body).find((r) => r.toolUseId === use?.id);
+    };
+
+    const refused = await runHost(install.claude, ['-p', PROMPT, '--output-format', 'json'], box.work, env);
+    if (refused.status !== 0) t.comment(refused.stderr.slice(-2000));
+    t.equal(refused.status, 0, 'claude exits 0');
+    t.match(lastResult(), { isError: true, text: /requested permissions to use mcp__factlane__memory_status/ }, 'refused by Claude Code');
+
+    approveFactLaneTools(HOST, box.home);
+    const approved = await runHost(install.claude, ['-p', PROMPT, '--output-format', 'json'], box.work, env);
+    if (approved.status !== 0) t.comment(approved.stderr.slice(-2000));
+    t.equal(approved.status, 0, 'claude exits 0');
+    t.match(lastResult(), { isError: false }, 'the call runs once allowed');
+    t.match(envelopeOf(lastResult()?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'and FactLane answers');
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 }

@@ -6,10 +6,10 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import {
-  codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost, type HostSetup,
+  approveFactLaneTools, codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost, type HostSetup,
 } from './host-config.js';
 import { installHosts } from './host-install.js';
-import { checkDatabase, checkEnvelopes, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
+import { checkDatabase, checkEnvelopes, envelopeOf, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
 import { ModelStandIn } from './model-stand-in.js';
 import { CODEX_TOOL_NAMESPACE, factLaneToolsOf, functionCallOutputsOf, functionCallsOf } from './openai-responses.js';
 
@@ -59,7 +59,8 @@ if (!outcome.ok) {
     t.equal(codexHome(box.home), join(box.home, '.codex'));
     const args = ['exec', '--skip-git-repo-check', '--dangerously-bypass-approvals-and-sandbox', PROMPT];
     const run = await runHost(install.codex, args, box.work, hostEnv(HOST, box.home, standIn.origin));
-    t.equal(run.status, 0, `codex exits 0 (${run.stderr.slice(-500)})`);
+    if (run.status !== 0) t.comment(run.stderr.slice(-2000));
+    t.equal(run.status, 0, 'codex exits 0');
     t.equal(run.stdout.trim(), FINAL_TEXT, 'codex exec prints the final text');
 
     const turns = standIn.requestsTo('POST', '/v1/responses');
@@ -74,6 +75,28 @@ if (!outcome.ok) {
     const outputs = functionCallOutputsOf(last);
     checkEnvelopes(t, HOST, calls.map((call) => outputs.find((output) => output.callId === call.call_id)?.text ?? ''));
     checkDatabase(t, HOST, box.db);
+    t.same(standIn.foreign, [], 'nothing went to another host');
+  });
+
+  t.test('codex exec without the bypass flag runs FactLane tools only once they are pre-approved', async (t) => {
+    const box = sandbox(t.testdir());
+    configureHost(install, HOST, box);
+    const standIn = await ModelStandIn.start({ script: hostScript(HOST).slice(0, 1), finalText: FINAL_TEXT });
+    t.teardown(() => standIn.close());
+    pointCodexAtStandIn(box.home, standIn.origin);
+    const env = hostEnv(HOST, box.home, standIn.origin);
+    const lastOutputs = () => functionCallOutputsOf(standIn.requests.at(-1)?.body);
+
+    const refused = await runHost(install.codex, ['exec', '--skip-git-repo-check', PROMPT], box.work, env);
+    if (refused.status !== 0) t.comment(refused.stderr.slice(-2000));
+    t.equal(refused.status, 0, 'codex exits 0');
+    t.match(lastOutputs(), [{ text: /MCP tool call requires approval, but approval policy is never/ }], 'refused by Codex');
+
+    approveFactLaneTools(HOST, box.home);
+    const approved = await runHost(install.codex, ['exec', '--skip-git-repo-check', PROMPT], box.work, env);
+    if (approved.status !== 0) t.comment(approved.stderr.slice(-2000));
+    t.equal(approved.status, 0, 'codex exits 0');
+    t.match(envelopeOf(lastOutputs()[0]?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'runs once approved');
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 }

@@ -101,6 +101,28 @@ export function pointCodexAtStandIn(home: string, origin: string): void {
   });
 }
 
+/**
+ * Pre-approves FactLane's tools in `host`, so a non-interactive run calls them without a blanket bypass: Codex
+ * gets `default_tools_approval_mode = "approve"` on `[mcp_servers.factlane]` (without it `codex exec` answers each
+ * call "MCP tool call requires approval, but approval policy is never"); Claude Code gets the permission rule
+ * `mcp__factlane` in `~/.claude/settings.json` (without it `claude -p` answers "Claude requested permissions to use
+ * …"). FactLane's write profile, not the host's approval, decides what a call may write.
+ */
+export function approveFactLaneTools(host: HostName, home: string): void {
+  if (host === 'codex') {
+    const path = join(codexHome(home), 'config.toml');
+    const config = readToml(path) as { mcp_servers?: { factlane?: Record<string, unknown> } };
+    if (config.mcp_servers?.factlane === undefined) throw new Error('configure the factlane entry first');
+    config.mcp_servers.factlane.default_tools_approval_mode = 'approve';
+    writeFileSync(path, stringify(config));
+    return;
+  }
+  const path = join(home, '.claude', 'settings.json');
+  const settings = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify({ ...settings, permissions: { allow: ['mcp__factlane'] } }, null, 2)}\n`);
+}
+
 /** What a host process did. */
 export interface HostRun {
   readonly status: number | null;
