@@ -9,13 +9,14 @@ import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
 import { housekeep, type HousekeepReport, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
 import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
-import { recoverDatabase, type RecoveryEvent } from '../maintenance/recover-operation.js';
+import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
-import { reembedDatabase, type ReembedProgress, type ReembedReport } from '../maintenance/reembed-operation.js';
+import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
+import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 
 const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
@@ -143,20 +144,8 @@ function printVerify(report: VerifyReport): void {
   for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
 }
 
-function printRecoveryEvent(event: RecoveryEvent): void {
-  const detail = event.detail ? ` (${event.detail})` : '';
-  if (wantsJson()) process.stderr.write(`${JSON.stringify(event)}\n`);
-  else process.stderr.write(`recover: ${event.phase}${detail}; state ${event.recovery_state ?? 'none'}\n`);
-}
-
-function printProgress(progress: ReembedProgress): void {
-  if (wantsJson()) {
-    process.stderr.write(`${JSON.stringify(progress)}\n`);
-    return;
-  }
-  const percent = progress.total === 0 ? 100 : Math.floor((progress.done / progress.total) * 100);
-  process.stderr.write(`reembed: batch ${progress.batch}: ${progress.done}/${progress.total} records (${percent}%), ${progress.records_per_second}/s, about ${progress.seconds_left} s left\n`);
-}
+/** The command's progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json. */
+const progress = (operation: ProgressOperation) => operationProgress(operation, wantsJson());
 
 const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.ceil(ms / 1000)} s`);
 
@@ -191,21 +180,26 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     return EXIT.OK;
   }
   if (command === 'recover') {
-    const outcome = await recoverDatabase({
+    const outcome = await progress('recover').run((onStep) => recoverDatabase({
       dbPath: values.db!, planPath: values.plan!, confirm: values.confirm!, receiptPath: values.receipt!,
-      statePath: values.state, onPhase: printRecoveryEvent,
-    });
+      statePath: values.state, onPhase: (event) => onStep(recoveryStep(event)),
+    }));
     if (wantsJson()) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
     else process.stdout.write(`recover: ${outcome.hold ?? outcome.result}: ${outcome.message}\n`);
     return outcome.exit;
   }
   if (command === 'reembed') {
     const provider = createProvider(values.profile!, values['ollama-url'] ?? 'http://127.0.0.1:11434');
-    printReembed(await reembedDatabase({ dbPath: values.db!, provider, dryRun: values['dry-run'] === true, onProgress: printProgress }));
+    printReembed(await progress('reembed').run((onStep) => reembedDatabase({
+      dbPath: values.db!, provider, dryRun: values['dry-run'] === true,
+      onStep, onProgress: (batch) => onStep(reembedBatchStep(batch)),
+    })));
     return EXIT.OK;
   }
   if (command === 'restore') {
-    const report = await restoreVerifiedBackup({ from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations() });
+    const report = await progress('restore').run((onStep) => restoreVerifiedBackup({
+      from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep,
+    }));
     if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else {
       process.stdout.write(`restored and verified: ${report.file_bytes} bytes, database_id ${report.database_id}, schema version ${report.schema_version}\n`);
@@ -231,7 +225,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
     if (command === 'housekeep') {
-      printHousekeep(await housekeep(target, parsedCommand.housekeep!));
+      printHousekeep(await progress('housekeep').run((onStep) => housekeep(target, { ...parsedCommand.housekeep!, onStep })));
       return EXIT.OK;
     }
     if (command === 'verify') {
@@ -240,7 +234,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       else printVerify(report);
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
-    const manifest = await writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK);
+    const manifest = await progress('backup').run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep));
     if (wantsJson()) process.stdout.write(`${JSON.stringify({ db_identity: target.dbIdentity, manifest }, null, 2)}\n`);
     else process.stdout.write(`backup written and verified: ${manifest.file_bytes} bytes, sha256 ${manifest.file_sha256}\n`);
     return EXIT.OK;

@@ -5,6 +5,7 @@ import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '..
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { EXIT, UsageError, runCommand } from './cli-support.js';
+import { operationProgress } from './operation-progress.js';
 
 const USAGE = `usage:
   factlane-migrate status --db PATH [--json]
@@ -92,11 +93,10 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
       });
       return ok ? EXIT.OK : EXIT.PROBLEMS;
     }
-    const report = await migrateUp(target, {
-      backupFile: values.backup ?? null,
-      clock: SYSTEM_CLOCK,
-      onStep: (step) => process.stderr.write(`factlane-migrate: applying ${String(step.version).padStart(4, '0')}_${step.name}\n`),
-    });
+    // Progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json.
+    const report = await operationProgress('migrate_up', wantsJson()).run((onStep) => migrateUp(target, {
+      backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep,
+    }));
     print(report, () => printUp(report));
     return report.verification.every((c) => c.status === 'PASS') ? EXIT.OK : EXIT.FAILED;
   } finally {

@@ -12,6 +12,7 @@ import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { sha256Hex } from '../core/hashing.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
 export interface BackupManifest {
@@ -118,9 +119,13 @@ function createTemporary(temp: string): void {
  * the file, its `-wal`/`-shm` or its manifest exist. MAINTENANCE_IN_PROGRESS for a database holding the
  * recovery interlock. VERIFY_FAILED when the copy's integrity_check fails; other check failures are
  * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
- * temporary file is removed.
+ * temporary file is removed. `onStep` hears `lease_taken`, `pages_copied` (copied/total pages, at the copy's
+ * first step and at its end), `verified` (`failed_checks`), `published` and last `manifest_written` (decision 0023).
  */
-export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: string, clock: Clock): Promise<BackupManifest> {
+export async function writeVerifiedBackup(
+  target: MaintenanceTarget, outFile: string, clock: Clock, onStep: StepListener = IGNORE_STEPS,
+): Promise<BackupManifest> {
+  onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
     throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; an unsealed purge may still hold old pages');
   }
@@ -132,12 +137,17 @@ export async function writeVerifiedBackup(target: MaintenanceTarget, outFile: st
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
   let manifest: BackupManifest | undefined;
   await writeThenPublish(file, async (temp) => {
-    await onlineBackup(target.path, temp);
-    return verifyCopy(temp, target.shipped);
+    await onlineBackup(target.path, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
+    const verified = verifyCopy(temp, target.shipped);
+    onStep({ step: 'verified', fields: { failed_checks: verified.checks.filter((check) => check.status === 'FAIL').length } });
+    return verified;
   }, (temp, { findings, checks }) => {
     manifest = manifestOf(temp, findings, checks, target.shipped, clock);
     return { path: manifestPath, text: `${canonicalJson(manifest)}\n` };
   });
+  // The file and its manifest are published together (writeThenPublish), the file first.
+  onStep({ step: 'published' });
+  onStep({ step: 'manifest_written', fields: { file_bytes: manifest!.file_bytes } });
   return manifest!;
 }
 

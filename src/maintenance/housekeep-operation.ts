@@ -6,6 +6,7 @@ import type { ScopeColumns } from '../storage/record-repository.js';
 import { schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What one housekeeping run asks for (OPERATIONS.md §3). */
 export interface HousekeepRequest {
@@ -14,6 +15,11 @@ export interface HousekeepRequest {
   readonly maxRecords: number;
   /** The free space the operator needs for the operation they plan, for this run only (≥ 0). */
   readonly requiredFreeBytes: number;
+  /**
+   * Hears `lease_taken`, `capacity_observed`, `health_checked`, `selected` (total), `compacted` (done/total, with
+   * `compacted` so far), `rechecked`, and last `outcome` on every path (decision 0023).
+   */
+  readonly onStep?: StepListener;
 }
 
 /** The housekeeping report (OPERATIONS.md §3): counts and outcomes only, never record ids, hashes or provenance. */
@@ -81,6 +87,8 @@ const healthy = (health: HealthReading) => health.vectorOrphans === 0 && health.
  * this release cannot write). An error during compaction stops the run; finished compactions stay.
  */
 export async function housekeep(target: MaintenanceTarget, request: HousekeepRequest, probes: HousekeepProbes = PROBES): Promise<HousekeepReport> {
+  const onStep = request.onStep ?? IGNORE_STEPS;
+  onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
     throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
   }
@@ -95,7 +103,12 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
     let health: HealthReading | null = null;
     let selected = 0;
     let compacted = 0;
-    const report = (outcome: string, nextAction: string): HousekeepReport => ({
+    onStep({ step: 'capacity_observed' });
+    const report = (outcome: string, nextAction: string): HousekeepReport => {
+      onStep({ step: 'outcome', fields: { outcome, compacted } });
+      return reportOf(outcome, nextAction);
+    };
+    const reportOf = (outcome: string, nextAction: string): HousekeepReport => ({
       outcome, next_action: nextAction, mutation: compacted > 0 ? 'BOUNDED_COMPACTION' : 'NONE',
       required_free_bytes: required, max_records: request.maxRecords,
       filesystem_free_bytes_before: before.freeBytes, filesystem_free_bytes_after: after.freeBytes,
@@ -112,6 +125,7 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
     if (met(before)) return report('NO_ACTION_CAPACITY_REQUIREMENT_ALREADY_MET', 'NO_ACTION_REQUIRED');
     if (before.blockedPartial > 0) return report('BLOCKED_PARTIAL_RECLAIM_STATE', 'REPAIR_PARTIAL_RECLAIM_STATE_BEFORE_MEMORY_MUTATION');
     health = probes.health(connection.connection);
+    onStep({ step: 'health_checked' });
     if (health.vectorOrphans > 0) return report('BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION');
     if (health.currentLineageForks > 0) return report('BLOCKED_PREEXISTING_CURRENT_FORK', 'REPAIR_CURRENT_LINEAGE_FORK_BEFORE_MEMORY_MUTATION');
     if (health.quickCheck !== 'PASS' || health.integrityCheck !== 'PASS') return report('BLOCKED_DATABASE_INTEGRITY', 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION');
@@ -119,11 +133,14 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
     const ready = await connection.read((db) => readyForCompaction(db, request.scope, request.maxRecords));
     if (ready.length === 0) return report('NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
     selected = ready.length;
-    for (const recordId of ready) {
+    onStep({ step: 'selected', total: selected });
+    for (const [index, recordId] of ready.entries()) {
       if (await probes.compact(connection, recordId)) compacted += 1;
+      onStep({ step: 'compacted', done: index + 1, total: selected, fields: { compacted } });
     }
     after = await observe(connection, target.path, request.scope, probes);
     health = probes.health(connection.connection);
+    onStep({ step: 'rechecked' });
     if (!healthy(health)) return report('BLOCKED_POST_MAINTENANCE_HEALTH', 'REPAIR_POST_MAINTENANCE_HEALTH_BEFORE_MEMORY_MUTATION');
     if (!after.known) return report('BLOCKED_POST_MAINTENANCE_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
     return met(after)

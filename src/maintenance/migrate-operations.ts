@@ -4,6 +4,7 @@ import type { Clock } from '../core/time.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { writeVerifiedBackup, type BackupManifest } from './backup-operation.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** `factlane-migrate status` states (STORAGE.md §12.3). */
 export type MigrationState = 'UP_TO_DATE' | 'PENDING' | 'NEWER_THAN_RELEASE' | 'CHECKSUM_MISMATCH' | 'NOT_FACTLANE';
@@ -70,21 +71,45 @@ export interface UpReport {
  * CHECKSUM_MISMATCH and NOT_FACTLANE (SCHEMA_MISMATCH) and an interlock (MAINTENANCE_IN_PROGRESS);
  * with nothing pending succeeds without a backup; else writes the verified backup when asked, applies
  * all pending files in one transaction (verified before commit) and runs the verify checks after.
+ * `onStep` hears `lease_taken`, the backup's steps prefixed `backup_`, `migration_applied` (done/total
+ * files, with `version` and `name`, inside the transaction), `derived_rows_rebuilt` (done/total rows),
+ * `committed`, and last `verified` (`failed_checks`) (decision 0023).
  */
 export async function migrateUp(
   target: MaintenanceTarget,
-  options: { backupFile: string | null; clock: Clock; onStep?: (step: { version: number; name: string }) => void },
+  options: { backupFile: string | null; clock: Clock; onStep?: StepListener },
 ): Promise<UpReport> {
+  const onStep = options.onStep ?? IGNORE_STEPS;
+  onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
+  const verified = () => {
+    const checks = target.verify();
+    onStep({ step: 'verified', fields: { failed_checks: checks.filter((check) => check.status === 'FAIL').length } });
+    return checks;
+  };
   const before = migrationStatus(target);
   assertMigratable(before);
   if (before.interlock_present) {
     throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish recovery first');
   }
   if (before.state === 'UP_TO_DATE') {
-    return { db_identity: target.dbIdentity, state_before: before.state, applied: [], backup: null, skipped_reason: 'nothing pending', schema_version: before.schema_version, verification: target.verify() };
+    return {
+      db_identity: target.dbIdentity, state_before: before.state, applied: [], backup: null,
+      skipped_reason: 'nothing pending', schema_version: before.schema_version, verification: verified(),
+    };
   }
-  const backup = options.backupFile === null ? null : await writeVerifiedBackup(target, options.backupFile, options.clock);
-  const steps = await target.applyPending({ clock: options.clock, appliedBy: PACKAGE_LABEL, onStep: options.onStep });
+  const backupStep: StepListener = (step) => onStep({ ...step, step: `backup_${step.step}` });
+  const backup = options.backupFile === null ? null
+    : await writeVerifiedBackup(target, options.backupFile, options.clock, backupStep);
+  // Counted by position, not by call: a transaction retried after BACKEND_BUSY reports its files again.
+  const pending = target.pending.map((file) => file.version);
+  const steps = await target.applyPending({
+    clock: options.clock, appliedBy: PACKAGE_LABEL,
+    onStep: ({ version, name }) => onStep({
+      step: 'migration_applied', done: pending.indexOf(version) + 1, total: pending.length, fields: { version, name },
+    }),
+    onRebuilt: (rows, of) => onStep({ step: 'derived_rows_rebuilt', done: rows, total: of }),
+  });
+  onStep({ step: 'committed', done: steps.length, total: steps.length });
   return {
     db_identity: target.dbIdentity,
     state_before: before.state,
@@ -92,6 +117,6 @@ export async function migrateUp(
     backup,
     skipped_reason: null,
     schema_version: target.findings.schemaVersion,
-    verification: target.verify(),
+    verification: verified(),
   };
 }

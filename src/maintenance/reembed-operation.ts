@@ -12,6 +12,7 @@ import {
 } from '../storage/reembed-repository.js';
 import { bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
 import { WriteConnection } from '../storage/write-connection.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** Records embedded per committed batch unless told otherwise. */
 export const DEFAULT_REEMBED_BATCH_SIZE = 256;
@@ -28,8 +29,13 @@ export interface ReembedOptions {
   readonly dryRun?: boolean;
   readonly batchSize?: number;
   readonly clock?: Clock;
-  /** Called after every committed batch (and after the dry run's sample). */
+  /** Called after every committed batch. */
   readonly onProgress?: (progress: ReembedProgress) => void;
+  /**
+   * Hears the steps around the batches (decision 0023): `lease_taken`, `provider_checked`, `planned` (total
+   * records), then last `sampled` (dry run: the sample's records) or `switched` (records embedded).
+   */
+  readonly onStep?: StepListener;
 }
 
 /** One progress line (OPERATIONS.md §7): records done / total, rate and time left. */
@@ -94,7 +100,9 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
   const { provider } = options;
   const profile = provider.profile;
   const batchSize = options.batchSize ?? DEFAULT_REEMBED_BATCH_SIZE;
+  const onStep = options.onStep ?? IGNORE_STEPS;
   const target = MaintenanceTarget.open({ dbPath: options.dbPath, lease: 'exclusive' });
+  onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   // STORAGE.md §9: if SQLite cannot confirm the write connection closed, the lease stays until exit.
   let connectionClosed = true;
   try {
@@ -107,7 +115,9 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
     const startProvenance = await provider.statusCheck();
     const fingerprint = runtimeFingerprint(startProvenance);
+    onStep({ step: 'provider_checked', fields: { profile: profile.profileId } });
     const plan = target.withReadOnly(readVectorRows);
+    onStep({ step: 'planned', total: plan.length });
     const report = { db_identity: target.dbIdentity, dry_run: options.dryRun === true, from_profile: bindingProfileId(findings.bindingText), to_profile: profile.profileId, records_to_embed: plan.length };
     const progress = new ProgressMeter(plan.length, options.onProgress);
 
@@ -115,6 +125,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
       const sample = target.withReadOnly((connection) => readDocuments(connection, plan.slice(0, DRY_RUN_SAMPLE_SIZE)));
       const sampleStarted = performance.now();
       await embed(provider, sample);
+      onStep({ step: 'sampled', done: sample.length, total: sample.length });
       const perRecordMs = sample.length === 0 ? 0 : (performance.now() - sampleStarted) / sample.length;
       return { ...report, records_embedded: 0, batches: Math.ceil(plan.length / batchSize), estimated_ms: Math.round(perRecordMs * plan.length),
         elapsed_ms: Math.round(performance.now() - started), switched: false };
@@ -145,7 +156,10 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
           filled, definitions, shipped: target.shipped, profileId: profile.profileId, modelDigest: now.digest,
           dimension: profile.outputDimension, bindingJson: reembedBindingJson(profile, now, formatTimestamp((options.clock ?? SYSTEM_CLOCK)())),
         }));
-        if (outcome.switched) break;
+        if (outcome.switched) {
+          onStep({ step: 'switched', done: filled.size, total: filled.size });
+          break;
+        }
         if (attempt >= MAX_SWITCH_ATTEMPTS) {
           throw new AdapterError('BACKEND_BUSY', 'records kept changing during reembed; stop every process writing to the database and rerun', { retryable: true });
         }

@@ -10,6 +10,7 @@ import { auditFile, type AuditReport } from './audit-operation.js';
 import { verifyCopy, writeThenPublish } from './backup-operation.js';
 import { verifyBackup } from './verify-operation.js';
 import { sha256Hex } from '../core/hashing.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
 export interface RestoreReport {
@@ -38,9 +39,14 @@ const failed = (checks: readonly CheckResult[], name: string) => checks.some((ch
  * release) and hold no recovery interlock (MAINTENANCE_IN_PROGRESS). Never overwrites: TARGET_EXISTS when the
  * database or its `-wal`/`-shm` exists. The copy is made with the online backup API into a temporary file (0600,
  * missing parents 0700) beside the target, verified as a backup is, set to WAL, then published by hard link.
- * The copy keeps the backup's database_id. On failure the temporary file is removed.
+ * The copy keeps the backup's database_id. On failure the temporary file is removed. `onStep` hears
+ * `manifest_checked` (the manifest, its SHA-256 and the verify checks of the backup passed), `pages_copied`
+ * (copied/total pages), `hash_rechecked`, `verified`, and last `published` (decision 0023).
  */
-export async function restoreVerifiedBackup(input: { from: string; dbPath: string; shipped: readonly MigrationFile[] }): Promise<RestoreReport> {
+export async function restoreVerifiedBackup(input: {
+  from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener;
+}): Promise<RestoreReport> {
+  const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
     throw new AdapterError('MANIFEST_MISMATCH', 'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not the file the manifest describes');
@@ -58,18 +64,22 @@ export async function restoreVerifiedBackup(input: { from: string; dbPath: strin
   if ([file, `${file}-wal`, `${file}-shm`].some((path) => existsSync(path))) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm already exists; restore never overwrites: stop every FactLane process and move them aside first');
   }
+  onStep({ step: 'manifest_checked' });
   const createdDirectories = createPrivateParents(file);
   try {
     const copy = await writeThenPublish(file, async (temp) => {
       // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
-      await onlineBackup(from, temp);
+      await onlineBackup(from, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
       if (sha256Hex(readFileSync(from)) !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
+      onStep({ step: 'hash_rechecked' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);
       const audit = auditFile(temp, input.shipped);
       setWalMode(temp);
+      onStep({ step: 'verified' });
       return { ...verified, counts, audit };
     });
+    onStep({ step: 'published', fields: { file_bytes: statSync(file).size } });
     return {
       db_identity: dbIdentity(realpathSync(file)),
       database_id: copy.findings.meta.database_id ?? null,

@@ -28,6 +28,8 @@ export function shardCapacity(total: number): number {
 export const FIRST_PASS_ROWS = 256;
 /** The least k asked of one shard, so a shard's best few always reach the exact re-scoring. */
 export const MIN_SHARD_K = 8;
+/** A rebuild reports its progress every this many vectors (one progress line per report on the operator's stderr). */
+export const REBUILD_REPORT_ROWS = 1000;
 
 /** A vector neighbour: the record's row id and its exact cosine distance on the stored float vector. */
 export interface Neighbour {
@@ -96,17 +98,22 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
  * Rebuilds every eligible form from the float source inside the caller's write transaction: empties the three
  * tables, then adds each `fact_vec` row whose `is_current` is 1, in row id order (so a rebuild is deterministic).
  * Used by `factlane-migrate up` (schema 1 → 2) and by the reembed switch. Returns how many vectors it added.
+ * `onRows` hears the vectors added of the total every REBUILD_REPORT_ROWS vectors and once at the end.
  */
-export async function rebuildEligibleVectors(trx: Transaction<DB>): Promise<number> {
+export async function rebuildEligibleVectors(
+  trx: Transaction<DB>, onRows?: (done: number, total: number) => void,
+): Promise<number> {
   await sql`DELETE FROM eligible_codes`.execute(trx);
   await sql`DELETE FROM eligible_vectors`.execute(trx);
   await sql`DELETE FROM eligible_shards`.execute(trx);
   // A full scan of vec0 with a metadata filter; the float vector comes back as its 4-byte-per-component blob.
   const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
     SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} ORDER BY rowid`.execute(trx);
-  for (const row of rows) {
+  for (const [index, row] of rows.entries()) {
     await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
+    if ((index + 1) % REBUILD_REPORT_ROWS === 0 && index + 1 < rows.length) onRows?.(index + 1, rows.length);
   }
+  onRows?.(rows.length, rows.length);
   return rows.length;
 }
 

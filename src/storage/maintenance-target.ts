@@ -87,6 +87,11 @@ export class MaintenanceTarget {
     return this.#findings;
   }
 
+  /** The mode of the lease this target holds: `shared` or `exclusive`. */
+  get leaseMode(): LeaseMode {
+    return this.#lease.mode;
+  }
+
   /** Shipped migrations newer than the database's schema version. */
   get pending(): readonly MigrationFile[] {
     return this.shipped.filter((file) => file.version > this.#findings.schemaVersion);
@@ -102,7 +107,9 @@ export class MaintenanceTarget {
    * the verify checks inside it and commits only when they all pass; otherwise rolls back and throws
    * VERIFY_FAILED. Needs the exclusive lease. A failure leaves the database exactly as it was.
    */
-  async applyPending(options: { clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void }): Promise<AppliedStep[]> {
+  async applyPending(options: {
+    clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
+  }): Promise<AppliedStep[]> {
     if (this.#lease.mode !== 'exclusive') throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
     const connection = WriteConnection.open({ path: this.path, retry: this.#retry });
     try {
@@ -112,7 +119,8 @@ export class MaintenanceTarget {
         const dimension = before.vectorDimension;
         if (dimension === null) throw new AdapterError('SCHEMA_MISMATCH', 'the database has no vector table; it is not a FactLane database');
         const applied = await applyMigrations(trx, raw, pending, {
-          vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy, onStep: options.onStep,
+          vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
+          onStep: options.onStep, onRebuilt: options.onRebuilt,
         });
         const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped).filter((c) => c.status === 'FAIL');
         if (failed.length > 0) {

@@ -11,31 +11,38 @@ export interface AppliedStep {
   readonly checksum: string;
 }
 
+/** Rebuilds a file's derived rows; `onRows` hears the rows rebuilt of the total. */
+type DerivedRebuild = (trx: Transaction<DB>, onRows?: (done: number, total: number) => void) => Promise<unknown>;
+
 /**
  * Derived rows a file's SQL cannot compute, rebuilt by code right after that file in the same transaction: schema 2's
  * eligible vector forms come from fact_vec through the seeded SimHash projection.
  */
-const DERIVED_REBUILDS: ReadonlyMap<string, (trx: Transaction<DB>) => Promise<unknown>> = new Map([
+const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
   ['0002_eligible_vectors.sql', rebuildEligibleVectors],
 ]);
 
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
  * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS) and its `schema_migrations` row. Runs nothing
- * outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each file.
+ * outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each file,
+ * `onRebuilt` the derived rows rebuilt of the total as a rebuild goes (rebuildEligibleVectors).
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
   connection: SqliteConnection,
   pending: readonly MigrationFile[],
-  options: { vectorDimension: number; appliedAt: string; appliedBy: string; onStep?: (step: AppliedStep) => void },
+  options: {
+    vectorDimension: number; appliedAt: string; appliedBy: string;
+    onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
+  },
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
   for (const file of pending) {
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     connection.exec(renderMigration(file, options.vectorDimension));
-    await DERIVED_REBUILDS.get(file.fileName)?.(trx);
+    await DERIVED_REBUILDS.get(file.fileName)?.(trx, options.onRebuilt);
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,
       applied_at: options.appliedAt, applied_by: options.appliedBy,

@@ -7,14 +7,22 @@ import { AdapterError } from '../core/adapter-error.js';
 /**
  * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
  * the copy to rollback-journal mode (no `-wal`/`-shm`), so it opens read-only even on read-only media
- * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target is new: absent, or empty.
+ * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target is new: absent, or empty. `onPages` hears
+ * the pages copied of the total as SQLite reports them: after the first step (the total known, nothing or little
+ * copied) and once the copy is complete.
  */
-export async function onlineBackup(sourcePath: string, targetPath: string): Promise<void> {
+export async function onlineBackup(
+  sourcePath: string, targetPath: string, onPages?: (copied: number, total: number) => void,
+): Promise<void> {
   const source = openReadOnlyConnection(sourcePath);
   try {
     // After the first step, ask for every remaining page at once: a step-wise copy restarts whenever
     // another connection writes between steps.
-    await source.backup(targetPath, { progress: () => 0x7fffffff });
+    const done = await source.backup(targetPath, { progress: ({ totalPages, remainingPages }) => {
+      onPages?.(totalPages - remainingPages, totalPages);
+      return 0x7fffffff;
+    } });
+    onPages?.(done.totalPages - done.remainingPages, done.totalPages);
   } catch (error) {
     throw translateSqliteError(error);
   } finally {
