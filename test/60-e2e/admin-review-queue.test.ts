@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,6 +21,18 @@ const REPORT_KEYS = ['candidates', 'db_identity', 'limit', 'listed_at', 'more', 
 function admin(...args: string[]) {
   const run = spawnSync(process.execPath, [ADMIN_BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr, json: () => JSON.parse(run.stdout) as Json };
+}
+
+/** The same as admin(), without blocking: for commands that must run at the same time. */
+function adminAsync(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [ADMIN_BIN, ...args]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => { stdout += chunk; });
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 /** A server of `profile` on `dbPath` (host codex for the delegated agent), and a caller returning the envelope. */
@@ -279,4 +291,16 @@ t.test('a Candidate whose fact became current elsewhere is listed as such; promo
   t.match(answer.stdout, `promote: ALREADY_CURRENT: the same fact is current as memory ${replaced.memory_id} revision 1`);
   t.match(admin(...promoteArgs(dbPath, candidate, '--json')).json(), { outcome: 'ALREADY_CURRENT', memory_id: replaced.memory_id });
   t.same(rows(dbPath), before, 'nothing written');
+});
+
+t.test('two promotes of one Candidate at once write one successor: the second replays the first', async (t) => {
+  const dbPath = join(t.testdir(), 'race.sqlite3');
+  const delegated = await server(t, dbPath, 'delegated-candidate');
+  const candidate = recordOf(await delegated.call('memory_store', storeRequest({ source_timestamp: '2026-11-01T00:00:00Z' })));
+  const runs = await Promise.all([adminAsync(...promoteArgs(dbPath, candidate, '--json')), adminAsync(...promoteArgs(dbPath, candidate, '--json'))]);
+  t.same(runs.map((run) => run.code), [0, 0], runs.map((run) => run.stderr).join(''));
+  t.same(runs.map((run) => JSON.parse(run.stdout).outcome).sort(), ['PROMOTED', 'REPLAYED']);
+  const memory = rows(dbPath).filter((row) => (row as Json).memory_id === candidate.memory_id) as Json[];
+  t.same(memory.map((row) => [row.revision, row.lifecycle_state]), [[1, 'SUPERSEDED'], [2, 'VALIDATED_CURRENT']], 'one successor, no fork');
+  t.equal(admin('audit', '--db', dbPath).code, 0);
 });
