@@ -23,12 +23,13 @@ import { printCandidates, printPromotion, printRefusal, type PromotionReport } f
 // factlane-admin candidates and promote: the owner's review queue (docs/decisions/0022).
 
 /** The usage lines of the review commands, and their notes, in factlane-admin's usage text. */
-export const REVIEW_USAGE = `  factlane-admin candidates --db PATH [--scope SCOPE [--project-id ID] [--worktree-id ID] [--workflow-id ID]
-                            [--agent-id ID]] [--limit N] [--json]
+export const REVIEW_USAGE = `  factlane-admin candidates --db PATH [--scope SCOPE [--project-id ID] [--worktree-id ID]
+                            [--workflow-id ID] [--agent-id ID]] [--limit N] [--json]
   factlane-admin promote --db PATH --memory-id ID --expected-revision N --expected-record-id ID
                          [--source-timestamp TS] [--ollama-url URL] [--json]
 `;
-export const REVIEW_NOTES = `candidates lists pending Candidates oldest first (every scope, or one exact scope; at most N, default 50), read-only
+export const REVIEW_NOTES = `candidates lists pending Candidates oldest first, read-only: every scope or one exact scope,
+  at most N (default 50)
 promote makes one Candidate VALIDATED_CURRENT, verified_by OWNER, as memory_update REVERIFY; copy its ids from candidates
 `;
 
@@ -59,20 +60,26 @@ type Values = Readonly<Record<string, string | boolean | string[] | undefined>>;
 /** A usage error for a flag of candidates or promote given to another command. */
 export function rejectReviewFlags(command: string | undefined, values: Values): void {
   const flag = Object.keys(REVIEW_OPTIONS).find((name) => values[name] !== undefined);
-  if (flag) throw new UsageError(`--${flag} belongs to ${flag === 'limit' ? 'candidates' : 'promote'}, not ${command ?? 'no command'}`);
+  if (!flag) return;
+  const owner = flag === 'limit' ? 'candidates' : 'promote';
+  throw new UsageError(`--${flag} belongs to ${owner}, not ${command ?? 'no command'}`);
 }
 
 function whole(flag: string, text: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const value = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new UsageError(`--${flag} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? ' up' : ` to ${max}`}`);
+    const range = max === Number.MAX_SAFE_INTEGER ? `from ${min} up` : `from ${min} to ${max}`;
+    throw new UsageError(`--${flag} must be a whole number ${range}`);
   }
   return value;
 }
 
 /** The scope flags as an exact tuple (CONTRACT.md §4.2), as housekeep validates them; none given means every scope. */
 function scopeFilter(values: Values): ScopeColumns | null {
-  const fields = { scope: values.scope, project_id: values['project-id'], worktree_id: values['worktree-id'], workflow_id: values['workflow-id'], agent_id: values['agent-id'] };
+  const fields = {
+    scope: values.scope, project_id: values['project-id'], worktree_id: values['worktree-id'],
+    workflow_id: values['workflow-id'], agent_id: values['agent-id'],
+  };
   if (fields.scope === undefined) {
     const identity = SCOPE_FLAGS.find((flag) => values[flag] !== undefined);
     if (identity) throw new UsageError(`--${identity} needs --scope`);
@@ -87,7 +94,9 @@ function scopeFilter(values: Values): ScopeColumns | null {
 }
 
 /** Parses candidates or promote; every missing, foreign or malformed flag is a usage error. */
-export function parseReviewCommand(command: 'candidates' | 'promote', extra: readonly string[], values: Values): ReviewCommand {
+export function parseReviewCommand(
+  command: 'candidates' | 'promote', extra: readonly string[], values: Values,
+): ReviewCommand {
   if (extra.length > 0) throw new UsageError(`unexpected argument ${extra[0]}`);
   const foreign = Object.keys(values).find((flag) => values[flag] !== undefined && !OWN_FLAGS[command]!.includes(flag));
   if (foreign) throw new UsageError(`--${foreign} does not belong to ${command}`);
@@ -101,15 +110,20 @@ export function parseReviewCommand(command: 'candidates' | 'promote', extra: rea
   const revision = values['expected-revision'] as string | undefined;
   const recordId = values['expected-record-id'] as string | undefined;
   if (memoryIds.length !== 1 || revision === undefined || recordId === undefined) {
-    throw new UsageError('promote needs --db PATH, one --memory-id ID, --expected-revision N and --expected-record-id ID');
+    throw new UsageError(
+      'promote needs --db PATH, one --memory-id ID, --expected-revision N and --expected-record-id ID');
   }
   if (!isUuid(memoryIds[0]!)) throw new UsageError('--memory-id must be a UUID');
   if (!isUuid(recordId)) throw new UsageError('--expected-record-id must be a UUID');
   const ollamaUrl = (values['ollama-url'] as string | undefined) ?? 'http://127.0.0.1:11434';
-  if (!isLoopbackOllamaUrl(ollamaUrl)) throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
+  if (!isLoopbackOllamaUrl(ollamaUrl)) {
+    throw new UsageError(
+      '--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
+  }
   return {
     command, db, memoryId: memoryIds[0]!.toLowerCase(), expectedRevision: whole('expected-revision', revision, 1),
-    expectedRecordId: recordId.toLowerCase(), sourceTimestamp: (values['source-timestamp'] as string | undefined) ?? null, ollamaUrl,
+    expectedRecordId: recordId.toLowerCase(), sourceTimestamp: (values['source-timestamp'] as string | undefined) ?? null,
+    ollamaUrl,
   };
 }
 
@@ -145,11 +159,15 @@ async function candidates(review: Extract<ReviewCommand, { command: 'candidates'
  * record, so running the same command again after a lost answer replays the promotion instead of writing twice.
  */
 async function promote(review: Extract<ReviewCommand, { command: 'promote' }>): Promise<PromotionReport> {
-  if (!existsSync(resolve(review.db))) throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
+  if (!existsSync(resolve(review.db))) {
+    throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
+  }
   const engine = await SQLiteVecEngine.open({
     dbPath: review.db,
     // promote never creates a database: a file gone since the check above, or empty, is refused and left as it is.
-    newDatabaseBinding: async () => { throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db'); },
+    newDatabaseBinding: async () => {
+      throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');
+    },
     logger: createStderrLogger('factlane-admin'),
   });
   try {
@@ -161,12 +179,15 @@ async function promote(review: Extract<ReviewCommand, { command: 'promote' }>): 
     const whereabouts = await engine.read((db) => findMemoryWhereabouts(db, review.memoryId));
     if (!whereabouts) throw new AdapterError('NOT_FOUND', 'no memory with this memory_id');
     const { live, scope } = whereabouts;
-    if (live && live.lifecycle_state !== 'CANDIDATE' && live.revision === review.expectedRevision && live.record_id === review.expectedRecordId) {
-      throw new AdapterError('NOT_FOUND', `the live record is ${live.lifecycle_state}, not a Candidate; there is nothing to promote`);
+    const named = live && live.revision === review.expectedRevision && live.record_id === review.expectedRecordId;
+    if (named && live.lifecycle_state !== 'CANDIDATE') {
+      const state = live.lifecycle_state;
+      throw new AdapterError('NOT_FOUND', `the live record is ${state}, not a Candidate; nothing to promote`);
     }
     const adapter = new MemoryAdapter({ engine, provider, writeProfile: 'owner-current', hostId: OPERATOR_HOST_ID });
     const gateway = new MemoryGateway({
-      adapter, hostBinding: createHostBinding(OPERATOR_HOST_ID, OPERATOR_BINDING_SOURCE), contextBinding: null, transport: 'stdio',
+      adapter, hostBinding: createHostBinding(OPERATOR_HOST_ID, OPERATOR_BINDING_SOURCE), contextBinding: null,
+      transport: 'stdio',
     });
     const scopeFields = Object.fromEntries(Object.entries(scope).filter(([, value]) => value !== null));
     const envelope = await gateway.handle('memory_update', {

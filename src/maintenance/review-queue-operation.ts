@@ -4,7 +4,7 @@ import { contractNow, parseTimestamp } from '../core/timestamps.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { ScopeColumns } from '../storage/record-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
-import { readReviewQueue } from '../storage/review-repository.js';
+import { readReviewQueue, scopeOf } from '../storage/review-repository.js';
 import { schemaRefusal } from '../storage/schema-inspection.js';
 
 /** What `factlane-admin candidates` asks for: one exact scope tuple or every scope (null), at most `limit`. */
@@ -61,8 +61,8 @@ export interface CandidatesReport {
 }
 
 const currentFact = (row: RecordRow): CurrentFact => ({
-  memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, fact: row.fact, verified_by: row.verified_by,
-  last_verified_at: row.last_verified_at,
+  memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, fact: row.fact,
+  verified_by: row.verified_by, last_verified_at: row.last_verified_at,
 });
 
 function ageSeconds(createdAt: string, nowMicros: bigint): number {
@@ -80,7 +80,8 @@ function ageSeconds(createdAt: string, nowMicros: bigint): number {
 export async function listCandidates(target: MaintenanceTarget, request: CandidatesRequest): Promise<CandidatesReport> {
   const { findings } = target;
   if (findings.interlockPresent) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+      'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
   }
   if (findings.kind !== 'FACTLANE') throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
   const refusal = schemaRefusal(findings, target.shipped, null);
@@ -91,17 +92,19 @@ export async function listCandidates(target: MaintenanceTarget, request: Candida
     const equivalent = sameKeyCurrent.find((current) => current.native_content_hash === row.native_content_hash);
     return {
       memory_id: row.memory_id, record_id: row.record_id, revision: row.revision,
-      scope: { scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id, agent_id: row.agent_id },
+      scope: scopeOf(row),
       memory_type: row.memory_type, fact: row.fact, source_provenance: JSON.parse(row.source_provenance),
-      source_timestamp: row.source_timestamp, created_at: row.created_at, age_seconds: ageSeconds(row.created_at, now.epochMicros),
+      source_timestamp: row.source_timestamp, created_at: row.created_at,
+      age_seconds: ageSeconds(row.created_at, now.epochMicros),
       contribution_origin: JSON.parse(row.contribution_origin), freshness_policy: JSON.parse(row.freshness_policy),
       confidence: row.confidence, tags: JSON.parse(row.tags), contradiction_state: row.contradiction_state,
-      contradicts: sameKeyCurrent.filter((current) => current.native_content_hash !== row.native_content_hash).map(currentFact),
+      contradicts: sameKeyCurrent.filter((current) => current.native_content_hash !== row.native_content_hash)
+        .map(currentFact),
       equivalent_current: equivalent ? currentFact(equivalent) : null,
     };
   });
   return {
-    db_identity: target.dbIdentity, listed_at: now.text, scope_filter: request.scope, total: reading.total, shown: candidates.length,
-    more: reading.total - candidates.length, limit: request.limit, candidates,
+    db_identity: target.dbIdentity, listed_at: now.text, scope_filter: request.scope, total: reading.total,
+    shown: candidates.length, more: reading.total - candidates.length, limit: request.limit, candidates,
   };
 }

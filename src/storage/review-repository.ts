@@ -3,6 +3,7 @@ import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { createdAtKey, inScope, type Reader, type ScopeColumns } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
+import { translateSqliteError } from './sqlite-errors.js';
 import { openReadOnlyConnection } from './write-connection.js';
 
 // The owner's review queue (docs/decisions/0022): the pending Candidates of a database and the current facts of
@@ -48,19 +49,22 @@ export async function readReviewQueue(path: string, filter: ReviewQueueFilter): 
     // A deferred BEGIN on the raw connection: Kysely's transactions are BEGIN IMMEDIATE, which a read-only
     // connection cannot take. The queries below run on the same connection, inside this snapshot.
     connection.exec('BEGIN');
-    const counted = await candidatesOf(db, filter.scope).clearSelect().select((eb) => eb.fn.countAll<number>().as('total'))
-      .executeTakeFirstOrThrow();
+    const counted = await candidatesOf(db, filter.scope).clearSelect()
+      .select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
     const rows = await candidatesOf(db, filter.scope).orderBy(createdAtKey()).orderBy('record_id').limit(filter.limit)
       .execute() as RecordRow[];
     const candidates: PendingCandidate[] = [];
     for (const candidate of rows) {
-      const sameKeyCurrent = await db.selectFrom('adapter_records').selectAll().where('scope_key', '=', candidate.scope_key)
-        .where('contradiction_key', '=', candidate.contradiction_key).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+      const sameKeyCurrent = await db.selectFrom('adapter_records').selectAll()
+        .where('scope_key', '=', candidate.scope_key).where('contradiction_key', '=', candidate.contradiction_key)
+        .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
         .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_SAME_KEY_CURRENT).execute() as RecordRow[];
       candidates.push({ candidate, sameKeyCurrent });
     }
     connection.exec('COMMIT');
     return { total: Number(counted.total), candidates };
+  } catch (error) {
+    throw translateSqliteError(error);
   } finally {
     // destroy() closes the connection, and with it any read transaction an error left open.
     await db.destroy();
@@ -82,6 +86,12 @@ export async function findMemoryWhereabouts(reader: Reader, memoryId: string): P
     .orderBy('revision', 'desc').execute() as RecordRow[];
   const newest = rows[0];
   if (!newest) return undefined;
-  const scope = { scope: newest.scope, project_id: newest.project_id, worktree_id: newest.worktree_id, workflow_id: newest.workflow_id, agent_id: newest.agent_id };
-  return { scope, live: rows.find((row) => row.lifecycle_state === 'CANDIDATE' || row.lifecycle_state === 'VALIDATED_CURRENT') };
+  const live = rows.find((row) => row.lifecycle_state === 'CANDIDATE' || row.lifecycle_state === 'VALIDATED_CURRENT');
+  return { scope: scopeOf(newest), live };
+}
+
+/** The five-key scope tuple of a record. */
+export function scopeOf(row: RecordRow): ScopeColumns {
+  const { scope, project_id, worktree_id, workflow_id, agent_id } = row;
+  return { scope, project_id, worktree_id, workflow_id, agent_id };
 }

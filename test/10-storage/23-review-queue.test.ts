@@ -2,7 +2,9 @@ import t from 'tap';
 import { listCandidates } from '../../src/maintenance/review-queue-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { findMemoryWhereabouts, readReviewQueue } from '../../src/storage/review-repository.js';
-import { currentRequest, fixedClock, openWriteBench, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
+import {
+  currentRequest, fixedClock, openWriteBench, reverifyRequest, store, storeRequest, update, type Json,
+} from '../helpers/writes.js';
 
 // The review queue's reads (docs/decisions/0022): which records are pending, in which order, what a Candidate would
 // contradict, and where a memory lives.
@@ -34,9 +36,10 @@ t.test('a promoted Candidate leaves the queue; the report names the conflicting 
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
   const delegated = bench.adapter('delegated-candidate');
-  const current = (await store(owner, currentRequest({ fact: 'The build uses Node 20', subject: 'runtime' }))).results[0] as Json;
-  const conflicting = (await store(delegated, storeRequest({ fact: 'The build uses Node 22', subject: 'runtime' }))).results[0] as Json;
-  const plain = (await store(delegated, storeRequest({ fact: 'Releases are tagged', source_timestamp: '2026-11-01T00:00:00Z' }))).results[0] as Json;
+  const recordOf = (envelope: Json): Json => envelope.results[0];
+  const current = recordOf(await store(owner, currentRequest({ fact: 'The build uses Node 20', subject: 'runtime' })));
+  const conflicting = recordOf(await store(delegated, storeRequest({ fact: 'The build uses Node 22', subject: 'runtime' })));
+  const plain = recordOf(await store(delegated, storeRequest({ fact: 'Releases are tagged', source_timestamp: '2026-11-01T00:00:00Z' })));
   await update(owner, reverifyRequest(plain, { expected_record_id: plain.record_id }));
 
   const target = MaintenanceTarget.open({ dbPath: bench.dbPath, lease: 'shared' });
@@ -44,7 +47,8 @@ t.test('a promoted Candidate leaves the queue; the report names the conflicting 
   const report = await listCandidates(target, { scope: GLOBAL, limit: 5, clock: fixedClock('2026-11-30T12:30:05Z') });
   t.match(report, { total: 1, shown: 1, more: 0, limit: 5, listed_at: '2026-11-30T12:30:05Z', scope_filter: GLOBAL });
   t.match(report.candidates[0], {
-    memory_id: conflicting.memory_id, contradiction_state: 'UNRESOLVED', age_seconds: 2 * 3600 + 30 * 60 + 5, equivalent_current: null,
+    memory_id: conflicting.memory_id, contradiction_state: 'UNRESOLVED', age_seconds: 2 * 3600 + 30 * 60 + 5,
+    equivalent_current: null,
     contradicts: [{ memory_id: current.memory_id, record_id: current.record_id, fact: 'The build uses Node 20', verified_by: 'OWNER' }],
   });
   const behind = await listCandidates(target, { scope: null, limit: 5, clock: fixedClock('2026-11-29T00:00:00Z') });
