@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { startLauncher } from '../helpers/mcp.js';
 import { REPO_ROOT, withRaw, writeInterlock } from '../helpers/storage.js';
 import { currentRequest, replaceRequest, storeRequest, type Json } from '../helpers/writes.js';
@@ -148,12 +149,18 @@ t.test('candidates refuses bad flags as usage errors and a missing or interlocke
   writeFileSync(join(dir, 'empty.sqlite3'), '');
   t.match(admin('candidates', '--db', join(dir, 'empty.sqlite3')).stderr, 'SCHEMA_MISMATCH');
 
+  const record = (rows(dbPath) as Json[])[0]!;
+  const exclusive = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
+  const leased = [admin('candidates', '--db', dbPath), admin(...promoteArgs(dbPath, record))];
+  exclusive.close();
+  t.same(leased.map((run) => run.code), [1, 1], 'maintenance holding the exclusive lease refuses both');
+  for (const run of leased) t.match(run.stderr, /MAINTENANCE_IN_PROGRESS: .*\n.*hint: .*maintenance holds the exclusive lease/);
+
   writeInterlock(dbPath);
   const before = rows(dbPath);
   const held = admin('candidates', '--db', dbPath);
   t.equal(held.code, 1);
   t.match(held.stderr, /MAINTENANCE_IN_PROGRESS: .*\nfactlane-admin: hint: a recovery is not sealed/);
-  const record = (rows(dbPath) as Json[])[0]!;
   const promote = admin(...promoteArgs(dbPath, record));
   t.equal(promote.code, 1);
   t.match(promote.stderr, 'MAINTENANCE_IN_PROGRESS');
