@@ -16,7 +16,7 @@ import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
-import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags, runReviewCommand } from './review-queue.js';
+import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
 
 const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
@@ -180,7 +180,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     process.stdout.write(USAGE);
     return EXIT.OK;
   }
-  if (parsedCommand.review) return runReviewCommand(parsedCommand.review, wantsJson());
+  if (parsedCommand.review) return (await import('./review-queue.js')).runReviewCommand(parsedCommand.review, wantsJson());
   if (command === 'recover-plan') {
     const plan = buildRecoveryPlan({
       dbPath: values.db!, memoryIds: values['memory-id']!,
