@@ -17,6 +17,7 @@ import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
+import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
 
 const USAGE = `usage:
   factlane-admin backup --db PATH --out FILE [--json]
@@ -26,11 +27,11 @@ const USAGE = `usage:
   factlane-admin audit --db PATH [--json]
   factlane-admin housekeep --db PATH --scope SCOPE [--project-id ID] [--worktree-id ID] [--workflow-id ID] [--agent-id ID]
                            --max-records N --required-free-bytes B [--json]
-
+${REVIEW_USAGE}
 restore writes a new database only: PATH, PATH-wal and PATH-shm must not exist
 reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
 housekeep compacts at most N ready SUPERSEDED records of one exact scope, only while free space is below B
-  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1]
+${REVIEW_NOTES}  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1]
                               --out PLAN.json [--json]
   factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json
                          [--state STATE.json] [--json]
@@ -53,12 +54,15 @@ function parse() {
       plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
       'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
       ...Object.fromEntries(HOUSEKEEP_FLAGS.map((flag) => [flag, { type: 'string' }])),
+      ...REVIEW_OPTIONS,
     } });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
+  if (command === 'candidates' || command === 'promote') return { command, values: parsed.values, review: parseReviewCommand(command, rest, parsed.values) };
+  rejectReviewFlags(command, parsed.values);
   const subcommand = command === 'recover' && rest[0] === 'plan' ? rest.shift() : undefined;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   const recoverFlags = [...RECOVER_FLAGS, 'memory-id']
@@ -165,6 +169,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     process.stdout.write(USAGE);
     return EXIT.OK;
   }
+  if (parsedCommand.review) return (await import('./review-queue.js')).runReviewCommand(parsedCommand.review, wantsJson());
   if (command === 'recover-plan') {
     const plan = buildRecoveryPlan({
       dbPath: values.db!, memoryIds: values['memory-id']!,

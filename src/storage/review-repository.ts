@@ -1,0 +1,97 @@
+import { Kysely } from 'kysely';
+import type { DB } from '../../generated/db.js';
+import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
+import { createdAtKey, inScope, type Reader, type ScopeColumns } from './record-repository.js';
+import type { RecordRow } from './record-rows.js';
+import { translateSqliteError } from './sqlite-errors.js';
+import { openReadOnlyConnection } from './write-connection.js';
+
+// The owner's review queue (docs/decisions/0022): the pending Candidates of a database and the current facts of
+// their scope that share their contradiction key, read on one snapshot of a read-only connection.
+
+/** Which Candidates to read: one exact scope tuple or every scope, oldest first, at most `limit`. */
+export interface ReviewQueueFilter {
+  readonly scope: ScopeColumns | null;
+  readonly limit: number;
+}
+
+/** One pending Candidate and the current records of its exact scope with its contradiction key (any fact). */
+export interface PendingCandidate {
+  readonly candidate: RecordRow;
+  readonly sameKeyCurrent: readonly RecordRow[];
+}
+
+/** What the review queue holds: how many Candidates match in all, and the first `limit` of them. */
+export interface ReviewQueueReading {
+  readonly total: number;
+  readonly candidates: readonly PendingCandidate[];
+}
+
+// At most this many current records are read per Candidate: the write rules keep one current fact per key and
+// scope, so more than one is already a finding the audit reports.
+const MAX_SAME_KEY_CURRENT = 8;
+
+function candidatesOf(reader: Reader, scope: ScopeColumns | null) {
+  const base = scope ? inScope(reader, scope) : reader.selectFrom('adapter_records').selectAll();
+  return base.where('lifecycle_state', '=', 'CANDIDATE');
+}
+
+/**
+ * Reads the review queue of the database at `path` on a read-only connection (no writer function, query_only) in
+ * one read transaction, so the count, the Candidates and their current records come from the same snapshot.
+ * Candidates are ordered by created_at, then record_id. Storage errors are translated (BACKEND_BUSY, ...).
+ */
+export async function readReviewQueue(path: string, filter: ReviewQueueFilter): Promise<ReviewQueueReading> {
+  const connection = openReadOnlyConnection(path);
+  // The gate stays shut: this handle never opens a write transaction, and the connection has no writer function.
+  const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, { open: false }) });
+  try {
+    // A deferred BEGIN on the raw connection: Kysely's transactions are BEGIN IMMEDIATE, which a read-only
+    // connection cannot take. The queries below run on the same connection, inside this snapshot.
+    connection.exec('BEGIN');
+    const counted = await candidatesOf(db, filter.scope).clearSelect()
+      .select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+    const rows = await candidatesOf(db, filter.scope).orderBy(createdAtKey()).orderBy('record_id').limit(filter.limit)
+      .execute() as RecordRow[];
+    const candidates: PendingCandidate[] = [];
+    for (const candidate of rows) {
+      const sameKeyCurrent = await db.selectFrom('adapter_records').selectAll()
+        .where('scope_key', '=', candidate.scope_key).where('contradiction_key', '=', candidate.contradiction_key)
+        .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+        .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_SAME_KEY_CURRENT).execute() as RecordRow[];
+      candidates.push({ candidate, sameKeyCurrent });
+    }
+    connection.exec('COMMIT');
+    return { total: Number(counted.total), candidates };
+  } catch (error) {
+    throw translateSqliteError(error);
+  } finally {
+    // destroy() closes the connection, and with it any read transaction an error left open.
+    await db.destroy();
+  }
+}
+
+/** Where a memory lives: the scope tuple of its records and its live record (CANDIDATE or VALIDATED_CURRENT), if any. */
+export interface MemoryWhereabouts {
+  readonly scope: ScopeColumns;
+  readonly live: RecordRow | undefined;
+}
+
+/**
+ * The scope and live record of a memory, by `memory_id` alone, in any scope (every revision of a memory shares its
+ * scope tuple); undefined when no record of it exists.
+ */
+export async function findMemoryWhereabouts(reader: Reader, memoryId: string): Promise<MemoryWhereabouts | undefined> {
+  const rows = await reader.selectFrom('adapter_records').selectAll().where('memory_id', '=', memoryId)
+    .orderBy('revision', 'desc').execute() as RecordRow[];
+  const newest = rows[0];
+  if (!newest) return undefined;
+  const live = rows.find((row) => row.lifecycle_state === 'CANDIDATE' || row.lifecycle_state === 'VALIDATED_CURRENT');
+  return { scope: scopeOf(newest), live };
+}
+
+/** The five-key scope tuple of a record. */
+export function scopeOf(row: RecordRow): ScopeColumns {
+  const { scope, project_id, worktree_id, workflow_id, agent_id } = row;
+  return { scope, project_id, worktree_id, workflow_id, agent_id };
+}
