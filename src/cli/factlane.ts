@@ -18,6 +18,7 @@ import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
 
 const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
+       factlane setup codex|claude-code|hermes [--db PATH] [--write-profile P] [--project-id ID] [--print] [--force]
        factlane --help | --version | --help-tools | --help-tool NAME
 
 Speaks MCP over stdio with five tools: ${TOOL_NAMES.join(', ')}.
@@ -35,6 +36,7 @@ Host configuration (Codex, ~/.codex/config.toml):
   [mcp_servers.factlane]
   command = "/absolute/path/to/factlane"
   args = ["--db", "/absolute/state/factlane.sqlite3", "--host-id", "codex"]
+factlane setup HOST writes this entry for you (factlane setup --help).
 
 exit codes: 0 clean shutdown or help; 1 startup failure; 2 usage error
 `;
@@ -114,18 +116,21 @@ async function answersWritten(): Promise<void> {
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 }
 
-let options: LaunchOptions;
-try {
-  options = parseLaunchOptions(process.argv.slice(2));
-} catch (error) {
-  if (!isUsageFailure(error)) throw error;
-  const code = error instanceof AdapterError ? `${error.code}: ` : '';
-  process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
-  process.exit(2);
-}
-if (options.mode !== 'serve') {
-  process.exitCode = printHelp(options);
-} else {
+/** The launcher contract (CONTRACT.md §16): flags only, then help output or the server. */
+async function launch(argv: readonly string[]): Promise<void> {
+  let options: LaunchOptions;
+  try {
+    options = parseLaunchOptions(argv);
+  } catch (error) {
+    if (!isUsageFailure(error)) throw error;
+    const code = error instanceof AdapterError ? `${error.code}: ` : '';
+    process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (options.mode !== 'serve') {
+    process.exitCode = printHelp(options);
+    return;
+  }
   try {
     await serve(options);
   } catch (error) {
@@ -136,4 +141,13 @@ if (options.mode !== 'serve') {
     }
     process.exit(1);
   }
+}
+
+// `setup` is the one subcommand; a launch never has a positional argument, so nothing else changes meaning.
+// Imported on demand: the TOML and YAML libraries stay out of every server start.
+if (process.argv[2] === 'setup') {
+  const { runHostSetup } = await import('./host-setup.js');
+  await runHostSetup(process.argv.slice(3), process.argv[1]!);
+} else {
+  await launch(process.argv.slice(2));
 }
