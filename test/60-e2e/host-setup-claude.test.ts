@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LAUNCHER, backupsOf, installFakeClaude, launchEntry, setupSandbox } from '../helpers/host-setup.js';
 
@@ -90,6 +90,23 @@ t.test('claude-code: a failing claude, a claude that wrote nothing, or an unread
   const afterRemove = box.run(['claude-code', '--force'], { FAKE_CLAUDE_MODE: 'fail' });
   t.equal(afterRemove.status, 1);
   t.match(afterRemove.stderr, /^factlane setup: VERIFY_FAILED: claude mcp remove exited with 1: .*; the previous file is kept as \S+\.claude\.json\.factlane-backup-\d{8}T\d{6}Z\n$/);
+});
+
+t.test('claude-code: a claude that cannot run, or a .claude.json of the wrong shape, exit 1 and change nothing', async (t) => {
+  const box = setupSandbox(t.testdir());
+  writeFileSync(join(box.bin, 'claude'), '#!/nonexistent/interpreter\n');
+  chmodSync(join(box.bin, 'claude'), 0o755);
+  const unrunnable = box.run(['claude-code']);
+  t.equal(unrunnable.status, 1);
+  t.equal(unrunnable.stderr, 'factlane setup: VERIFY_FAILED: claude mcp add could not run (ENOENT)\n');
+  for (const [text, detail] of [['[]', 'the top level is not an object'], ['{"mcpServers": []}', 'mcpServers is not an object']]) {
+    writeFileSync(box.claudeConfig, text);
+    const before = box.snapshot();
+    const result = box.run(['claude-code', '--force']);
+    t.equal(result.status, 1);
+    t.equal(result.stderr, `factlane setup: VERIFY_FAILED: ${box.claudeConfig} does not parse as a Claude Code config (${detail}); it was left as it was: fix it or move it away, then rerun\n`);
+    t.same(box.snapshot(), before, 'untouched');
+  }
 });
 
 t.test('claude-code not on the PATH: the exact command is printed, exit 0, nothing changed', async (t) => {

@@ -1,6 +1,9 @@
 import t from 'tap';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, symlinkSync, writeFileSync, lstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, symlinkSync, writeFileSync,
+} from 'node:fs';
+import { dirname, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
@@ -137,6 +140,34 @@ t.test('codex: an unparsable file or a foreign mcp_servers is refused and left u
     t.equal(result.stderr.split('\n').length, 2, 'one line');
     t.same(box.snapshot(), before, 'untouched, no backup, no temp file');
   }
+});
+
+t.test('a config that cannot be read or written is one BACKEND_UNAVAILABLE line, exit 1, nothing changed', async (t) => {
+  const box = setupSandbox(t.testdir());
+  writeFileSync(box.codexHome, 'a file where a directory should be\n');
+  mkdirSync(box.hermesConfig, { recursive: true });
+  const before = box.snapshot();
+  const codex = box.run(['codex']);
+  t.equal(codex.status, 1);
+  t.equal(codex.stderr, `factlane setup: BACKEND_UNAVAILABLE: cannot write ${box.codexConfig} (ENOTDIR)\n`);
+  const hermes = box.run(['hermes']);
+  t.equal(hermes.status, 1);
+  t.equal(hermes.stderr, `factlane setup: BACKEND_UNAVAILABLE: cannot read ${box.hermesConfig} (EISDIR)\n`);
+  t.same(box.snapshot(), before, 'nothing changed, no temp file left');
+});
+
+t.test('a launcher that is not executable is refused: a host could not start it', async (t) => {
+  const box = setupSandbox(t.testdir());
+  const copy = join(box.root, 'unbuilt');
+  mkdirSync(copy);
+  writeFileSync(join(copy, 'factlane.js'), readFileSync(FACTLANE_BIN));
+  chmodSync(join(copy, 'factlane.js'), 0o644);
+  symlinkSync(join(dirname(FACTLANE_BIN), 'chunks'), join(copy, 'chunks'));
+  const before = box.snapshot();
+  const result = spawnSync(process.execPath, [join(copy, 'factlane.js'), 'setup', 'codex'], { encoding: 'utf8', env: box.env, input: '' });
+  t.equal(result.status, 1, result.stderr);
+  t.equal(result.stderr, `factlane setup: VERIFY_FAILED: the launcher ${realpathSync(join(copy, 'factlane.js'))} is not executable; run factlane setup from the built or installed factlane\n`);
+  t.same(box.snapshot(), before, 'nothing written');
 });
 
 t.test('codex: CODEX_HOME unset means ~/.codex; a symlinked config stays a symlink and its target is edited', async (t) => {
@@ -276,7 +307,6 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
 
 t.test('factlane --help names setup, and a launch without setup is still the server', async (t) => {
   const box = setupSandbox(t.testdir());
-  const { spawnSync } = await import('node:child_process');
   const help = spawnSync(process.execPath, [FACTLANE_BIN, '--help'], { encoding: 'utf8', env: box.env });
   t.equal(help.status, 0);
   t.match(help.stdout, /\n {7}factlane setup codex\|claude-code\|hermes \[--db PATH\]/);
