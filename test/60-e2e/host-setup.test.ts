@@ -274,7 +274,9 @@ t.test('--print writes the entry on stdout and touches nothing', async (t) => {
   const claude = box.run(['claude-code', '--print', '--db', '/a dir/f.sqlite3']);
   t.equal(claude.status, 0);
   t.equal(claude.stdout, `claude mcp add --scope user factlane -- ${LAUNCHER} --db '/a dir/f.sqlite3' --host-id claude-code\n`);
-  for (const result of [codex, hermes, claude]) t.equal(result.stderr, '');
+  const noXdg = box.run(['codex', '--print'], { XDG_DATA_HOME: undefined });
+  t.same(parseToml(noXdg.stdout), { mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', join(box.home, '.local/share/factlane/factlane.sqlite3'), '--host-id', 'codex'] } } }, 'the launcher default without XDG_DATA_HOME');
+  for (const result of [codex, hermes, claude, noXdg]) t.equal(result.stderr, '');
   t.same(box.snapshot(), before, 'nothing created or changed');
 });
 
