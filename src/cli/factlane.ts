@@ -143,7 +143,7 @@ async function launch(argv: readonly string[]): Promise<void> {
   }
 }
 
-// `setup` is the one subcommand; a launch never has a positional argument, so nothing else changes meaning.
+// A launch never has a positional argument, so a subcommand in argv[0] changes the meaning of no launch.
 // Imported on demand: the TOML and YAML libraries stay out of every server start.
 if (process.argv[2] === 'setup') {
   const { runHostSetup } = await import('./host-setup.js');
