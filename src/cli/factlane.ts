@@ -21,6 +21,7 @@ import { runDemo } from './factlane-demo.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
 
 const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
+       factlane setup codex|claude-code|hermes [--db PATH] [--write-profile P] [--project-id ID] [--print] [--force]
        factlane --help | --version | --help-tools | --help-tool NAME
        factlane demo [--keep]      a guided first run on a temporary database
 
@@ -39,6 +40,7 @@ Host configuration (Codex, ~/.codex/config.toml):
   [mcp_servers.factlane]
   command = "/absolute/path/to/factlane"
   args = ["--db", "/absolute/state/factlane.sqlite3", "--host-id", "codex"]
+factlane setup HOST writes this entry for you (factlane setup --help).
 
 exit codes: 0 clean shutdown or help; 1 startup failure; 2 usage error
 `;
@@ -163,6 +165,14 @@ async function launch(args: readonly string[]): Promise<void> {
   }
 }
 
+// A launch never has a positional argument, so a subcommand in argv[0] changes the meaning of no launch.
 const argv = process.argv.slice(2);
-if (argv[0] === 'demo') await demo(argv.slice(1));
-else await launch(argv);
+if (argv[0] === 'setup') {
+  // Imported on demand: the TOML and YAML libraries stay out of every server start.
+  const { runHostSetup } = await import('./host-setup.js');
+  await runHostSetup(argv.slice(1), process.argv[1]!);
+} else if (argv[0] === 'demo') {
+  await demo(argv.slice(1));
+} else {
+  await launch(argv);
+}

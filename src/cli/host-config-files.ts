@@ -1,0 +1,125 @@
+import {
+  chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync,
+  realpathSync, renameSync, statSync, unlinkSync, writeSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { AdapterError } from '../core/adapter-error.js';
+import { fsyncPath } from '../storage/durable-files.js';
+
+/** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
+export interface ConfigFile {
+  /** The path the host reads, as named to the user. */
+  readonly path: string;
+  /** The file that is edited: the real path behind a symlink (a dotfile manager's link stays a link). */
+  readonly target: string;
+  /** The text, or null when the file does not exist. */
+  readonly text: string | null;
+  /** Permission bits of the existing file. */
+  readonly mode: number | null;
+}
+
+const NEW_FILE_MODE = 0o600;
+const NEW_DIRECTORY_MODE = 0o700;
+
+/**
+ * Runs one file step, turning a system error (EACCES, EISDIR, ENOTDIR, ENOSPC, ...) into BACKEND_UNAVAILABLE that
+ * names the file, the step and the system code, so the user gets one line instead of a stack.
+ */
+function fileStep<T>(step: string, path: string, run: () => T): T {
+  try {
+    return run();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (typeof code !== 'string') throw error;
+    throw new AdapterError('BACKEND_UNAVAILABLE', `cannot ${step} ${path} (${code})`);
+  }
+}
+
+/** Reads a config file; `text` null when it does not exist. BACKEND_UNAVAILABLE when it cannot be read. */
+export function readConfigFile(path: string): ConfigFile {
+  if (!existsSync(path)) return Object.freeze({ path, target: path, text: null, mode: null });
+  return fileStep('read', path, () => {
+    const target = realpathSync(path);
+    return Object.freeze({ path, target, text: readFileSync(target, 'utf8'), mode: statSync(target).mode & 0o7777 });
+  });
+}
+
+/** `20261202T044845Z`: the UTC second, sortable, with no characters a shell or file manager trips on. */
+export function backupStamp(date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z').replaceAll('-', '').replaceAll(':', '');
+}
+
+/**
+ * Copies the existing file to `<file>.factlane-backup-<stamp>` beside it (a `-2`, `-3`... suffix when that name is
+ * taken; never overwritten), with the same mode, fsynced. Returns the backup's path. BACKEND_UNAVAILABLE when the
+ * copy cannot be made (the file itself is left as it was).
+ */
+export function backupConfigFile(file: ConfigFile, now: Date): string {
+  return fileStep('back up', file.target, () => copyBeside(file, now));
+}
+
+function copyBeside(file: ConfigFile, now: Date): string {
+  const base = `${file.target}.factlane-backup-${backupStamp(now)}`;
+  for (let attempt = 1; ; attempt += 1) {
+    const backup = attempt === 1 ? base : `${base}-${attempt}`;
+    try {
+      copyFileSync(file.target, backup, constants.COPYFILE_EXCL);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
+      throw error;
+    }
+    chmodSync(backup, file.mode ?? NEW_FILE_MODE);
+    fsyncPath(backup);
+    fsyncPath(dirname(backup));
+    return backup;
+  }
+}
+
+/**
+ * Replaces (or creates) the file atomically with `text`: a temporary file beside it with the existing file's mode
+ * (0600 for a new file), written and fsynced, renamed over it, then the directory fsynced. Missing parent
+ * directories are created 0700. A reader sees the old file or the new one, never a part. BACKEND_UNAVAILABLE when
+ * a step fails; the temporary file is removed, and the file is left as it was unless the rename was done.
+ */
+export function writeConfigAtomically(file: ConfigFile, text: string): void {
+  fileStep('write', file.target, () => replaceFile(file, text));
+}
+
+function replaceFile(file: ConfigFile, text: string): void {
+  createPrivateDirectories(dirname(file.target));
+  const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  const temporary = join(dirname(file.target), `.${basename(file.target)}.factlane-${unique}.tmp`);
+  const mode = file.mode ?? NEW_FILE_MODE;
+  try {
+    const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, NEW_FILE_MODE);
+    try {
+      // fchmod because open's mode goes through the umask, and an existing file keeps its own mode.
+      fchmodSync(fd, mode);
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temporary, file.target);
+  } catch (error) {
+    try {
+      unlinkSync(temporary);
+    } catch {
+      // Already renamed or never created.
+    }
+    throw error;
+  }
+  fsyncPath(dirname(file.target));
+}
+
+/** Creates the missing directories of `dir`, each 0700 whatever the umask. Throws the system error. */
+function createPrivateDirectories(dir: string): void {
+  const missing: string[] = [];
+  for (let at = dir; !existsSync(at); at = dirname(at)) missing.unshift(at);
+  for (const created of missing) {
+    mkdirSync(created, { mode: NEW_DIRECTORY_MODE });
+    chmodSync(created, NEW_DIRECTORY_MODE);
+    fsyncPath(dirname(created));
+  }
+}

@@ -1,0 +1,107 @@
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { AdapterError } from '../core/adapter-error.js';
+import { ENTRY_NAME, claudeUserEntry, entryState, type ServerEntry } from './host-config-entries.js';
+import { backupConfigFile, readConfigFile } from './host-config-files.js';
+
+/** How long one `claude mcp` command may take before setup gives up on it. */
+const CLAUDE_COMMAND_TIMEOUT_MS = 60_000;
+
+/** What Claude Code setup needs: the entry, the flags, the environment, the time of the backup, an output line. */
+export interface ClaudeSetupOptions {
+  readonly entry: ServerEntry;
+  readonly force: boolean;
+  readonly env: NodeJS.ProcessEnv;
+  readonly now: Date;
+  readonly say: (line: string) => void;
+}
+
+/** Claude Code's own config file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`. */
+export function claudeConfigPath(env: NodeJS.ProcessEnv): string {
+  return join(env.CLAUDE_CONFIG_DIR ? resolve(env.CLAUDE_CONFIG_DIR) : homedir(), '.claude.json');
+}
+
+/** The argv of `claude` that adds the entry at user scope (every project of this user sees it). */
+export function claudeAddArgs(entry: ServerEntry): string[] {
+  return ['mcp', 'add', '--scope', 'user', ENTRY_NAME, '--', entry.command, ...entry.args];
+}
+
+/** `argv` as one POSIX shell line, each word single-quoted unless it is plainly safe. */
+export function shellLine(argv: readonly string[]): string {
+  const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
+  return argv.map((word) => (/^[A-Za-z0-9_\/.:=@%+,-]+$/.test(word) ? word : quote(word))).join(' ');
+}
+
+/** The absolute path of the first executable `name` on `env.PATH`, or null. */
+export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null {
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // Not here; try the next directory.
+    }
+  }
+  return null;
+}
+
+/**
+ * Configures Claude Code. With `claude` on the PATH: reads the user-scope entry from `.claude.json`; the same entry
+ * is "already configured" and changes nothing; a different one is TARGET_EXISTS without `force`, else it is
+ * removed with `claude mcp remove --scope user` first; the file is backed up, `claude mcp add --scope user` runs,
+ * and the file is read again to check the entry is there (VERIFY_FAILED otherwise, or when a `claude` command
+ * fails). Without `claude` on the PATH: prints the command(s) to run and changes nothing. Returns exit code 0.
+ */
+export function setupClaudeCode(options: ClaudeSetupOptions): number {
+  const { entry, force, env, say } = options;
+  const file = readConfigFile(claudeConfigPath(env));
+  const state = entryState(claudeUserEntry(file.text, file.path), entry);
+  if (state === 'same') {
+    say(
+      `factlane setup: claude-code is already configured (user entry ${ENTRY_NAME} in ${file.path}); nothing changed`,
+    );
+    return 0;
+  }
+  const claude = findOnPath('claude', env);
+  if (claude === null) {
+    say('factlane setup: claude is not on the PATH, so nothing was changed; to configure Claude Code, run:');
+    if (state === 'different') say(`  ${shellLine(['claude', 'mcp', 'remove', '--scope', 'user', ENTRY_NAME])}`);
+    say(`  ${shellLine(['claude', ...claudeAddArgs(entry)])}`);
+    return 0;
+  }
+  if (state === 'different' && !force) {
+    throw new AdapterError('TARGET_EXISTS', `${file.path} already has a different user-scope MCP server ` +
+      `${ENTRY_NAME}; left as it was: rerun with --force to replace it`);
+  }
+  const backup = file.text === null ? null : backupConfigFile(file, options.now);
+  const kept = backup === null ? '' : `; the previous file is kept as ${backup}`;
+  if (state === 'different') runClaude(claude, ['mcp', 'remove', '--scope', 'user', ENTRY_NAME], env, kept);
+  runClaude(claude, claudeAddArgs(entry), env, kept);
+  const after = readConfigFile(file.path);
+  if (entryState(claudeUserEntry(after.text, after.path), entry) !== 'same') {
+    throw new AdapterError('VERIFY_FAILED', `claude mcp add succeeded but ${after.path} has no matching user entry ` +
+      `${ENTRY_NAME}; check with claude mcp get ${ENTRY_NAME}${kept}`);
+  }
+  const done = state === 'different' ? 'entry replaced' : 'configured';
+  const where = `user entry ${ENTRY_NAME} in ${file.path}`;
+  say(`factlane setup: claude-code ${done} through claude mcp add --scope user (${where})${kept}`);
+  return 0;
+}
+
+function runClaude(claude: string, args: readonly string[], env: NodeJS.ProcessEnv, kept: string): void {
+  const result = spawnSync(claude, args, {
+    env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: CLAUDE_COMMAND_TIMEOUT_MS,
+  });
+  if (result.status === 0) return;
+  const lines = `${result.stderr ?? ''}\n${result.stdout ?? ''}`.split('\n').map((line) => line.trim());
+  const said = lines.find((line) => line !== '') ?? '';
+  const how = result.error
+    ? `could not run (${(result.error as NodeJS.ErrnoException).code ?? result.error.message})`
+    : `exited with ${result.status ?? result.signal}`;
+  const detail = said === '' ? '' : `: ${said.slice(0, 200)}`;
+  throw new AdapterError('VERIFY_FAILED', `claude ${args.slice(0, 2).join(' ')} ${how}${detail}${kept}`);
+}
