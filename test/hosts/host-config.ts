@@ -1,5 +1,5 @@
 // How a host test configures and runs a real host: FactLane's entry exactly as docs/hosts.md tells a user
-// (`configureHost`), the model provider pointed at the stand-in (test-only), and a scrubbed environment with a
+// (`configureHost`, which runs `factlane setup`), the model provider pointed at the stand-in (test-only), and a scrubbed environment with a
 // temp HOME, the host's config dir under it, telemetry and auto-update off, and every proxy variable pointed at
 // the stand-in so a request for any other host is refused and recorded instead of leaving the machine.
 import { spawn, spawnSync } from 'node:child_process';
@@ -68,21 +68,20 @@ function mergeToml(path: string, patch: Record<string, unknown>): void {
 }
 
 /**
- * Configures FactLane in `host` the way docs/hosts.md tells a user: Codex gets `[mcp_servers.factlane]` in
- * `$CODEX_HOME/config.toml`; Claude Code gets `claude mcp add --scope user factlane -- CMD ARGS`. The command is
- * the absolute path of dist/bin/factlane.js. (This is the one place to swap for `factlane setup` after issue 14's
- * setup lands.) Throws when `claude mcp add` fails.
+ * Configures FactLane in `host` the way docs/hosts.md tells a user: `factlane setup <host> --db DB --write-profile P`,
+ * which writes `[mcp_servers.factlane]` into `$CODEX_HOME/config.toml`, or runs `claude mcp add --scope user
+ * factlane -- …` with the installed `claude` first on the PATH. Throws when setup does not exit 0.
  */
 export function configureHost(install: HostInstall, host: HostName, setup: HostSetup): void {
-  const args = factLaneArgs(host, setup);
-  if (host === 'codex') {
-    mergeToml(join(codexHome(setup.home), 'config.toml'), { mcp_servers: { factlane: { command: FACTLANE_BIN, args } } });
-    return;
+  const env = hostEnv(host, setup.home, 'http://127.0.0.1:9');
+  env.PATH = `${join(install.prefix, 'node_modules/.bin')}:${env.PATH}`;
+  const configured = spawnSync(process.execPath, [
+    FACTLANE_BIN, 'setup', host, '--db', setup.db, '--write-profile', setup.writeProfile,
+  ], { env, encoding: 'utf8', timeout: HOST_TIMEOUT_MS });
+  if (configured.status !== 0) {
+    const why = configured.error?.message ?? `${configured.stderr}${configured.stdout}`;
+    throw new Error(`factlane setup ${host} exited ${configured.status}: ${why}`);
   }
-  const added = spawnSync(install.claude, ['mcp', 'add', '--scope', 'user', 'factlane', '--', FACTLANE_BIN, ...args], {
-    cwd: setup.home, env: hostEnv(host, setup.home, 'http://127.0.0.1:9'), encoding: 'utf8', timeout: HOST_TIMEOUT_MS,
-  });
-  if (added.status !== 0) throw new Error(`claude mcp add exited ${added.status}: ${added.stderr}${added.stdout}`);
 }
 
 /**
