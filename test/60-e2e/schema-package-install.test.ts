@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ERROR_CODES, LINEAGE_AUDIT_QUERIES, SCOPES, TOOLS } from '@factlane/schema';
-import { npm, pack, registryUnreachable, userEnv } from '../helpers/npm-install.js';
+import { npm, pack, registryUnreachable, userDir, userEnv } from '../helpers/npm-install.js';
 import { REPO_ROOT } from '../helpers/storage.js';
 
 // Deliverable 7 of issue 14 (decision 0025): audit tooling installs @factlane/schema alone, with TypeBox its
@@ -37,43 +37,49 @@ const code: ErrorCode = 'BACKEND_BUSY';
 export const retryable: boolean = ERROR_CODES[code].retryable && name.length > 0;
 `;
 
-t.test('the packed @factlane/schema installs alone into an empty folder and carries the contract', { skip }, async (t) => {
-  const tmp = t.testdir();
+t.test('the packed @factlane/schema installs alone into an empty folder and holds the contract', { skip }, async (t) => {
+  const tmp = userDir(t);
   const tarball = pack(tmp, '@factlane/schema');
   t.match(tarball.path, /factlane-schema-0\.1\.0\.tgz$/);
-  t.same(tarball.files.filter((file) => !/^(package\.json|README\.md|dist\/[a-z-]+\.(js|d\.ts)|dist\/json\/\w+(\.tool)?\.json)$/.test(file)), [],
-    'the tarball carries the built package only: no sources, source maps or scripts');
+  const shipped = /^(package\.json|README\.md|dist\/[a-z-]+\.(js|d\.ts)|dist\/json\/\w+(\.tool)?\.json)$/;
+  t.same(tarball.files.filter((file) => !shipped.test(file)), [], 'the built package only: no sources, source maps or scripts');
   t.same(tarball.bundled, []);
 
   const consumer = join(tmp, 'consumer');
   mkdirSync(consumer);
   const install = npm(['install', '--prefix', consumer, tarball.path, '--no-audit', '--no-fund'], tmp, 300_000);
-  t.equal(install.status, 0, `npm install of the tarball: ${install.stderr}`);
+  t.equal(install.status, 0, 'npm install of the tarball', { stderr: install.stderr });
 
   const lock = JSON.parse(readFileSync(join(consumer, 'package-lock.json'), 'utf8'));
   t.same(Object.keys(lock.packages).sort(), ['', 'node_modules/@factlane/schema', 'node_modules/@sinclair/typebox'],
     'the install is the package and TypeBox, nothing else');
-  t.notOk(Object.values(lock.packages).some((entry) => (entry as { hasInstallScript?: boolean }).hasInstallScript), 'no install script anywhere');
+  const scripted = Object.values(lock.packages).filter((entry) => (entry as { hasInstallScript?: boolean }).hasInstallScript);
+  t.same(scripted, [], 'no install script anywhere');
   const installed = readdirSync(join(consumer, 'node_modules')).filter((name) => !name.startsWith('.'));
   t.same(installed.sort(), ['@factlane', '@sinclair']);
-  for (const native of ['better-sqlite3', 'fs-ext', 'sqlite-vec', 'kysely']) t.notOk(existsSync(join(consumer, 'node_modules', native)), `no ${native}`);
+  for (const product of ['better-sqlite3', 'fs-ext', 'sqlite-vec', 'kysely']) {
+    t.notOk(existsSync(join(consumer, 'node_modules', product)), `no ${product}`);
+  }
 
   writeFileSync(join(consumer, 'probe.mjs'), PROBE);
   const probe = spawnSync(process.execPath, ['probe.mjs'], { cwd: consumer, env: userEnv(), encoding: 'utf8' });
-  t.equal(probe.status, 0, probe.stderr);
+  t.equal(probe.status, 0, 'node imports the package', { stderr: probe.stderr });
   const seen = JSON.parse(probe.stdout);
   t.same(seen.tools, TOOLS.map((tool) => tool.name), 'the five tool schemas');
   t.same(seen.errorCodes, Object.keys(ERROR_CODES), 'the error catalogue');
   t.same(seen.scopes, SCOPES, 'the enums');
   t.same(seen.lineageChecks, Object.keys(LINEAGE_AUDIT_QUERIES), 'the lineage-audit queries');
-  t.match(seen, { contract: 2, typeboxKind: 'Object', storeTool: ['request'], storeRequest: true, reference: '# FactLane tools (public contract revision 2)' },
-    'TypeBox schemas, the emitted JSON Schemas and the tool reference');
+  t.match(seen, {
+    contract: 2, typeboxKind: 'Object', storeTool: ['request'], storeRequest: true,
+    reference: '# FactLane tools (public contract revision 2)',
+  }, 'TypeBox schemas, the emitted JSON Schemas and the tool reference');
 
   // The types ship too: a TypeScript consumer compiles against the installed package alone.
   writeFileSync(join(consumer, 'consumer.ts'), CONSUMER_TS);
   writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, types: [] }, files: ['consumer.ts'],
+    compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, types: [] },
+    files: ['consumer.ts'],
   }));
   const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', consumer], { encoding: 'utf8' });
-  t.equal(tsc.status, 0, `tsc against the installed types: ${tsc.stdout}${tsc.stderr}`);
+  t.equal(tsc.status, 0, 'tsc compiles a consumer against the installed types', { output: tsc.stdout + tsc.stderr });
 });

@@ -2,6 +2,8 @@
 // NODE_OPTIONS loaders and the outer npm's npm_* variables would leak into the install and its native builds),
 // a registry reachability probe that turns "no registry" into a clear skip, and `npm pack` of the built tree.
 import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { REPO_ROOT } from './storage.js';
 
@@ -13,6 +15,16 @@ export function userEnv(extraPath: readonly string[] = []): NodeJS.ProcessEnv {
   }
   env.PATH = [...extraPath, dirname(process.execPath), process.env.PATH ?? ''].join(':');
   return env;
+}
+
+/**
+ * A fresh folder outside the checkout, removed at teardown: a user installs outside any project, and under the
+ * checkout node would resolve `factlane/...` to the checkout itself (a package's self-reference wins).
+ */
+export function userDir(t: { teardown(fn: () => void): void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'factlane-install-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** Runs npm (the one beside this node) with `args` in `cwd`; never throws. */
