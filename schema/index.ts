@@ -1,8 +1,9 @@
 /**
- * The FactLane contract as code, consumable without the runtime (`factlane/schema`): constants,
- * the error-code catalogue, enumerations, reserved keys, write profiles, the TypeBox tool schemas and
- * their open runtime form, the offline tool reference, and the generated Kysely table types.
- * Imports nothing from `src/`. JSON Schema files are emitted at build under `factlane/schema/json/`.
+ * The FactLane contract as code, its own package `@factlane/schema` (only dependency: TypeBox; no native
+ * module, no database driver): constants, the error-code catalogue, enumerations, reserved keys, write
+ * profiles, the TypeBox tool schemas and their open runtime form, the offline tool reference, and the
+ * lineage-audit queries. Imports nothing outside schema/. JSON Schema files are emitted at build under
+ * `@factlane/schema/json/`. The product's Kysely table types stay in the product (`factlane/schema`).
  */
 export * from './constants.js';
 export * from './error-codes.js';
@@ -12,5 +13,4 @@ export * from './write-profiles.js';
 export * from './tool-schemas.js';
 export * from './runtime-schemas.js';
 export * from './tool-reference.js';
-export type { DB } from '../generated/db.js';
 export * from './lineage-audit.js';

@@ -2,7 +2,7 @@
 // catalogue) from the schema package. With --check, fails when a committed file differs. Runs against dist/.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ERROR_CODES, fullToolReference } from '../dist/schema/index.js';
+import { ERROR_CODES, fullToolReference } from '@factlane/schema';
 
 const AUDIENCE = {
   tool: 'a tool call (BLOCKED envelope)', startup: 'the launcher at startup (exit 1 or 2)', operator: 'operator commands',

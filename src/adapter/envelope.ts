@@ -1,5 +1,4 @@
-import { PUBLIC_CONTRACT_REVISION } from '../../schema/constants.js';
-import type { ToolName } from '../../schema/enums.js';
+import { PUBLIC_CONTRACT_REVISION, type ToolName } from '@factlane/schema';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
 
 /** The adapter's part of `audit` (CONTRACT.md §6.1); the gateway adds host and context bindings. */

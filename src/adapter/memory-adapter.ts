@@ -1,12 +1,11 @@
 import { freezeCanonical } from '../core/canonical-json.js';
 import { mintUuid } from '../core/identifiers.js';
 import { SYSTEM_CLOCK, type Clock } from '../core/time.js';
-import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
+import { WRITE_PROFILE_SPECS, type ToolName, type WriteProfile } from '@factlane/schema';
 import { getMemory } from './memory-get.js';
 import { searchMemory } from './memory-search.js';
 import { storeMemory } from './memory-store.js';
 import { updateMemory } from './memory-update.js';
-import type { ToolName, WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { ScopeCounter } from '../storage/status-repository.js';

@@ -1,7 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isUuid } from '../core/identifiers.js';
 import { contractNow } from '../core/timestamps.js';
-import { RETRIEVAL_MODES } from '../../schema/enums.js';
+import { RETRIEVAL_MODES } from '@factlane/schema';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { memoryPresence } from '../storage/record-repository.js';
 import { memoryRecords } from '../storage/retrieval-repository.js';

@@ -1,7 +1,5 @@
-import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { STORAGE_CONTRACT_VERSION, WRITE_PROFILE_SPECS, type WriteProfile } from '@factlane/schema';
 import { freezeCanonical } from '../core/canonical-json.js';
-import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
-import type { WriteProfile } from '../../schema/enums.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { capacityKnown, readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading } from '../storage/status-repository.js';

@@ -4,7 +4,7 @@ import { canonicalDigest } from '../core/hashing.js';
 import { isUuid, mintUuid } from '../core/identifiers.js';
 import { searchText } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
-import { UPDATE_MODES } from '../../schema/enums.js';
+import { UPDATE_MODES } from '@factlane/schema';
 import { findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
 import { currentRoleOf } from '../storage/record-invariants.js';
 import { contradictionKey, nativeContentHash, subjectOf, tagSubject } from './derived-identities.js';

@@ -2,10 +2,9 @@ import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { strip } from '../core/text.js';
-import { TRUST_CLAIM_KEYS } from '../../schema/reserved-keys.js';
-import { TOOL_DEFINITIONS, TOOLS } from '../../schema/tool-schemas.js';
-import { WRITE_PROFILE_SPECS } from '../../schema/write-profiles.js';
-import type { ToolName, WriteProfile } from '../../schema/enums.js';
+import {
+  TOOL_DEFINITIONS, TOOLS, TRUST_CLAIM_KEYS, WRITE_PROFILE_SPECS, type ToolName, type WriteProfile,
+} from '@factlane/schema';
 import { validateScope, type ScopeTuple } from './request-scope.js';
 
 type Json = Readonly<Record<string, unknown>>;

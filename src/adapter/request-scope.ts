@@ -2,7 +2,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/hashing.js';
 import { isIdentifierFormat, isSecretLike } from '../core/identifiers.js';
-import { SCOPES, type Scope } from '../../schema/enums.js';
+import { SCOPES, type Scope } from '@factlane/schema';
 
 /** The five-key scope tuple (CONTRACT.md §2.1), absent identities as null. */
 export interface ScopeTuple {

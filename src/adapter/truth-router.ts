@@ -1,6 +1,6 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { strip, utf8Bytes } from '../core/text.js';
-import { INTENT_CLASSES, RETRIEVAL_MODES, RETRIEVAL_MODE_KINDS } from '../../schema/enums.js';
+import { INTENT_CLASSES, RETRIEVAL_MODES, RETRIEVAL_MODE_KINDS } from '@factlane/schema';
 import { requireEnum } from './request-scope.js';
 
 /** A validated search plan: what to retrieve and how much. */

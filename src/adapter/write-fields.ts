@@ -3,7 +3,7 @@ import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { collapse, foldKey, isWellFormedText, strip, utf8Bytes } from '../core/text.js';
 import { parseTimestamp } from '../core/timestamps.js';
-import { FRESHNESS_KINDS, MEMORY_TYPES, VERIFIED_BY } from '../../schema/enums.js';
+import { FRESHNESS_KINDS, MEMORY_TYPES, VERIFIED_BY } from '@factlane/schema';
 import { requireEnum } from './request-scope.js';
 
 // Field rules shared by memory_store and the payloads of memory_update (CONTRACT.md §5.3, §5.6, §9.4).

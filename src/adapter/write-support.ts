@@ -7,7 +7,7 @@ import { adapterAudit, envelopeScope } from './envelope.js';
 import { measuredBudget, publicRecord } from './public-record.js';
 import { embedUnderRuntime } from './runtime-compatibility.js';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
-import type { ToolName } from '../../schema/enums.js';
+import type { ToolName } from '@factlane/schema';
 
 /** What every write handler needs. */
 export interface WriteDeps {

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
-import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
-import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
+import {
+  PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION, TOOL_NAMES, fullToolReference, toolReference, type ToolName,
+} from '@factlane/schema';
 import { MemoryAdapter } from '../adapter/memory-adapter.js';
 import { warmUpTokenizer } from '../adapter/token-measure.js';
 import { AdapterError } from '../core/adapter-error.js';

@@ -2,7 +2,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
-import { WRITE_PROFILES, type WriteProfile } from '../../schema/enums.js';
+import { WRITE_PROFILES, type WriteProfile } from '@factlane/schema';
 import { DEFAULT_PROFILE_ID, EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createContextBinding, createHostBinding, type ContextBinding, type HostBinding } from '../gateway/bindings.js';
 import { UsageError } from './cli-support.js';

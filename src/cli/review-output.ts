@@ -1,5 +1,5 @@
 import type { AdapterError } from '../core/adapter-error.js';
-import type { ErrorCode } from '../../schema/error-codes.js';
+import type { ErrorCode } from '@factlane/schema';
 import type { CandidateEntry, CandidatesReport } from '../maintenance/review-queue-operation.js';
 
 // What factlane-admin candidates and promote print: a short block per Candidate or one promotion line, the JSON

@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorCode } from '../../schema/error-codes.js';
+import { ERROR_CODES, type ErrorCode } from '@factlane/schema';
 
 /**
  * The one governed error type. Carries a catalogue code, a safe message (no SQL, paths, fact text or

@@ -1,8 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { freezeCanonical, isJsonObject } from '../core/canonical-json.js';
 import { isIdentifier, mintUuid } from '../core/identifiers.js';
-import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
-import { IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '../../schema/reserved-keys.js';
+import { TOOL_NAMES, type ToolName, IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '@factlane/schema';
 import type { Envelope, MemoryAdapter } from '../adapter/memory-adapter.js';
 import type { ContextBinding, HostBinding } from './bindings.js';
 

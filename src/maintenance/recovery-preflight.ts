@@ -2,7 +2,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
-import { TOOLS } from '../../schema/tool-schemas.js';
+import { TOOLS } from '@factlane/schema';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import { loadMigrationFiles, type MigrationFile } from '../storage/migration-files.js';

@@ -3,9 +3,9 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
 import type { Logger } from '../core/logger.js';
-import { TOOL_NAMES, type ToolName } from '../../schema/enums.js';
-import { openRequestSchema } from '../../schema/runtime-schemas.js';
-import { TOOL_OUTPUT_SCHEMA, TOOLS, toolInputSchema } from '../../schema/tool-schemas.js';
+import {
+  TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
+} from '@factlane/schema';
 import type { MemoryGateway } from '../gateway/memory-gateway.js';
 import { blockedEnvelope } from './blocked-envelope.js';
 import { envelopeResult } from './envelope-frames.js';

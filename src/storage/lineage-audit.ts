@@ -1,4 +1,4 @@
-import { ELIGIBLE_AUDIT_QUERY, LINEAGE_AUDIT_QUERIES } from '../../schema/lineage-audit.js';
+import { ELIGIBLE_AUDIT_QUERY, LINEAGE_AUDIT_QUERIES } from '@factlane/schema';
 import type { SqliteConnection } from './native.js';
 import { floatVector } from './eligible-vectors.js';
 import { simhashCode } from './simhash-projection.js';

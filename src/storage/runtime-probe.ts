@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { SQLITE_MINIMUM_VERSION, SQLITE_VEC_MINIMUM_VERSION } from '../../schema/constants.js';
+import { SQLITE_MINIMUM_VERSION, SQLITE_VEC_MINIMUM_VERSION } from '@factlane/schema';
 import { Database, loadFlock, loadSqliteVec, type SqliteConnection } from './native.js';
 
 /** What the linked runtime offers, as read by probeRuntime. */

@@ -1,4 +1,4 @@
-import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
 import type { MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 

@@ -1,4 +1,4 @@
-import { FENCE_TRIGGER_NAMES, FENCED_TABLE_OF, STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { FENCE_TRIGGER_NAMES, FENCED_TABLE_OF, STORAGE_CONTRACT_VERSION } from '@factlane/schema';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import type { SchemaFindings } from './schema-inspection.js';

@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
-import { STORAGE_CONTRACT_VERSION } from '../../schema/constants.js';
+import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';

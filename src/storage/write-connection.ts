@@ -1,6 +1,6 @@
 import { Kysely, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
-import { WRITER_FUNCTION_NAME } from '../../schema/constants.js';
+import { WRITER_FUNCTION_NAME } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';

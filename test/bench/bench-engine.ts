@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
-import { WRITER_FUNCTION_NAME } from '../../schema/constants.js';
+import { WRITER_FUNCTION_NAME } from '@factlane/schema';
 import { BENCH_VECTOR_DIMENSION } from './bench-records.js';
 
 // better-sqlite3 and sqlite-vec are CommonJS native packages; createRequire loads the same builds the engine uses.

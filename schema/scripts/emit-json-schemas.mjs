@@ -1,11 +1,11 @@
-// Emits the contract's JSON Schemas beside the built schema package (dist/schema/json/), so audit
+// Emits the contract's JSON Schemas beside the built package (schema/dist/json/, exported as `@factlane/schema/json/*`), so audit
 // tooling can read them without running TypeScript: one file per definition and one per tool.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TOOL_DEFINITIONS, TOOLS, TOOL_OUTPUT_SCHEMA, toolInputSchema } from '../dist/schema/tool-schemas.js';
+import { TOOL_DEFINITIONS, TOOLS, TOOL_OUTPUT_SCHEMA, toolInputSchema } from '../dist/tool-schemas.js';
 
-const out = fileURLToPath(new URL('../dist/schema/json/', import.meta.url));
+const out = fileURLToPath(new URL('../dist/json/', import.meta.url));
 mkdirSync(out, { recursive: true });
 for (const [name, schema] of Object.entries(TOOL_DEFINITIONS)) writeFileSync(join(out, `${name}.json`), `${JSON.stringify(schema, null, 2)}\n`);
 for (const tool of TOOLS) {
