@@ -3,25 +3,17 @@
 // by the model stand-in over the Anthropic Messages API. Skipped with the reason when the install fails.
 import t from 'tap';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import { CLAUDE_FACTLANE_TOOLS, CLAUDE_TOOL_PREFIX, toolResultsOf, toolUsesOf } from './anthropic-messages.js';
-import { approveFactLaneTools, configureHost, hostEnv, runHost, type HostSetup } from './host-config.js';
+import { approveFactLaneTools, configureHost, hostEnv, runHost } from './host-config.js';
 import { installHosts } from './host-install.js';
-import { checkDatabase, checkEnvelopes, envelopeOf, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
+import {
+  checkDatabase, checkEnvelopes, envelopeOf, FINAL_TEXT, hostScript, HOST_WRITE_PROFILE, PROMPT, sandbox,
+} from './host-script.js';
 import { ModelStandIn } from './model-stand-in.js';
 
 const HOST = 'claude-code';
-const FINAL_TEXT = 'FactLane answered all four calls.';
-const PROMPT = 'Check FactLane, store the deploy fact, search it, then claim it current.';
 const outcome = installHosts();
-
-/** A temp home, a work dir and a database path, all under the test's own folder. */
-function sandbox(dir: string): HostSetup & { work: string } {
-  const work = join(dir, 'work');
-  mkdirSync(work, { recursive: true });
-  return { home: join(dir, 'home'), db: join(dir, 'state', 'factlane.sqlite3'), writeProfile: HOST_WRITE_PROFILE, work };
-}
 
 if (!outcome.ok) {
   t.comment(`hosts not installed: ${outcome.reason}`);

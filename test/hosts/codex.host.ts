@@ -2,29 +2,19 @@
 // `$CODEX_HOME/config.toml` and runs a whole scripted tool session against it with `codex exec`, driven by the
 // model stand-in over the OpenAI Responses API. Skipped with the reason when the install fails.
 import t from 'tap';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import {
-  approveFactLaneTools, codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost, type HostSetup,
+  approveFactLaneTools, codexHome, configureHost, factLaneArgs, hostEnv, pointCodexAtStandIn, runHost,
 } from './host-config.js';
 import { installHosts } from './host-install.js';
-import { checkDatabase, checkEnvelopes, envelopeOf, hostScript, HOST_WRITE_PROFILE } from './host-script.js';
+import { checkDatabase, checkEnvelopes, envelopeOf, FINAL_TEXT, hostScript, PROMPT, sandbox } from './host-script.js';
 import { ModelStandIn } from './model-stand-in.js';
 import { CODEX_TOOL_NAMESPACE, factLaneToolsOf, functionCallOutputsOf, functionCallsOf } from './openai-responses.js';
 
 const HOST = 'codex';
-const FINAL_TEXT = 'FactLane answered all four calls.';
-const PROMPT = 'Check FactLane, store the deploy fact, search it, then claim it current.';
 const FIVE_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];
 const outcome = installHosts();
-
-/** A temp home, a work dir and a database path, all under the test's own folder. */
-function sandbox(dir: string): HostSetup & { work: string } {
-  const work = join(dir, 'work');
-  mkdirSync(work, { recursive: true });
-  return { home: join(dir, 'home'), db: join(dir, 'state', 'factlane.sqlite3'), writeProfile: HOST_WRITE_PROFILE, work };
-}
 
 if (!outcome.ok) {
   t.comment(`hosts not installed: ${outcome.reason}`);

@@ -4,10 +4,23 @@
 // VALIDATED_CURRENT, which the delegated profile refuses (BLOCKED, WRITE_AUTHORIZATION_DENIED, CONTRACT.md §8.2).
 import type { Test } from 'tap';
 import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HostSetup } from './host-config.js';
 import type { ScriptedCall } from './stand-in-wire.js';
 
 /** The write profile the hosts launch FactLane with. */
 export const HOST_WRITE_PROFILE = 'delegated-candidate';
+/** What the stand-in says when the script is done, and the prompt each host is given. */
+export const FINAL_TEXT = 'FactLane answered all four calls.';
+export const PROMPT = 'Check FactLane, store the deploy fact, search it, then claim it current.';
+
+/** A temp home, a work dir and a database path, all under the test's own folder. */
+export function sandbox(dir: string): HostSetup & { work: string } {
+  const work = join(dir, 'work');
+  mkdirSync(work, { recursive: true });
+  return { home: join(dir, 'home'), db: join(dir, 'state', 'factlane.sqlite3'), writeProfile: HOST_WRITE_PROFILE, work };
+}
 
 const PROVENANCE = {
   source_class: 'repo_file', source_ref: 'README.md', source_hash: 'ab'.repeat(32), review_ref: 'review/hosts',
