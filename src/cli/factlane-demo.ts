@@ -80,7 +80,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
       }, `{scope PROJECT, fact "${FACT}"}`, (e) => e.status === 'OK' && recordOf(e).lifecycle_state === 'CANDIDATE'));
     await step('2. CURRENT search returns only validated facts, so the Candidate is not shown.', 'agent', agent,
       'memory_search', search, `{query "${QUERY}", retrieval_mode CURRENT}`,
-      (e) => (e.results as PublicRecord[]).length === 0);
+      (e) => e.status === 'OK' && (e.results as PublicRecord[]).length === 0);
     const reverify = { ...SCOPE, memory_id: stored.memory_id, mode: 'REVERIFY', expected_revision: stored.revision,
       expected_record_id: stored.record_id, verification: { verified_by: 'OWNER' } };
     const promoted = recordOf(await step('3. The owner reviews it and promotes it (compare-and-swap on revision 1).',

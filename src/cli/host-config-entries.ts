@@ -60,7 +60,9 @@ export function planCodexEntry(text: string | null, entry: ServerEntry, where: s
   if (!isPlainObject(servers)) throw unparsable(where, 'a Codex config', 'mcp_servers is not a table');
   const state = entryState(servers[ENTRY_NAME], entry);
   if (state === 'same') return Object.freeze({ state, text: text! });
-  config.mcp_servers = { ...servers, [ENTRY_NAME]: { command: entry.command, args: [...entry.args] } };
+  // A replaced entry keeps the keys the user added to it (env, default_tools_approval_mode, a timeout).
+  const kept = isPlainObject(servers[ENTRY_NAME]) ? servers[ENTRY_NAME] as TomlTable : {};
+  config.mcp_servers = { ...servers, [ENTRY_NAME]: { ...kept, command: entry.command, args: [...entry.args] } };
   return Object.freeze({ state, text: stringifyToml(config) });
 }
 
@@ -83,9 +85,16 @@ export function planHermesEntry(text: string | null, entry: ServerEntry, where: 
     : (doc.toJS() as { mcp_servers: Record<string, unknown> }).mcp_servers[ENTRY_NAME];
   const state = entryState(found, entry);
   if (state === 'same') return Object.freeze({ state, text: text! });
-  const node = doc.createNode({ command: entry.command, args: [...entry.args] });
-  if (emptyServers) doc.set('mcp_servers', doc.createNode({ [ENTRY_NAME]: node }));
-  else if (isMap(servers)) servers.set(ENTRY_NAME, node);
+  const old = isMap(servers) ? servers.get(ENTRY_NAME, true) : undefined;
+  if (isMap(old)) {
+    // A replaced entry keeps the keys the user added to it, and their comments.
+    old.set('command', entry.command);
+    old.set('args', doc.createNode([...entry.args]));
+  } else {
+    const node = doc.createNode({ command: entry.command, args: [...entry.args] });
+    if (emptyServers) doc.set('mcp_servers', doc.createNode({ [ENTRY_NAME]: node }));
+    else if (isMap(servers)) servers.set(ENTRY_NAME, node);
+  }
   return Object.freeze({ state, text: doc.toString() });
 }
 

@@ -1,5 +1,5 @@
 import {
-  chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readFileSync,
+  chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync,
   realpathSync, renameSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -38,11 +38,26 @@ function fileStep<T>(step: string, path: string, run: () => T): T {
 
 /** Reads a config file; `text` null when it does not exist. BACKEND_UNAVAILABLE when it cannot be read. */
 export function readConfigFile(path: string): ConfigFile {
-  if (!existsSync(path)) return Object.freeze({ path, target: path, text: null, mode: null });
+  if (!existsSync(path)) {
+    // A link whose target is missing (a dotfiles manager not run yet) is not replaced by a plain file.
+    if (isLink(path)) {
+      throw new AdapterError('VERIFY_FAILED', `${path} is a symbolic link to a file that does not exist; `
+        + 'create its target or remove the link, then rerun');
+    }
+    return Object.freeze({ path, target: path, text: null, mode: null });
+  }
   return fileStep('read', path, () => {
     const target = realpathSync(path);
     return Object.freeze({ path, target, text: readFileSync(target, 'utf8'), mode: statSync(target).mode & 0o7777 });
   });
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** `20261202T044845Z`: the UTC second, sortable, with no characters a shell or file manager trips on. */

@@ -3,7 +3,7 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { ENTRY_NAME, claudeUserEntry, entryState, type ServerEntry } from './host-config-entries.js';
+import { ENTRY_NAME, claudeUserEntry, entryState, type EntryState, type ServerEntry } from './host-config-entries.js';
 import { backupConfigFile, readConfigFile } from './host-config-files.js';
 
 /** How long one `claude mcp` command may take before setup gives up on it. */
@@ -32,6 +32,18 @@ export function claudeAddArgs(entry: ServerEntry): string[] {
 export function shellLine(argv: readonly string[]): string {
   const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
   return argv.map((word) => (/^[A-Za-z0-9_\/.:=@%+,-]+$/.test(word) ? word : quote(word))).join(' ');
+}
+
+/** The shell lines that configure Claude Code by hand: a remove first when a different entry is there. */
+function commandLines(entry: ServerEntry, state: EntryState): string[] {
+  const remove = state === 'different' ? [shellLine(['claude', 'mcp', 'remove', '--scope', 'user', ENTRY_NAME])] : [];
+  return [...remove, shellLine(['claude', ...claudeAddArgs(entry)])];
+}
+
+/** What `--print` shows for Claude Code: the command lines for the entry `.claude.json` holds now. */
+export function claudeCommandLines(entry: ServerEntry, env: NodeJS.ProcessEnv): string[] {
+  const file = readConfigFile(claudeConfigPath(env));
+  return commandLines(entry, entryState(claudeUserEntry(file.text, file.path), entry));
 }
 
 /** The absolute path of the first executable `name` on `env.PATH`, or null. */
@@ -69,8 +81,7 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   const claude = findOnPath('claude', env);
   if (claude === null) {
     say('factlane setup: claude is not on the PATH, so nothing was changed; to configure Claude Code, run:');
-    if (state === 'different') say(`  ${shellLine(['claude', 'mcp', 'remove', '--scope', 'user', ENTRY_NAME])}`);
-    say(`  ${shellLine(['claude', ...claudeAddArgs(entry)])}`);
+    for (const line of commandLines(entry, state)) say(`  ${line}`);
     return 0;
   }
   if (state === 'different' && !force) {
@@ -79,8 +90,22 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   }
   const backup = file.text === null ? null : backupConfigFile(file, options.now);
   const kept = backup === null ? '' : `; the previous file is kept as ${backup}`;
+  const previous = claudeUserEntry(file.text, file.path);
   if (state === 'different') runClaude(claude, ['mcp', 'remove', '--scope', 'user', ENTRY_NAME], env, kept);
-  runClaude(claude, claudeAddArgs(entry), env, kept);
+  try {
+    runClaude(claude, claudeAddArgs(entry), env, kept);
+  } catch (error) {
+    if (state !== 'different') throw error;
+    // The old entry was removed and the new one could not be added: put the old one back, as it was.
+    const restore = ['mcp', 'add-json', '--scope', 'user', ENTRY_NAME, JSON.stringify(previous)];
+    try {
+      runClaude(claude, restore, env, kept);
+    } catch {
+      throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry could not be put back: `
+        + `restore it with ${shellLine(['claude', ...restore])}`);
+    }
+    throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry was put back`);
+  }
   const after = readConfigFile(file.path);
   if (entryState(claudeUserEntry(after.text, after.path), entry) !== 'same') {
     throw new AdapterError('VERIFY_FAILED', `claude mcp add succeeded but ${after.path} has no matching user entry ` +

@@ -8,7 +8,7 @@ import {
   ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
 } from './host-config-entries.js';
 import { backupConfigFile, readConfigFile, writeConfigAtomically } from './host-config-files.js';
-import { claudeAddArgs, setupClaudeCode, shellLine } from './host-setup-claude.js';
+import { claudeCommandLines, setupClaudeCode } from './host-setup-claude.js';
 import { defaultDatabasePath, isUsageFailure, parseLaunchOptions } from './launcher-options.js';
 
 /** The hosts `factlane setup` configures; each name is also the `--host-id` it writes. */
@@ -136,7 +136,7 @@ function setup(request: SetupRequest, entry: ServerEntry, env: NodeJS.ProcessEnv
   if (request.print) {
     if (request.host === 'codex') process.stdout.write(codexSnippet(entry));
     if (request.host === 'hermes') process.stdout.write(hermesSnippet(entry));
-    if (request.host === 'claude-code') say(shellLine(['claude', ...claudeAddArgs(entry)]));
+    if (request.host === 'claude-code') for (const line of claudeCommandLines(entry, env)) say(line);
     return 0;
   }
   const now = new Date();

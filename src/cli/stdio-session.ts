@@ -19,10 +19,12 @@ export class StdioSession {
   readonly #pending = new Map<number, Pending>();
   readonly #stderr: string[] = [];
   readonly #exited: Promise<number | null>;
+  readonly #timeoutMs: number;
   #nextId = 1;
 
-  private constructor(child: ChildProcessWithoutNullStreams) {
+  private constructor(child: ChildProcessWithoutNullStreams, timeoutMs: number) {
     this.#child = child;
+    this.#timeoutMs = timeoutMs;
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.#stderr.push(chunk));
     createInterface({ input: child.stdout }).on('line', (line) => this.#answer(line));
     this.#exited = new Promise((resolve) => child.on('exit', (code) => {
@@ -33,13 +35,19 @@ export class StdioSession {
     }));
   }
 
-  /** Launches `node LAUNCHER ...args` and completes the MCP initialize handshake. */
-  static async open(launcher: string, args: readonly string[]): Promise<StdioSession> {
+  /** Launches `node LAUNCHER ...args` and completes the MCP initialize handshake; each answer may take `timeoutMs`. */
+  static async open(launcher: string, args: readonly string[], timeoutMs = CALL_TIMEOUT_MS): Promise<StdioSession> {
     const child = spawn(process.execPath, [launcher, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const session = new StdioSession(child);
-    await session.#request('initialize', {
-      protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'factlane-demo', version: '1' },
-    });
+    const session = new StdioSession(child, timeoutMs);
+    try {
+      await session.#request('initialize', {
+        protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'factlane-demo', version: '1' },
+      });
+    } catch (error) {
+      // A server that never answered must not keep the demo alive through its pipes.
+      child.kill('SIGKILL');
+      throw error;
+    }
     session.#send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     return session;
   }
@@ -63,8 +71,8 @@ export class StdioSession {
   #request(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const timeout = () => reject(new Error(`no answer to ${method} in ${CALL_TIMEOUT_MS} ms`));
-      const timer = setTimeout(timeout, CALL_TIMEOUT_MS);
+      const timeout = () => reject(new Error(`no answer to ${method} in ${this.#timeoutMs} ms`));
+      const timer = setTimeout(timeout, this.#timeoutMs);
       const settle = (fn: () => void) => { clearTimeout(timer); fn(); };
       this.#pending.set(id, {
         resolve: (result) => settle(() => resolve(result)), reject: (error) => settle(() => reject(error)),

@@ -2,9 +2,10 @@
 // leaves with --keep, and how it reports a step that did not answer as the contract says.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runDemo, summarise } from '../../src/cli/factlane-demo.js';
+import { StdioSession } from '../../src/cli/stdio-session.js';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import { withRaw } from '../helpers/storage.js';
 
@@ -84,4 +85,39 @@ t.test('summarise prints status, degradation and records in one short block', as
   t.equal(summarise({ status: 'DEGRADED', degradation: 'STALE_ONLY', results: [] }), 'DEGRADED (STALE_ONLY): no results');
   t.equal(summarise({ status: 'OK', degradation: null, results: [{ revision: 3, lifecycle_state: 'VALIDATED_CURRENT',
     verified_by: 'OWNER', fact: 'f' }] }), 'OK: 1 result(s)\n        revision 3 VALIDATED_CURRENT, verified_by OWNER, "f"');
+});
+
+t.test('a refused CURRENT search is not taken for "the Candidate is not shown"', async (t) => {
+  const fake = join(t.testdir(), 'store-only-server.mjs');
+  // Stores answer OK with a Candidate; every other call is BLOCKED, whose results are empty too.
+  writeFileSync(fake, `import { createInterface } from 'node:readline';
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  const record = { revision: 1, lifecycle_state: 'CANDIDATE', verified_by: 'UNVERIFIED', fact: 'f', memory_id: 'm', record_id: 'r' };
+  const envelope = m.params?.name === 'memory_store' ? { status: 'OK', degradation: null, results: [record] }
+    : { status: 'BLOCKED', error_code: 'BACKEND_UNAVAILABLE', message: 'down', results: [] };
+  const result = m.method === 'initialize' ? { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name: 'x', version: '1' } }
+    : { content: [], structuredContent: envelope };
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\\n');
+});
+`);
+  const out: string[] = [];
+  t.equal(await runDemo({ launcher: fake, keep: false, write: (text) => out.push(text) }), 1);
+  t.match(out.join(''), /The demo stopped: step "2\. CURRENT search .*" did not answer as expected:\n\{"status":"BLOCKED"/);
+});
+
+t.test('a server that never answers initialize is killed, and the session fails instead of hanging', async (t) => {
+  const dir = t.testdir();
+  const pidFile = join(dir, 'pid');
+  const fake = join(dir, 'silent.mjs');
+  writeFileSync(fake, `import { writeFileSync } from 'node:fs';
+writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+process.stdin.resume();
+setInterval(() => {}, 1000);
+`);
+  await t.rejects(StdioSession.open(fake, [], 300), /no answer to initialize in 300 ms/);
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the silent server is gone');
 });

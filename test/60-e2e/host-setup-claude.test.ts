@@ -92,6 +92,26 @@ t.test('claude-code: a failing claude, a claude that wrote nothing, or an unread
   t.match(afterRemove.stderr, /^factlane setup: VERIFY_FAILED: claude mcp remove exited with 1: .*; the previous file is kept as \S+\.claude\.json\.factlane-backup-\d{8}T\d{6}Z\n$/);
 });
 
+t.test('claude-code --force: when the add fails after the remove, the previous entry is put back as it was', async (t) => {
+  const box = claudeBox(t);
+  const old = { type: 'stdio', command: '/old/factlane', args: ['--host-id', 'claude-code'], env: { TOKEN_FILE: '/x' } };
+  writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: old } }));
+  const result = box.run(['claude-code', '--force'], { FAKE_CLAUDE_MODE: 'fail-add' });
+  t.equal(result.status, 1);
+  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: claude mcp add exited with 1: .*; the previous entry was put back\n$/);
+  t.same(JSON.parse(readFileSync(box.claudeConfig, 'utf8')).mcpServers.factlane, old, 'the old entry, env included');
+});
+
+t.test('claude-code --print shows the remove line first when a different entry is there', async (t) => {
+  const box = setupSandbox(t.testdir());
+  writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: { command: '/old', args: [] } } }));
+  const before = box.snapshot();
+  const printed = box.run(['claude-code', '--print']);
+  t.equal(printed.status, 0, printed.stderr);
+  t.match(printed.stdout, /^claude mcp remove --scope user factlane\nclaude mcp add --scope user factlane -- /);
+  t.same(box.snapshot(), before, 'nothing changed');
+});
+
 t.test('claude-code: a claude that cannot run, or a .claude.json of the wrong shape, exit 1 and change nothing', async (t) => {
   const box = setupSandbox(t.testdir());
   writeFileSync(join(box.bin, 'claude'), '#!/nonexistent/interpreter\n');

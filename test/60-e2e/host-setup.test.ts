@@ -116,7 +116,8 @@ t.test('codex: a different entry is refused and kept; --force replaces it and ke
   const [backup] = backupsOf(box.codexConfig);
   t.equal(forced.stdout, `factlane setup: codex entry replaced: entry factlane in ${box.codexConfig}; the previous file is kept as ${backup}\n`);
   t.equal(readFileSync(backup!, 'utf8'), old, 'the backup is the old file');
-  t.same(codexEntry(box.codexConfig), { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'] }, 'the whole entry replaced');
+  t.same(codexEntry(box.codexConfig), { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'], startup_timeout_sec: 20 },
+    'command and args replaced, the key the user added kept');
   t.equal((parseToml(readFileSync(box.codexConfig, 'utf8')).mcp_servers as Record<string, unknown>).github !== undefined, true, 'others kept');
 
   const second = box.run(['codex', '--force', '--write-profile', 'repo-verifier']);
@@ -228,12 +229,17 @@ t.test('hermes: comments, key order and other entries survive; a different entry
   t.equal(refused.status, 1);
   t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.hermesConfig} already has a different MCP server entry factlane; left as it was: rerun with --force to replace it\n`);
   t.same(box.snapshot(), before, 'untouched');
+  // A key the user added to the entry survives --force, as in Codex.
+  writeFileSync(box.hermesConfig, edited.replace(/(\n  factlane:\n)/, '$1    timeout: 30 # my timeout\n'));
   const forced = box.run(['hermes', '--project-id', 'proj-2', '--force']);
   t.equal(forced.status, 0, forced.stderr);
+  t.equal(hermesEntry(box.hermesConfig).timeout, 30, 'the user key kept');
+  t.ok(readFileSync(box.hermesConfig, 'utf8').includes('# my timeout'), 'with its comment');
   t.match(forced.stdout, /^factlane setup: hermes entry replaced: entry factlane in .*; the previous file is kept as .*factlane-backup-/);
   t.same(hermesEntry(box.hermesConfig).args, ['--db', box.defaultDb, '--host-id', 'hermes', '--project-id', 'proj-2']);
   t.ok(readFileSync(box.hermesConfig, 'utf8').includes('# the filesystem server'), 'comments still kept');
-  t.same(backupsOf(box.hermesConfig).map((p) => readFileSync(p, 'utf8')).sort(), [HERMES_CONFIG, edited].sort(), 'each edit left its backup');
+  t.equal(backupsOf(box.hermesConfig).length, 2, 'each edit left its backup');
+  t.ok(backupsOf(box.hermesConfig).map((p) => readFileSync(p, 'utf8')).includes(HERMES_CONFIG), 'the original among them');
 });
 
 t.test('hermes: unparsable YAML, a list at the top or a foreign mcp_servers is refused and left untouched', async (t) => {
@@ -315,4 +321,14 @@ t.test('factlane --help names setup, and a launch without setup is still the ser
   const positional = spawnSync(process.execPath, [FACTLANE_BIN, 'codex', '--host-id', 'x'], { encoding: 'utf8', env: box.env, input: '' });
   t.equal(positional.status, 2, 'a positional other than setup stays a launcher usage error');
   t.match(positional.stderr, /^factlane: Unexpected argument 'codex'/);
+});
+
+t.test('a config that is a symbolic link to a missing file is refused, and the link kept', async (t) => {
+  const box = setupSandbox(t.testdir());
+  mkdirSync(box.codexHome);
+  symlinkSync(join(box.root, 'dotfiles', 'config.toml'), box.codexConfig);
+  const result = box.run(['codex']);
+  t.equal(result.status, 1);
+  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: .*config\.toml is a symbolic link to a file that does not exist; /);
+  t.ok(lstatSync(box.codexConfig).isSymbolicLink(), 'still a link');
 });

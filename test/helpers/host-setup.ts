@@ -49,14 +49,17 @@ export function backupsOf(path: string): string[] {
 }
 
 // A stand-in for Claude Code's `claude mcp add|remove|get --scope user`: it appends its argv as one JSON line to
-// $FAKE_CLAUDE_LOG and keeps the user-scope entries in ~/.claude.json the way claude 2.1 does. FAKE_CLAUDE_MODE=fail
-// makes every command fail as claude does (stderr line, exit 1); =noop makes add report success but write nothing.
+// $FAKE_CLAUDE_LOG and keeps the user-scope entries in ~/.claude.json the way claude 2.1 does (add-json too).
+// FAKE_CLAUDE_MODE=fail makes every command fail as claude does (stderr line, exit 1), =fail-add only `mcp add`;
+// =noop makes add report success but write nothing.
 const FAKE_CLAUDE = `
 const fs = require('node:fs');
 const path = require('node:path');
 const argv = process.argv.slice(2);
 fs.appendFileSync(process.env.FAKE_CLAUDE_LOG, JSON.stringify(argv) + '\\n');
-if (process.env.FAKE_CLAUDE_MODE === 'fail') { process.stderr.write('Error: the fake claude was told to fail\\n'); process.exit(1); }
+if (process.env.FAKE_CLAUDE_MODE === 'fail' || (process.env.FAKE_CLAUDE_MODE === 'fail-add' && argv[1] === 'add')) {
+  process.stderr.write('Error: the fake claude was told to fail\\n'); process.exit(1);
+}
 const file = path.join(process.env.CLAUDE_CONFIG_DIR || process.env.HOME, '.claude.json');
 const config = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
 const servers = config.mcpServers || (config.mcpServers = {});
@@ -68,6 +71,10 @@ const name = words[4];
 if (words[1] === 'add') {
   if (servers[name]) { process.stderr.write('MCP server ' + name + ' already exists in user config\\n'); process.exit(1); }
   if (process.env.FAKE_CLAUDE_MODE !== 'noop') { servers[name] = { type: 'stdio', command: argv[dash + 1], args: argv.slice(dash + 2), env: {} }; save(); }
+  process.stdout.write('Added stdio MCP server ' + name + ' to user config\\n');
+} else if (words[1] === 'add-json') {
+  if (servers[name]) { process.stderr.write('MCP server ' + name + ' already exists in user config\\n'); process.exit(1); }
+  servers[name] = JSON.parse(words[5]); save();
   process.stdout.write('Added stdio MCP server ' + name + ' to user config\\n');
 } else if (words[1] === 'remove') {
   if (!servers[name]) { process.stderr.write('No MCP server named "' + name + '" in user scope\\n'); process.exit(1); }
