@@ -19,9 +19,12 @@ const built = BINS.every((bin) => existsSync(join(REPO_ROOT, `dist/bin/${bin}.js
 const skip = !built ? 'run npm run build first' : registryUnreachable();
 t.setTimeout(1_200_000);
 
-/** What the tarball may carry: the bundled bins, the factlane/schema re-export, migrations, the bundled schema. */
+/**
+ * What the tarball may carry: the READMEs (npm adds README* itself), the bundled bins, the factlane/schema re-export,
+ * migrations, the bundled schema.
+ */
 const SHIPPED = new RegExp(`^(${[
-  'package\\.json', 'README\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js', 'dist/bin/chunks/[\\w-]+\\.js',
+  'package\\.json', 'README(\\.ar)?\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js', 'dist/bin/chunks/[\\w-]+\\.js',
   'dist/schema/index\\.(js|d\\.ts)', 'dist/schema/json/\\w+(\\.tool)?\\.json', 'dist/generated/db\\.d\\.ts', 'migrations/\\d{4}_\\w+\\.sql',
   'node_modules/(@factlane/schema|@sinclair/typebox)/.+',
 ].join('|')})$`);
