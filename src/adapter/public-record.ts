@@ -1,7 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
-import type { RecordRow } from '../storage/record-repository.js';
+import { scopeOf, type RecordRow } from '../storage/record-repository.js';
 import { fitBudget } from './budget-fitting.js';
 import { countObjectTokens } from './token-measure.js';
 
@@ -9,7 +9,7 @@ import { countObjectTokens } from './token-measure.js';
 export function publicRecord(row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null): Record<string, unknown> {
   return {
     memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, parent_record_id: row.parent_record_id,
-    scope: { scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id, agent_id: row.agent_id },
+    scope: scopeOf(row),
     memory_type: row.memory_type, fact: row.fact, source_provenance: JSON.parse(row.source_provenance),
     source_timestamp: row.source_timestamp, created_at: row.created_at, last_verified_at: row.last_verified_at,
     verified_by: row.verified_by, authority_role: row.authority_role, contribution_origin: JSON.parse(row.contribution_origin),

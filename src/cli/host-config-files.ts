@@ -5,6 +5,7 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
+import { compactUtcStamp } from '../core/time.js';
 import { fsyncPath } from '../storage/durable-files.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
@@ -60,11 +61,6 @@ function isLink(path: string): boolean {
   }
 }
 
-/** `20261202T044845Z`: the UTC second, sortable, with no characters a shell or file manager trips on. */
-export function backupStamp(date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z').replaceAll('-', '').replaceAll(':', '');
-}
-
 /**
  * Copies the existing file to `<file>.factlane-backup-<stamp>` beside it (a `-2`, `-3`... suffix when that name is
  * taken; never overwritten), with the same mode, fsynced. Returns the backup's path. BACKEND_UNAVAILABLE when the
@@ -75,7 +71,7 @@ export function backupConfigFile(file: ConfigFile, now: Date): string {
 }
 
 function copyBeside(file: ConfigFile, now: Date): string {
-  const base = `${file.target}.factlane-backup-${backupStamp(now)}`;
+  const base = `${file.target}.factlane-backup-${compactUtcStamp(now)}`;
   for (let attempt = 1; ; attempt += 1) {
     const backup = attempt === 1 ? base : `${base}-${attempt}`;
     try {

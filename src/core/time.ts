@@ -8,6 +8,11 @@ export function formatTimestamp(date: Date): string {
   return millis === '000' ? `${iso.slice(0, 19)}Z` : `${iso.slice(0, 19)}.${millis}000Z`;
 }
 
+/** `20261202T044845Z`: the UTC second, sortable, with no character a shell or a file manager trips on. */
+export function compactUtcStamp(date: Date): string {
+  return date.toISOString().replace(/[-:]|\.\d+/g, '');
+}
+
 /** A source of the current time; injected so tests can pin it. */
 export type Clock = () => Date;
 

@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
-import { SYSTEM_CLOCK, type Clock } from '../core/time.js';
+import { SYSTEM_CLOCK, compactUtcStamp, type Clock } from '../core/time.js';
 import { createPrivateFile } from '../storage/durable-files.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
+import { scopeOf } from '../storage/record-repository.js';
 import { readDerivedRows, recordIdsOfMemories } from '../storage/recovery-repository.js';
 import { bindingProfileId } from '../storage/schema-inspection.js';
 import { materializationOf } from './recovery-inspection.js';
@@ -38,7 +39,7 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
         }));
       });
     });
-    const stamp = (request.clock ?? SYSTEM_CLOCK)().toISOString().replace(/[-:]|\.\d+/g, '');
+    const stamp = compactUtcStamp((request.clock ?? SYSTEM_CLOCK)());
     const plan = {
       operation_id: `recovery-${stamp}-${randomBytes(4).toString('hex')}`, db_path: target.path,
       database_id: findings.meta.database_id,
@@ -47,10 +48,7 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
       safe_ids_for_receipt: false,
       targets: memories.flat().map(({ row, materialization }) => ({
         record_id: row.record_id, memory_id: row.memory_id, revision: row.revision,
-        scope: {
-          scope: row.scope, project_id: row.project_id, worktree_id: row.worktree_id, workflow_id: row.workflow_id,
-          agent_id: row.agent_id,
-        },
+        scope: scopeOf(row),
         expected_lifecycle: row.lifecycle_state, expected_materialization: materialization,
         expected_content_hash: row.native_content_hash,
       })),

@@ -2,9 +2,9 @@ import { AdapterError } from '../core/adapter-error.js';
 import type { Clock } from '../core/time.js';
 import { contractNow, parseTimestamp } from '../core/timestamps.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
-import type { ScopeColumns } from '../storage/record-repository.js';
+import { scopeOf, type ScopeColumns } from '../storage/record-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
-import { readReviewQueue, scopeOf } from '../storage/review-repository.js';
+import { readReviewQueue } from '../storage/review-repository.js';
 import { schemaRefusal } from '../storage/schema-inspection.js';
 
 /** What `factlane-admin candidates` asks for: one exact scope tuple or every scope (null), at most `limit`. */

@@ -20,6 +20,12 @@ export interface ScopeColumns {
   readonly agent_id: string | null;
 }
 
+/** The five-key scope tuple of a record. */
+export function scopeOf(row: RecordRow): ScopeColumns {
+  const { scope, project_id, worktree_id, workflow_id, agent_id } = row;
+  return { scope, project_id, worktree_id, workflow_id, agent_id };
+}
+
 /** The derived rows stored beside a record (STORAGE.md §4.5). */
 export interface DerivedRows {
   /** search_text(fact), computed by the adapter. */

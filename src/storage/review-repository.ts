@@ -1,7 +1,7 @@
 import { Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
-import { createdAtKey, inScope, type Reader, type ScopeColumns } from './record-repository.js';
+import { createdAtKey, inScope, scopeOf, type Reader, type ScopeColumns } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
 import { translateSqliteError } from './sqlite-errors.js';
 import { openReadOnlyConnection } from './write-connection.js';
@@ -88,10 +88,4 @@ export async function findMemoryWhereabouts(reader: Reader, memoryId: string): P
   if (!newest) return undefined;
   const live = rows.find((row) => row.lifecycle_state === 'CANDIDATE' || row.lifecycle_state === 'VALIDATED_CURRENT');
   return { scope: scopeOf(newest), live };
-}
-
-/** The five-key scope tuple of a record. */
-export function scopeOf(row: RecordRow): ScopeColumns {
-  const { scope, project_id, worktree_id, workflow_id, agent_id } = row;
-  return { scope, project_id, worktree_id, workflow_id, agent_id };
 }
