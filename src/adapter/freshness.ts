@@ -16,7 +16,10 @@ export function isFresh(record: { verified_by: string; last_verified_at: string 
   return verified !== null && policy.ttl_seconds !== null && nowMicros <= verified.epochMicros + BigInt(policy.ttl_seconds) * 1_000_000n;
 }
 
+/** The stored columns freshness is decided on. */
+export type FreshnessColumns = Pick<RecordRow, 'verified_by' | 'last_verified_at' | 'freshness_policy' | 'source_provenance'>;
+
 /** Freshness of a stored row at `nowMicros`. */
-export function rowIsFresh(row: RecordRow, nowMicros: bigint): boolean {
+export function rowIsFresh(row: FreshnessColumns, nowMicros: bigint): boolean {
   return isFresh({ verified_by: row.verified_by, last_verified_at: row.last_verified_at, freshness_policy: JSON.parse(row.freshness_policy), source_provenance: JSON.parse(row.source_provenance) }, nowMicros);
 }

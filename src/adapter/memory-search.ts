@@ -2,8 +2,10 @@ import { searchText, tokenRuns } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { contradictionSummary, type RecordRow } from '../storage/record-repository.js';
-import { exactHits, keywordHits, scopeHasHistorical, semanticHits, type ChannelHit } from '../storage/retrieval-repository.js';
+import { contradictionSummary } from '../storage/record-repository.js';
+import {
+  exactHits, keywordHits, resultRecords, scopeHasHistorical, semanticHits, type CandidateRow, type ChannelHit,
+} from '../storage/retrieval-repository.js';
 import { fitBudget } from './budget-fitting.js';
 import { nativeContentHash } from './derived-identities.js';
 import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
@@ -14,12 +16,12 @@ import { selectDiverse } from './source-diversity.js';
 import { routeSearch, type SearchPlan } from './truth-router.js';
 import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js';
 
-interface Scored { row: RecordRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
+interface Scored { row: CandidateRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
 
 /** Candidates of the plan's channel(s), scored (CONTRACT.md §12.2) and sorted by score desc, then record_id. */
 async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider }, plan: SearchPlan, scope: ScopeTuple): Promise<{ scored: Scored[]; embeddingCalls: number }> {
   const currentOnly = plan.mode === 'CURRENT';
-  const scores = new Map<number, { row: RecordRow; vector?: number; keyword?: number }>();
+  const scores = new Map<number, { row: CandidateRow; vector?: number; keyword?: number }>();
   const add = (hits: ChannelHit[], channel: 'vector' | 'keyword') => {
     for (const hit of hits) {
       const entry = scores.get(hit.row.row_id) ?? { row: hit.row };
@@ -48,7 +50,7 @@ async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: Embed
   return { scored, embeddingCalls };
 }
 
-function scoredOf(row: RecordRow, score: number): Scored {
+function scoredOf(row: CandidateRow, score: number): Scored {
   const provenance = JSON.parse(row.source_provenance) as Scored['source'];
   return { row, score, source: { source_class: provenance.source_class, source_ref: provenance.source_ref, source_hash: provenance.source_hash } };
 }
@@ -73,15 +75,23 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
   const { scored, embeddingCalls } = await scoredCandidates(deps, plan, scope);
   scored.sort((a, b) => b.score - a.score || (a.row.record_id < b.row.record_id ? -1 : a.row.record_id > b.row.record_id ? 1 : 0));
   let staleDropped = 0;
+  const currentAndValid = (row: CandidateRow) => row.lifecycle_state === 'VALIDATED_CURRENT' && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
   const eligible = plan.mode === 'REVIEW_HISTORY' ? scored : scored.filter(({ row }) => {
-    if (row.lifecycle_state !== 'VALIDATED_CURRENT' || (row.contradiction_state !== 'NONE' && row.contradiction_state !== 'RESOLVED')) return false;
+    if (!currentAndValid(row)) return false;
     if (rowIsFresh(row, now.epochMicros)) return true;
     staleDropped += 1;
     return false;
   });
   const diversify = plan.mode === 'CURRENT' && plan.usesVectors;
   const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
-  const results = selected.map((candidate, index) => publicRecord(candidate.row, { relevance_score: candidate.score, retrieval_rank: index + 1 }));
+  // The full records of the results only. A record another process changed since the channel read it is checked
+  // again, so a CURRENT search never returns one that stopped being eligible in between.
+  const records = await deps.engine.read((db) => resultRecords(db, selected.map((candidate) => candidate.row.row_id)));
+  const results = selected.flatMap((candidate) => {
+    const row = records.get(candidate.row.row_id);
+    if (row === undefined || (plan.mode !== 'REVIEW_HISTORY' && !(currentAndValid(row) && rowIsFresh(row, now.epochMicros)))) return [];
+    return [{ row, score: candidate.score }];
+  }).map(({ row, score }, index) => publicRecord(row, { relevance_score: score, retrieval_rank: index + 1 }));
   const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens);
   const contradictions = await deps.engine.read((db) => contradictionSummary(db, scopeDigest(scope)));
   let status = 'OK';

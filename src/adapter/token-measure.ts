@@ -26,6 +26,12 @@ const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<
 const SEGMENT_COUNTS = new Map<string, number>();
 const SEGMENT_COUNTS_MAX = 8192;
 const SEGMENT_REMEMBERED_MAX_LENGTH = 256;
+// Longer segments are mostly a record's fact (`fact text","freshness_policy":{"`): counted when it is stored and again
+// in every search that returns it. The latest LONG_COUNTS_MAX of them are remembered too, each held as a copy of its
+// own (a slice would keep the whole text it was cut from alive), so they hold at most about 8 MB.
+const LONG_COUNTS = new Map<string, number>();
+const LONG_COUNTS_MAX = 2048;
+const LONG_REMEMBERED_MAX_LENGTH = 2048;
 
 function isPunctuation(code: number): boolean {
   // " , : [ ] { }
@@ -36,13 +42,19 @@ function isAsciiAlphanumeric(code: number): boolean {
   return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
 }
 
+function remembered(counts: Map<string, number>, max: number, segment: string, tokens: number): void {
+  if (counts.size >= max) counts.delete(counts.keys().next().value!);
+  counts.set(segment, tokens);
+}
+
 function segmentTokens(count: Count, segment: string): number {
-  if (segment.length > SEGMENT_REMEMBERED_MAX_LENGTH) return count(segment, AS_TEXT);
-  let tokens = SEGMENT_COUNTS.get(segment);
+  if (segment.length > LONG_REMEMBERED_MAX_LENGTH) return count(segment, AS_TEXT);
+  const counts = segment.length > SEGMENT_REMEMBERED_MAX_LENGTH ? LONG_COUNTS : SEGMENT_COUNTS;
+  let tokens = counts.get(segment);
   if (tokens === undefined) {
     tokens = count(segment, AS_TEXT);
-    if (SEGMENT_COUNTS.size >= SEGMENT_COUNTS_MAX) SEGMENT_COUNTS.delete(SEGMENT_COUNTS.keys().next().value!);
-    SEGMENT_COUNTS.set(segment, tokens);
+    if (counts === SEGMENT_COUNTS) remembered(SEGMENT_COUNTS, SEGMENT_COUNTS_MAX, segment, tokens);
+    else remembered(LONG_COUNTS, LONG_COUNTS_MAX, JSON.parse(JSON.stringify(segment)) as string, tokens);
   }
   return tokens;
 }

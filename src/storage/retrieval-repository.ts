@@ -6,9 +6,21 @@ import { runShape } from './statement-shapes.js';
 // The retrieval channels of CONTRACT.md §12.2. Every query matches the exact scope tuple; for CURRENT the
 // eligibility filter sits inside the same SQL, before LIMIT (or, for vectors, before k).
 
-/** One channel candidate: the record and its channel position (1-based) or vector distance. */
+/**
+ * The columns a search ranks, filters (CURRENT eligibility, freshness) and diversifies its candidates on. A channel
+ * reads only these, for its whole pool; the full records are read for the results alone (resultRecords).
+ */
+const CANDIDATE_COLUMNS = [
+  'row_id', 'record_id', 'lifecycle_state', 'contradiction_state', 'verified_by', 'last_verified_at', 'freshness_policy',
+  'source_provenance',
+] as const;
+
+/** A search candidate: the columns of CANDIDATE_COLUMNS. */
+export type CandidateRow = Pick<RecordRow, (typeof CANDIDATE_COLUMNS)[number]>;
+
+/** One channel candidate: the record's candidate columns and its channel position (1-based) or vector distance. */
 export interface ChannelHit {
-  readonly row: RecordRow;
+  readonly row: CandidateRow;
   readonly rank: number;
   readonly distance: number | null;
 }
@@ -16,10 +28,11 @@ export interface ChannelHit {
 /** EXACT: records whose content hash equals the query's, newest first; CURRENT filter before the limit. */
 export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash: string, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   const rows = (await runShape(reader, `exactHits:${currentOnly}`, [...scopeArgs(scope), contentHash, limit], (slots) => {
-    let query = inScope(reader, scopeSlots(slots)).where('native_content_hash', '=', slots[5]);
+    let query = inScope(reader, scopeSlots(slots)).clearSelect().select(CANDIDATE_COLUMNS)
+      .where('native_content_hash', '=', slots[5]);
     if (currentOnly) query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT').where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
     return query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(slots[6]).compile();
-  })).rows as RecordRow[];
+  })).rows as CandidateRow[];
   return rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
 }
 
@@ -30,13 +43,14 @@ export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash
 export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: readonly string[], currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   if (terms.length === 0) return [];
   const match = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' ');
+  const columns = sql.join(CANDIDATE_COLUMNS.map((column) => sql.ref(`r.${column}`)));
   const current = currentOnly ? sql`AND r.lifecycle_state = 'VALIDATED_CURRENT' AND r.contradiction_state IN ('NONE', 'RESOLVED')` : sql``;
   try {
     // FTS5 MATCH and bm25() have no Kysely builder, hence raw SQL.
     const result = await runShape(reader, `keywordHits:${currentOnly}`, [...scopeArgs(scope), match, limit], (slots) => {
       const s = scopeSlots(slots);
-      return sql<RecordRow>`
-      SELECT r.* FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
+      return sql<CandidateRow>`
+      SELECT ${columns} FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
       WHERE fact_fts MATCH ${slots[5]} AND r.scope = ${s.scope} AND r.project_id IS ${s.project_id}
         AND r.worktree_id IS ${s.worktree_id} AND r.workflow_id IS ${s.workflow_id} AND r.agent_id IS ${s.agent_id} ${current}
       ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${slots[6]}`.compile(reader);
@@ -60,12 +74,21 @@ export async function semanticHits(reader: Reader, scopeKey: string, embedding: 
         ORDER BY distance`.compile(reader))).rows;
   if (neighbours.length === 0) return [];
   const rowIds = neighbours.map((n) => n.rowid);
-  const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records').selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
+  const rows = (await runShape(reader, `candidatesByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records')
+    .select(CANDIDATE_COLUMNS).where('row_id', 'in', slots).compile())).rows as CandidateRow[];
   const byRowId = new Map(rows.map((row) => [row.row_id, row]));
   return neighbours.flatMap((n, index) => {
     const row = byRowId.get(n.rowid);
     return row ? [{ row, rank: index + 1, distance: n.distance }] : [];
   });
+}
+
+/** The full records of `rowIds` by row id; a row id no longer stored is absent. */
+export async function resultRecords(reader: Reader, rowIds: readonly number[]): Promise<Map<number, RecordRow>> {
+  if (rowIds.length === 0) return new Map();
+  const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records')
+    .selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
+  return new Map(rows.map((row) => [row.row_id, row]));
 }
 
 /** True when the exact scope holds at least one compacted (HISTORICAL) record. */

@@ -4,7 +4,13 @@ export const SIMHASH_BITS = 768;
 // a new migration.
 const SIMHASH_V1_SEED = 0x5ca1ab1e;
 
-const planesByDimension = new Map<number, readonly Int16Array[]>();
+/** The non-zero weights of one dimension's row of the planes: the bits weighted +1 and the bits weighted -1. */
+interface PlaneRow {
+  readonly plus: Uint16Array;
+  readonly minus: Uint16Array;
+}
+
+const planesByDimension = new Map<number, readonly PlaneRow[]>();
 
 /** mulberry32: integer arithmetic only, so every platform draws the same sequence from the same seed. */
 function mulberry32(seed: number): () => number {
@@ -20,21 +26,22 @@ function mulberry32(seed: number): () => number {
 /**
  * The random hyperplanes for `dimension`, sparse (Achlioptas): each weight is +1 or -1 with probability 1/6 each, else
  * 0, drawn in order (dimension j, then bit b) from one integer generator, so every runtime draws the same planes.
- * Kept by dimension as the signed bits of its non-zero weights: b + 1 for +1, -(b + 1) for -1.
+ * Kept by dimension as the bits of its +1 weights and the bits of its -1 weights, each in ascending order.
  */
-function planesFor(dimension: number): readonly Int16Array[] {
+function planesFor(dimension: number): readonly PlaneRow[] {
   let planes = planesByDimension.get(dimension);
   if (planes) return planes;
   const next = mulberry32(SIMHASH_V1_SEED ^ Math.imul(dimension, 0x9e3779b1));
   const sixth = 2 ** 32 / 6;
   planes = Array.from({ length: dimension }, () => {
-    const weights: number[] = [];
+    const plus: number[] = [];
+    const minus: number[] = [];
     for (let b = 0; b < SIMHASH_BITS; b += 1) {
       const draw = next();
-      if (draw < sixth) weights.push(b + 1);
-      else if (draw < 2 * sixth) weights.push(-(b + 1));
+      if (draw < sixth) plus.push(b);
+      else if (draw < 2 * sixth) minus.push(b);
     }
-    return Int16Array.from(weights);
+    return { plus: Uint16Array.from(plus), minus: Uint16Array.from(minus) };
   });
   planesByDimension.set(dimension, planes);
   return planes;
@@ -45,7 +52,8 @@ function planesFor(dimension: number): readonly Int16Array[] {
  * product with hyperplane b is positive. Deterministic: every weight is ±1 or 0, so each sum adds and subtracts the
  * vector's components (as doubles) in ascending dimension order; a zero component is skipped (it adds nothing).
  * A third of the weights are non-zero, which keeps a store's code at a third of a dense projection's cost with the
- * same recall (decision 0017). Bits are packed little-endian within each byte, as vec0's `bit[N]` stores a blob;
+ * same recall (decision 0017). Each bit meets at most one weight per dimension, so adding a dimension's +1 bits, then
+ * subtracting its -1 bits, keeps every sum's order of operations: no branch per weight. Bits are packed little-endian within each byte, as vec0's `bit[N]` stores a blob;
  * only Hamming distances between codes built here are ever compared.
  */
 export function simhashCode(vector: Float32Array): Uint8Array {
@@ -54,12 +62,9 @@ export function simhashCode(vector: Float32Array): Uint8Array {
   for (let j = 0; j < vector.length; j += 1) {
     const component = vector[j]!;
     if (component === 0) continue;
-    const weights = planes[j]!;
-    for (let w = 0; w < weights.length; w += 1) {
-      const signed = weights[w]!;
-      if (signed > 0) sums[signed - 1]! += component;
-      else sums[-signed - 1]! -= component;
-    }
+    const { plus, minus } = planes[j]!;
+    for (let w = 0; w < plus.length; w += 1) sums[plus[w]!]! += component;
+    for (let w = 0; w < minus.length; w += 1) sums[minus[w]!]! -= component;
   }
   const code = new Uint8Array(SIMHASH_BITS / 8);
   for (let b = 0; b < SIMHASH_BITS; b += 1) if (sums[b]! > 0) code[b >> 3]! |= 1 << (b & 7);

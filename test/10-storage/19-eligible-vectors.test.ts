@@ -11,7 +11,7 @@ import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
-import { eligibleNeighbours, FIRST_PASS_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
+import { eligibleNeighbours, EXACT_SCOPE_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -115,7 +115,7 @@ t.test('every lifecycle move keeps the vector forms exactly as the lifecycle tab
 t.test('eight nearer Candidates never hide a farther validated fact, below and above the exact threshold', async (t) => {
   const query = 'which port does the metrics exporter listen on';
   const q = queryVector(query);
-  for (const farCurrent of [0, FIRST_PASS_ROWS + 40, 1200]) {
+  for (const farCurrent of [0, EXACT_SCOPE_ROWS + 40, 1200]) {
     const dbPath = join(t.testdir(), `threshold-${farCurrent}.sqlite3`);
     const engine = await openLocalHash(dbPath);
     const fixtures = [];

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { scopeDigest } from '../../src/adapter/request-scope.js';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import type { RuntimeProvenance } from '../../src/embedding/embedding-provider.js';
@@ -684,5 +685,38 @@ t.test('the success envelope: keys, public records, audit', async (t) => {
     t.strictSame({ ...record, relevance_score: null, retrieval_rank: null }, fact, `${kind}: the stored record, plus score and rank`);
     t.equal(record.retrieval_rank, 1);
     t.ok(record.relevance_score > 0 && record.relevance_score <= 1);
+  }
+});
+
+t.test('a result another writer superseded after the channels read it is not returned (re-checked on the full record)', async (t) => {
+  const forward = <T extends object>(target: T, key: string | symbol) => {
+    const value = Reflect.get(target, key, target) as unknown;
+    return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+  };
+  for (const kind of ['SEMANTIC', 'KEYWORD', 'HYBRID', 'EXACT'] as const) {
+    const bench = await openReadBench(t, `race-${kind}.sqlite3`);
+    const old = await storeCurrent(bench, 'The CI runs on Node 18');
+    const replace = () => bench.owner.execute('memory_update', {
+      ...scopeRequest(SCOPE), memory_id: old.memory_id, expected_revision: 1, mode: 'REPLACE', idempotency_key: 'race-1',
+      replacement: { fact: 'The build image pins Python 3.12', source_provenance: provenance({ source_ref: 'ci.yml' }), freshness_policy: { kind: 'never' }, source_timestamp: '2026-11-20T00:00:00Z' },
+    });
+    // The engine as the adapter sees it: the replacement lands just before the results' full records are read.
+    let raced = false;
+    const racing = new Proxy(bench.engine, {
+      get: (engine, key) => key !== 'read' ? forward(engine, key) : (work: (db: unknown) => Promise<unknown>) => engine.read((db) => work(new Proxy(db, {
+        get: (real, name) => name !== 'executeQuery' ? forward(real, name) : async (compiled: { sql: string }) => {
+          if (!raced && compiled.sql.startsWith('select * from "adapter_records" where "row_id" in')) {
+            raced = true;
+            t.equal(((await replace()) as Json).status, 'OK', `${kind}: the replacement is written in between`);
+          }
+          return real.executeQuery(compiled as never);
+        },
+      }))),
+    });
+    const adapter = new MemoryAdapter({ engine: racing, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h', clock: bench.clock });
+    const envelope = await search(adapter, req(kind === 'EXACT' ? 'The CI runs on Node 18' : 'CI Node', { retrieval_mode_kind: kind }));
+    t.ok(raced, `${kind}: the race ran`);
+    t.strictSame(envelope.results, [], `${kind}: the superseded record is not returned`);
+    t.equal(envelope.status, 'OK', `${kind}: status`);
   }
 });

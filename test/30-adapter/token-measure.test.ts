@@ -92,5 +92,13 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   t.equal(await countTokens(repeated), whole(repeated), 'a text counted again from remembered segments');
   t.equal(await countTokens(repeated), whole(repeated), 'and again');
   const long = `{"fact":"${'word '.repeat(200)}","tags":["a"]}`;
-  t.equal(await countTokens(long), whole(long), 'a segment too long to remember is counted directly');
+  t.equal(await countTokens(long), whole(long), 'a long segment (a fact) counted first');
+  t.equal(await countTokens(long), whole(long), 'and again from its remembered count');
+  // More long segments than are remembered: the oldest are dropped, and every count stays exact.
+  const facts = Array.from({ length: 2100 }, (_, i) => `{"fact":"fact ${i} ${'مرحبا word '.repeat(30 + (i % 7))}","x":1}`);
+  const wrong = [];
+  for (const text of [...facts, ...facts.slice(0, 50), ...facts.slice(-50)]) if ((await countTokens(text)) !== whole(text)) wrong.push(text);
+  t.same(wrong, [], 'long segments past the remembered number count exactly');
+  const tooLong = `{"fact":"${'word '.repeat(600)}","tags":["a"]}`;
+  t.equal(await countTokens(tooLong), whole(tooLong), 'a segment too long to remember is counted directly');
 });
