@@ -6,6 +6,7 @@ import {
 } from '@factlane/schema';
 import { MemoryAdapter } from '../adapter/memory-adapter.js';
 import { warmUpTokenizer } from '../adapter/token-measure.js';
+import { prepareSimhashPlanes } from '../storage/simhash-projection.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { createStderrLogger } from '../core/logger.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
@@ -92,6 +93,8 @@ async function serve(options: LaunchOptions): Promise<void> {
   const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
   await connectStdio(server);
   warmUpTokenizer();
+  // The SimHash planes of a current store's code: a few milliseconds, built now rather than on the first store.
+  setImmediate(() => prepareSimhashPlanes(profile.outputDimension));
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
   }

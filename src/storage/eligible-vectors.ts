@@ -55,6 +55,24 @@ export function floatVector(blob: Uint8Array): Float32Array {
   return new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
 }
 
+// Codes by vector, so a code computed ahead of a write transaction is only looked up inside it: the writer lock
+// (STORAGE.md §6) is then not held while a code is computed (0.2-0.7 ms of a store). Vectors are never changed after
+// they are embedded or read, and a WeakMap lets each code go with its vector.
+const CODES = new WeakMap<Float32Array, Uint8Array>();
+
+/**
+ * The SimHash code of a vector that is, or is about to become, eligible: computed once per vector object. A write
+ * calls it before its transaction, so the insert inside finds the code already there.
+ */
+export function eligibleCode(vector: Float32Array): Uint8Array {
+  let code = CODES.get(vector);
+  if (code === undefined) {
+    code = simhashCode(vector);
+    CODES.set(vector, code);
+  }
+  return code;
+}
+
 /**
  * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
  * the SimHash code in the scope's least-filled shard (a new shard when every shard holds shardCapacity of the
@@ -82,7 +100,7 @@ export async function addEligibleVector(
     sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding)
       VALUES (${id}, ${key}, ${s}, ${bytes})`.compile(trx));
   // vec0 refuses a REAL rowid: bind BigInt.
-  const codeArgs = [rowId, `${scopeKey}/${shard}`, simhashCode(embedding)] as const;
+  const codeArgs = [rowId, `${scopeKey}/${shard}`, eligibleCode(embedding)] as const;
   await runShape(trx, 'insertEligibleCode', codeArgs, ([id, shardKey, code]) =>
     sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (${id}, ${shardKey}, vec_bit(${code}))`
       .compile(trx));
