@@ -26,12 +26,14 @@ export function warmUpTokenizer(): void {
 // a chunk always ends there, whatever comes before or after. A text's count is therefore the sum of the
 // counts of the segments cut at those places, and canonical JSON repeats most of its segments
 // (`memory_type":"PROJECT_LEARNED_FACT","`), so they are counted once and remembered.
+// A search returns records counted before, by the store that wrote them or by an earlier search, and each record
+// brings a handful of segments of its own (its ids, timestamps, source_ref): SEGMENT_COUNTS_MAX holds those of
+// about 10,000 records, at most about 6 MB. Evicted first in, first out.
 const SEGMENT_COUNTS = new Map<string, number>();
-const SEGMENT_COUNTS_MAX = 8192;
+const SEGMENT_COUNTS_MAX = 65_536;
 const SEGMENT_REMEMBERED_MAX_LENGTH = 256;
 // Longer segments are mostly a record's fact (`fact text","freshness_policy":{"`): counted when it is stored and again
-// in every search that returns it. The latest LONG_COUNTS_MAX of them are remembered too, each held as a copy of its
-// own (a slice would keep the whole text it was cut from alive), so they hold at most about 8 MB.
+// in every search that returns it. The latest LONG_COUNTS_MAX of them are remembered too, at most about 8 MB.
 const LONG_COUNTS = new Map<string, number>();
 const LONG_COUNTS_MAX = 2048;
 const LONG_REMEMBERED_MAX_LENGTH = 2048;
@@ -52,12 +54,13 @@ function remembered(counts: Map<string, number>, max: number, segment: string, t
 
 function segmentTokens(count: Count, segment: string): number {
   if (segment.length > LONG_REMEMBERED_MAX_LENGTH) return count(segment, AS_TEXT);
-  const counts = segment.length > SEGMENT_REMEMBERED_MAX_LENGTH ? LONG_COUNTS : SEGMENT_COUNTS;
+  const long = segment.length > SEGMENT_REMEMBERED_MAX_LENGTH;
+  const counts = long ? LONG_COUNTS : SEGMENT_COUNTS;
   let tokens = counts.get(segment);
   if (tokens === undefined) {
     tokens = count(segment, AS_TEXT);
-    if (counts === SEGMENT_COUNTS) remembered(SEGMENT_COUNTS, SEGMENT_COUNTS_MAX, segment, tokens);
-    else remembered(LONG_COUNTS, LONG_COUNTS_MAX, JSON.parse(JSON.stringify(segment)) as string, tokens);
+    // Each remembered as a copy of its own (a JSON round trip): a slice would keep the whole text it was cut from alive.
+    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, JSON.parse(JSON.stringify(segment)) as string, tokens);
   }
   return tokens;
 }
