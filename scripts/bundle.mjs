@@ -1,8 +1,11 @@
 // Bundles the three command-line entry points into dist/bin/ (one file each). Loading kysely, the MCP
 // SDK, ajv and TypeBox as hundreds of separate ESM modules took ~250 ms of every start; one bundled file
 // loads in a fraction of that. Native packages stay external: they load their .node binaries by path.
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
+// Chunk names carry a content hash, so a rebuild writes new files beside the old ones; `files` ships dist/bin/ whole.
+rmSync('dist/bin', { recursive: true, force: true });
 await build({
   entryPoints: {
     factlane: 'dist/src/cli/factlane.js',
