@@ -59,8 +59,9 @@ function segmentTokens(count: Count, segment: string): number {
   let tokens = counts.get(segment);
   if (tokens === undefined) {
     tokens = count(segment, AS_TEXT);
-    // Each remembered as a copy of its own (a JSON round trip): a slice would keep the whole text it was cut from alive.
-    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, JSON.parse(JSON.stringify(segment)) as string, tokens);
+    // Each remembered as a copy of its own (a JSON round trip): a slice would keep its whole source text alive.
+    const copy = JSON.parse(JSON.stringify(segment)) as string;
+    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, copy, tokens);
   }
   return tokens;
 }

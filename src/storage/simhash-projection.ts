@@ -63,7 +63,7 @@ export function prepareSimhashPlanes(dimension: number): void {
  * product with hyperplane b is positive. Deterministic: every weight is ±1 or 0, so each bit's sum adds and subtracts
  * the vector's components (as doubles) in ascending dimension order, from +0. The first build skipped zero components
  * and kept one sum per bit in memory; adding ±0 leaves a non-zero sum unchanged and a zero sum zero (only its sign can
- * differ, and `> 0` reads neither), so the bits are the same (test/10-storage/19-eligible-vectors.test.ts pins them).
+ * differ, and `> 0` reads neither), so the bits are the same (test/10-storage/25-simhash-projection.test.ts pins them).
  * A third of the weights are non-zero, which keeps a store's code at a third of a dense projection's cost with the
  * same recall (decision 0017). Bits are packed little-endian within each byte, as vec0's `bit[N]` stores a blob;
  * only Hamming distances between codes built here are ever compared.

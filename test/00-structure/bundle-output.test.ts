@@ -17,7 +17,9 @@ t.test('every chunk in dist/bin is one the entry points load', async (t) => {
       }
     }
   };
-  for (const entry of readdirSync(bin).filter((name) => name.endsWith('.js'))) visit(readFileSync(join(bin, entry), 'utf8'));
+  for (const entry of readdirSync(bin).filter((name) => name.endsWith('.js'))) {
+    visit(readFileSync(join(bin, entry), 'utf8'));
+  }
   t.ok(reached.size > 0, 'the entry points load chunks');
   t.same(chunks.filter((name) => !reached.has(name)), [], 'no chunk of an earlier build');
 });

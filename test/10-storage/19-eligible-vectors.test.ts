@@ -11,7 +11,9 @@ import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
-import { eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, shardCapacity } from '../../src/storage/eligible-vectors.js';
+import {
+  eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, shardCapacity,
+} from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -377,11 +379,10 @@ t.test('reembed rebuilds the eligible forms from the new float vectors in its sw
   t.match(eligibleForms, { status: 'PASS', count: 0 }, 'audit eligible_forms passes after reembed (codes recomputed from the new floats)');
 });
 
-t.test('a code computed before a write transaction is the one the transaction uses, not a second computation', async (t) => {
+t.test('a code computed before a write transaction is the one the transaction uses, not computed again', async (t) => {
   const vector = queryVector('code computed ahead');
   const ahead = eligibleCode(vector);
   t.equal(eligibleCode(vector), ahead, 'the same code object: looked up, not computed again');
   t.same(ahead, simhashCode(vector), 'and it is the SimHash code of the vector');
   t.not(eligibleCode(new Float32Array(vector)), ahead, 'another vector object gets its own computation');
 });
-

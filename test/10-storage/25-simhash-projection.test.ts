@@ -60,7 +60,9 @@ function definitionCode(vector: Float32Array): Uint8Array {
 t.test('codes equal the definition on vectors with zeros, exact cancellations and tiny components', async (t) => {
   const vectors = edgeVectors();
   let differing = 0;
-  for (const vector of vectors) if (!Buffer.from(simhashCode(vector)).equals(Buffer.from(definitionCode(vector)))) differing += 1;
+  for (const vector of vectors) {
+    if (!Buffer.from(simhashCode(vector)).equals(Buffer.from(definitionCode(vector)))) differing += 1;
+  }
   t.equal(differing, 0, `all ${vectors.length} codes match`);
 });
 

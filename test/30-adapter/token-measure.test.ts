@@ -100,9 +100,12 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   for (const text of [...facts, ...facts.slice(0, 50), ...facts.slice(-50)]) if ((await countTokens(text)) !== whole(text)) wrong.push(text);
   t.same(wrong, [], 'long segments past the remembered number count exactly');
   // More short segments (ids, timestamps) than are remembered: the oldest are dropped, and every count stays exact.
-  const ids = Array.from({ length: 66_000 }, (_, i) => `{"record_id":"${(i * 2654435761 % 2 ** 32).toString(16)}-${i}","x":1}`);
+  const ids = Array.from({ length: 66_000 }, (_, i) =>
+    `{"record_id":"${(i * 2654435761 % 2 ** 32).toString(16)}-${i}","x":1}`);
   const wrongIds = [];
-  for (const text of [...ids, ...ids.slice(0, 50), ...ids.slice(-50)]) if ((await countTokens(text)) !== whole(text)) wrongIds.push(text);
+  for (const text of [...ids, ...ids.slice(0, 50), ...ids.slice(-50)]) {
+    if ((await countTokens(text)) !== whole(text)) wrongIds.push(text);
+  }
   t.same(wrongIds, [], 'short segments past the remembered number count exactly');
   const tooLong = `{"fact":"${'word '.repeat(600)}","tags":["a"]}`;
   t.equal(await countTokens(tooLong), whole(tooLong), 'a segment too long to remember is counted directly');
