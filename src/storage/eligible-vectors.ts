@@ -1,4 +1,5 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import type { RecordRow } from './record-rows.js';
 import type { DB } from '../../generated/db.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
@@ -147,10 +148,12 @@ export async function rebuildEligibleVectors(
  * to its size, at least MIN_SHARD_K), and those candidates are re-scored on their float vectors by exact cosine
  * distance. A scope of at most EXACT_SCOPE_ROWS eligible vectors sends all of them to the re-scoring: exact search.
  * Each shard's k costs vec0 about rows x k comparisons, so many small k beat one large k over the whole scope.
+ * `columns` of each neighbour's `adapter_records` row come back in the same statement (a search ranks on them);
+ * a neighbour whose record is gone is left out.
  */
-export async function eligibleNeighbours(
-  reader: Reader, scopeKey: string, embedding: Float32Array, limit: number,
-): Promise<Neighbour[]> {
+export async function eligibleNeighbours<const C extends readonly (keyof RecordRow)[] = []>(
+  reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
+): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
     SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} AND size > 0 ORDER BY shard`.compile(reader)))
     .rows;
@@ -166,13 +169,26 @@ export async function eligibleNeighbours(
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
   // rule 2), the same distance vec0 computes.
   const args = [vectorBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
-  const shape = `eligibleNeighbours:${firstPass.length}`;
+  const shape = `eligibleNeighbours:${firstPass.length}:${columns.join(',')}`;
   const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...passes]) => {
     const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes
       WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${passes[2 * i]} AND shard_key = ${passes[2 * i + 1]}`);
-    return sql<Neighbour>`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
+    const nearest = sql`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
       FROM eligible_vectors WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)})
-      ORDER BY distance, row_id LIMIT ${n}`.compile(reader);
+      ORDER BY distance, row_id LIMIT ${n}`;
+    if (columns.length === 0) return sql<Neighbour>`${nearest}`.compile(reader);
+    return withRecordColumns<Neighbour & Pick<RecordRow, C[number]>>(nearest, columns).compile(reader);
   });
-  return rows;
+  return rows as (Neighbour & Pick<RecordRow, C[number]>)[];
+}
+
+/**
+ * Neighbours (`rowid`, `distance`, nearest first) joined to `columns` of their `adapter_records` rows, in one
+ * statement. A neighbour whose record is gone has no row. `nearest` must not be flattened into the join (its LIMIT
+ * keeps it a subquery of its own).
+ */
+function withRecordColumns<R>(nearest: RawBuilder<unknown>, columns: readonly string[]): RawBuilder<R> {
+  const selected = sql.join(columns.map((column) => sql.ref(`r.${column}`)));
+  return sql<R>`SELECT n.rowid, n.distance, ${selected} FROM (${nearest}) AS n
+    JOIN adapter_records r ON r.row_id = n.rowid ORDER BY n.distance, n.rowid`;
 }

@@ -15,6 +15,7 @@ import {
   eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, shardCapacity,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
+import { compiledShapes } from '../../src/storage/statement-shapes.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -197,6 +198,40 @@ t.test('a small scope is searched whole even when its shard sizes were read befo
   t.equal(neighbours.length, 20, 'every vector of the shard is re-scored, not the 3 the sizes said');
   t.strictSame(neighbours.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 20 }, (_, i) => Number((0.1 + i * 0.02).toFixed(2))),
     'nearest first, exact distances');
+});
+
+t.test('neighbours come with the columns asked for, in one statement that reads records by row id', async (t) => {
+  const dbPath = join(t.testdir(), 'columns.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const q = queryVector('cache eviction policy');
+  // More than EXACT_SCOPE_ROWS, so the first pass runs over two shards before the re-scoring.
+  const count = EXACT_SCOPE_ROWS + 44;
+  const rows = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
+    row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.05 + i * 0.002, i + 1),
+  })));
+  const key = scopeDigest(SCOPE);
+  const bare = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
+  const columns = ['record_id', 'lifecycle_state'] as const;
+  const joined = await engine.read((db) => eligibleNeighbours(db, key, q, 12, columns));
+  t.equal(bare.length, 12);
+  t.strictSame(joined.map((n) => [n.rowid, n.distance]), bare.map((n) => [n.rowid, n.distance]),
+    'the same neighbours, same order');
+  const byId = new Map(rows.map((row) => [row.record_id, row]));
+  t.strictSame(joined.map((n) => byId.get(n.record_id)?.fact), Array.from({ length: 12 }, (_, i) => `current ${i}`),
+    'each neighbour carries its own record');
+  t.ok(joined.every((n) => n.lifecycle_state === 'VALIDATED_CURRENT'));
+  const shape = [...compiledShapes()]
+    .find(([name]) => name.startsWith('eligibleNeighbours:') && name.includes('record_id'));
+  t.ok(shape, 'the joined statement is a shape of its own');
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  const parameters = new Array((shape![1].match(/\?/g) ?? []).length).fill(null);
+  const plan = (raw.prepare(`EXPLAIN QUERY PLAN ${shape![1]}`).all(...parameters) as { detail: string }[])
+    .map((row) => row.detail).join(' | ');
+  raw.close();
+  t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, `records by row id: ${plan}`);
+  t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
 });
 
 t.test('audit L10 names eligible forms that are missing, extra, wrong or miscounted', async (t) => {
