@@ -68,10 +68,11 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
  * REVIEW_HISTORY is sqlite-vec KNN over every vector of the scope's `fact_vec` partition.
  */
 export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
-  const hits = (rows: readonly (Neighbour & CandidateRow)[]) =>
-    rows.map(({ rowid: _rowid, distance, ...row }, index) => ({ row, rank: index + 1, distance }));
   // CURRENT: the candidate columns come back with the neighbours, in one statement.
-  if (currentOnly) return hits(await eligibleNeighbours(reader, scopeKey, embedding, limit, CANDIDATE_COLUMNS));
+  if (currentOnly) {
+    const rows = await eligibleNeighbours(reader, scopeKey, embedding, limit, CANDIDATE_COLUMNS);
+    return rows.map(({ rowid: _rowid, distance, ...row }, index) => ({ row, rank: index + 1, distance }));
+  }
   // vec0 takes only its own ORDER BY distance, so a KNN of fact_vec cannot sit under a join that orders:
   // two statements.
   const neighbours = (await runShape(reader, 'semanticHits:history', [vectorBytes(embedding), BigInt(limit), scopeKey],
@@ -82,10 +83,10 @@ export async function semanticHits(reader: Reader, scopeKey: string, embedding: 
   const rows = (await runShape(reader, `candidatesByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records')
     .select(CANDIDATE_COLUMNS).where('row_id', 'in', slots).compile())).rows as CandidateRow[];
   const byRowId = new Map(rows.map((row) => [row.row_id, row]));
-  return hits(neighbours.flatMap((n) => {
+  return neighbours.flatMap((n, index) => {
     const row = byRowId.get(n.rowid);
-    return row ? [{ ...row, ...n }] : [];
-  }));
+    return row ? [{ row, rank: index + 1, distance: n.distance }] : [];
+  });
 }
 
 /** The full records of `rowIds` by row id; a row id no longer stored is absent. */
