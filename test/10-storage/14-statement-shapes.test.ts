@@ -6,7 +6,7 @@ import {
   contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope, memoryPresence, scopeArgs, scopeSlots, supersedeRecord,
 } from '../../src/storage/record-repository.js';
 import { exactHits, keywordHits, memoryRecords, scopeHasHistorical, semanticHits } from '../../src/storage/retrieval-repository.js';
-import { candidateRow, openEngine, storeRow, unitVector, withRaw } from '../helpers/storage.js';
+import { candidateRow, openEngine, queryPlan, storeRow, unitVector, withRaw } from '../helpers/storage.js';
 
 // Statements compiled once per shape (docs/decisions/0012): later calls bind new arguments to the SQL of the
 // first and must read exactly what the Kysely builder would.
@@ -101,11 +101,8 @@ t.test('every repository statement finds its rows through an index, never by wal
   await engine.write((trx) => supersedeRecord(trx, live));
 
   // Reads only: a raw connection cannot prepare the writes (their fence triggers call the engine's writer function).
-  const plans = withRaw(dbPath, (db) => [...compiledShapes()].filter(([, text]) => /^\s*select/i.test(text)).map(([key, text]) => {
-    const parameters = new Array((text.match(/\?/g) ?? []).length).fill(null);
-    const detail = (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...parameters) as { detail: string }[]).map((row) => row.detail).join(' | ');
-    return { key, detail };
-  }));
+  const plans = withRaw(dbPath, (db) => [...compiledShapes()].filter(([, text]) => /^\s*select/i.test(text))
+    .map(([key, text]) => ({ key, detail: queryPlan(db, text) })));
   for (const plan of plans) t.comment(`${plan.key}: ${plan.detail}`);
   const planOf = (prefix: string) => plans.find((plan) => plan.key.startsWith(prefix))?.detail ?? 'not compiled';
   t.ok(plans.length >= 12, `${plans.length} read shapes compiled`);

@@ -22,7 +22,7 @@ import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
-import { downgradeToSchemaOne, RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
+import { downgradeToSchemaOne, queryPlan, RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
 import { currentRequest, replaceRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
@@ -226,9 +226,7 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
   t.ok(shape, 'the joined statement is a shape of its own');
   const raw = new RawDatabase(dbPath);
   sqliteVec.load(raw);
-  const parameters = new Array((shape![1].match(/\?/g) ?? []).length).fill(null);
-  const plan = (raw.prepare(`EXPLAIN QUERY PLAN ${shape![1]}`).all(...parameters) as { detail: string }[])
-    .map((row) => row.detail).join(' | ');
+  const plan = queryPlan(raw, shape![1]);
   raw.close();
   t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, `records by row id: ${plan}`);
   t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');

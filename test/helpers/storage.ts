@@ -14,6 +14,13 @@ const require = createRequire(import.meta.url);
 export const RawDatabase: typeof import('better-sqlite3') = require('better-sqlite3');
 export const sqliteVec: { load(db: unknown): void } = require('sqlite-vec');
 
+/** The EXPLAIN QUERY PLAN details of `text`, every parameter bound to null, joined by ' | '. */
+export function queryPlan(db: InstanceType<typeof RawDatabase>, text: string): string {
+  const parameters = new Array((text.match(/\?/g) ?? []).length).fill(null);
+  return (db.prepare(`EXPLAIN QUERY PLAN ${text}`).all(...parameters) as { detail: string }[])
+    .map((row) => row.detail).join(' | ');
+}
+
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const TEST_DIMENSION = 8;
 export const TEST_BINDING = Object.freeze({
