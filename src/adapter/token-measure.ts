@@ -1,23 +1,32 @@
 // Token counts with the bundled offline o200k_base encoding (CONTRACT.md §12.5). The encoder's tables
-// take ~140 ms to load, so they load on first use (or when warmUp() is called after startup), never on
-// the path to the initialize response.
+// take ~140 ms to load: the server loads them before it answers initialize (warmUpTokenizer), so no request
+// waits for them; other callers load them on first use.
 type Count = (text: string, options: { allowedSpecial: Set<string>; disallowedSpecial: Set<string> }) => number;
 let counter: Promise<Count> | undefined;
+let loaded = false;
 
 function load(): Promise<Count> {
-  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => module.countTokens as unknown as Count);
+  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => {
+    loaded = true;
+    return module.countTokens as unknown as Count;
+  });
   return counter;
+}
+
+/** True once the encoder's tables are loaded in this process. */
+export function tokenizerLoaded(): boolean {
+  return loaded;
 }
 
 // Special-token strings count as ordinary text: nothing is allowed or disallowed as special.
 const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
 
 /**
- * Starts loading the encoder without waiting for it, then counts one short text: the first count compiles the
- * encoder's split expression (about 15 ms), which would otherwise fall on the first request that counts.
+ * Loads the encoder, then counts one short text: the first count compiles the encoder's split expression (about
+ * 15 ms). Resolves when both are done, never rejects: a tokenizer that fails to load fails the first count instead.
  */
-export function warmUpTokenizer(): void {
-  void load().then((count) => count('{"warm_up":"Ünïcode text, 123"}', AS_TEXT)).catch(() => {});
+export async function warmUpTokenizer(): Promise<void> {
+  await load().then((count) => count('{"warm_up":"Ünïcode text, 123"}', AS_TEXT)).catch(() => {});
 }
 
 // Segments (docs/decisions/0011-token-counts-by-segment.md). o200k_base splits text into chunks with one

@@ -70,6 +70,9 @@ function printHelp(options: LaunchOptions): number {
 
 async function serve(options: LaunchOptions): Promise<void> {
   if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
+  // Loaded while the database opens, and awaited before initialize is answered: the first store of a fresh server
+  // took 186 ms when it met the load in progress, 21 ms after it (docs/decisions/0026-ready-before-initialize.md).
+  const tokenizerReady = warmUpTokenizer();
   const profile = EMBEDDING_PROFILES[options.profileId]!;
   const provider = createProvider(profile.profileId, options.ollamaUrl);
   const engine = await SQLiteVecEngine.open({
@@ -91,10 +94,10 @@ async function serve(options: LaunchOptions): Promise<void> {
     },
   };
   const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
-  await connectStdio(server);
-  warmUpTokenizer();
   // The SimHash planes of a current store's code: a few milliseconds, built now rather than on the first store.
-  setImmediate(() => prepareSimhashPlanes(profile.outputDimension));
+  prepareSimhashPlanes(profile.outputDimension);
+  await tokenizerReady;
+  await connectStdio(server);
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
   }

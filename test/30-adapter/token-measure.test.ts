@@ -1,7 +1,7 @@
 import t from 'tap';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { canonicalJson } from '../../src/core/canonical-json.js';
-import { countListTokens, countObjectTokens, countTokens } from '../../src/adapter/token-measure.js';
+import { countListTokens, countObjectTokens, countTokens, tokenizerLoaded, warmUpTokenizer } from '../../src/adapter/token-measure.js';
 
 // Budgets report real o200k_base counts (CONTRACT.md §12.5). countTokens adds up the counts of segments cut
 // where a chunk always ends (docs/decisions/0011); countListTokens and countObjectTokens count an object's core
@@ -24,6 +24,13 @@ const PIECES = [
   '"quoted" words', 'tab\there', 'line\nbreak', '  double  spaces ', 'emoji 🚀 launch', 'ملفّ الإعدادات', 'x=1;y=2', 'trailing digits 42',
   'ÉCOLE naïve café', 'path/to/file.yaml', 'under_score', 'UPPER lower', '100%', 'ends with mark é\u0301', '',
 ];
+
+t.test('warmUpTokenizer resolves once the encoder is loaded: the server awaits it before answering initialize', async (t) => {
+  t.equal(tokenizerLoaded(), false, 'nothing in this process has counted yet');
+  await warmUpTokenizer();
+  t.equal(tokenizerLoaded(), true);
+  t.equal(await countTokens('{"warm":"up"}'), whole('{"warm":"up"}'));
+});
 
 function fact(): string {
   return Array.from({ length: 1 + Math.floor(random() * 6) }, () => pick(PIECES)).join(pick([' ', '', '. ', ', ']));
