@@ -33,21 +33,59 @@ function edgeVectors(): Float32Array[] {
   return vectors;
 }
 
-/** The definition, written plainly: plane weights drawn dimension by dimension, one dot product per bit. */
-function definitionCode(vector: Float32Array): Uint8Array {
-  const next = mulberry32(0x5ca1ab1e ^ Math.imul(vector.length, 0x9e3779b1));
-  const sixth = 2 ** 32 / 6;
-  const weights: number[][] = [];
-  for (let j = 0; j < vector.length; j += 1) {
-    weights.push(Array.from({ length: SIMHASH_BITS }, () => {
-      const draw = next();
-      return draw < sixth ? 1 : draw < 2 * sixth ? -1 : 0;
-    }));
+/**
+ * Sparse vectors whose bits depend on the order of the additions and on every term: a few ±1 components between a
+ * tiny first and a tiny last one (±2^-60). Where a bit's ±1 terms cancel exactly, the first tiny term was absorbed
+ * before them and the last one decides the bit; summed backwards or without the last term, the bit changes. Around
+ * them: negative zeros, a vector of zeros, one of negative zeros, one of subnormals and two dense vectors.
+ */
+function orderVectors(): Float32Array[] {
+  const next = mulberry32(20261203);
+  const vectors = [new Float32Array(384), new Float32Array(384).fill(-0)];
+  for (let i = 0; i < 48; i += 1) {
+    const vector = new Float32Array(384);
+    const first = next() % 64;
+    const last = 320 + (next() % 64);
+    for (let k = 0; k < 2 + (i % 5); k += 1) vector[first + 1 + (next() % 255)] = next() % 2 === 0 ? 1 : -1;
+    for (let k = 0; k < 4; k += 1) vector[first + 1 + (next() % 255)] ||= -0;
+    vector[first] = (next() % 2 === 0 ? 1 : -1) * 2 ** -60;
+    vector[last] = (next() % 2 === 0 ? 1 : -1) * 2 ** -60;
+    vectors.push(vector);
   }
+  vectors.push(Float32Array.from({ length: 384 }, (_, j) => (j % 7 === 0 ? (j % 2 === 0 ? 1 : -3) * 2 ** -149 : 0)));
+  for (const dimension of [384, 768]) {
+    vectors.push(Float32Array.from({ length: dimension }, () => next() / 2 ** 32 - 0.5 || 2 ** -20));
+  }
+  return vectors;
+}
+
+const weightsByDimension = new Map<number, number[][]>();
+
+/** The plane weights, `weights[j][b]` for dimension j and bit b, drawn dimension by dimension. */
+function planeWeights(dimension: number): number[][] {
+  const known = weightsByDimension.get(dimension);
+  if (known) return known;
+  const next = mulberry32(0x5ca1ab1e ^ Math.imul(dimension, 0x9e3779b1));
+  const sixth = 2 ** 32 / 6;
+  const weights = Array.from({ length: dimension }, () => Array.from({ length: SIMHASH_BITS }, () => {
+    const draw = next();
+    return draw < sixth ? 1 : draw < 2 * sixth ? -1 : 0;
+  }));
+  weightsByDimension.set(dimension, weights);
+  return weights;
+}
+
+/**
+ * The definition, written plainly: one dot product per bit, in ascending dimension order (descending when
+ * `descending`, only to show that a test's vectors tell the orders apart).
+ */
+function definitionCode(vector: Float32Array, descending = false): Uint8Array {
+  const weights = planeWeights(vector.length);
   const code = new Uint8Array(SIMHASH_BITS / 8);
   for (let b = 0; b < SIMHASH_BITS; b += 1) {
     let sum = 0;
-    for (let j = 0; j < vector.length; j += 1) {
+    for (let k = 0; k < vector.length; k += 1) {
+      const j = descending ? vector.length - 1 - k : k;
       const weight = weights[j]![b]!;
       if (weight === 1) sum += vector[j]!;
       else if (weight === -1) sum -= vector[j]!;
@@ -64,6 +102,26 @@ t.test('codes equal the definition on vectors with zeros, exact cancellations an
     if (!Buffer.from(simhashCode(vector)).equals(Buffer.from(definitionCode(vector)))) differing += 1;
   }
   t.equal(differing, 0, `all ${vectors.length} codes match`);
+});
+
+t.test('codes equal the definition on sparse vectors whose bits depend on the order and on every term', async (t) => {
+  const vectors = orderVectors();
+  let differing = 0;
+  let differingDescending = 0;
+  let differingWithoutLast = 0;
+  for (const vector of vectors) {
+    const expected = Buffer.from(definitionCode(vector));
+    if (!Buffer.from(simhashCode(vector)).equals(expected)) differing += 1;
+    if (!Buffer.from(definitionCode(vector, true)).equals(expected)) differingDescending += 1;
+    const withoutLast = vector.slice();
+    withoutLast[withoutLast.findLastIndex((component) => component !== 0)] = 0;
+    if (!Buffer.from(definitionCode(withoutLast)).equals(expected)) differingWithoutLast += 1;
+  }
+  t.equal(differing, 0, `all ${vectors.length} codes match`);
+  t.ok(differingDescending >= 40, `summed backwards, ${differingDescending} codes differ`);
+  t.ok(differingWithoutLast >= 40, `without the last non-zero term, ${differingWithoutLast} codes differ`);
+  const zeroCodes = [...simhashCode(vectors[0]!), ...simhashCode(vectors[1]!)];
+  t.same(zeroCodes, new Array(SIMHASH_BITS / 4).fill(0), 'zeros and negative zeros set no bit');
 });
 
 t.test('codes are the frozen simhash_v1 codes (digest taken from the first build)', async (t) => {
