@@ -6,6 +6,13 @@ export const STORAGE_CONTRACT_VERSION = 2;
 export const SQLITE_MINIMUM_VERSION = '3.42.0';
 /** Oldest sqlite-vec FactLane accepts (STORAGE.md §1). */
 export const SQLITE_VEC_MINIMUM_VERSION = '0.1.6';
+/**
+ * The most records (of any lifecycle) a scope holds while it keeps no eligible vector forms (STORAGE.md §4.5; schema
+ * 3, docs/decisions/0027-small-scope-vectors.md). Such a scope's CURRENT semantic search is exact, on `fact_vec`. A
+ * scope with more records is coded: it has an `eligible_shards` row and the eligible forms of every
+ * VALIDATED_CURRENT record. Records are never deleted, so a scope is coded from its 257th record on, for good.
+ */
+export const UNCODED_SCOPE_MAX_RECORDS = 256;
 /** Name of the connection-local writer function the fence triggers call (STORAGE.md §5). */
 export const WRITER_FUNCTION_NAME = 'factlane_contract_v2_writer';
 /** Marker raised by a fence trigger when the writer gate is closed (STORAGE.md §5). */

@@ -2,6 +2,8 @@
 // Each query returns the offending rows as `sample` (a record_id, or `table:rowid` for rows without a
 // record); an empty result is a PASS. Plain SQL over the storage contract v2 tables, read-only.
 
+import { UNCODED_SCOPE_MAX_RECORDS } from './constants.js';
+
 const LIVE = "('CANDIDATE', 'VALIDATED_CURRENT')";
 const CURRENT_ROLE = "CASE r.scope WHEN 'GLOBAL_USER' THEN 'OWNER_CURRENT' WHEN 'PROJECT' THEN 'PROJECT_CURRENT' WHEN 'TOOL_ENVIRONMENT' THEN 'TOOL_ENV_CURRENT' ELSE 'WORKFLOW_CURRENT' END";
 
@@ -63,28 +65,55 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
     UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
 } as const);
 
-/**
- * L10 under the schema-2 vector layout (STORAGE.md §4.5): every VALIDATED_CURRENT record, and no other, has its
- * eligible forms, in its own scope: an `eligible_vectors` row holding the same float bytes as its `fact_vec` row, and
- * an `eligible_codes` row in that row's shard; no eligible row lacks its record or its float copy; each
- * `eligible_shards` size counts its shard's vectors. (That each code is the SimHash of its vector is checked by code:
- * the projection is not SQL.) Runs only on databases whose schema has these tables.
- */
-export const ELIGIBLE_AUDIT_QUERY = `SELECT sample FROM (
-    SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
-      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT') <> (e.row_id IS NOT NULL)
-         OR (e.row_id IS NOT NULL AND (e.scope_key IS NOT r.scope_key
+/** The checks common to both rules below: each form in its record's scope with the record's float bytes and shard. */
+const ELIGIBLE_FORMS_MATCH = `e.row_id IS NOT NULL AND (e.scope_key IS NOT r.scope_key
                OR e.embedding IS NOT (SELECT v.embedding FROM fact_vec v WHERE v.rowid = r.row_id)
-               OR (SELECT c.shard_key FROM eligible_codes c WHERE c.rowid = r.row_id) IS NOT e.scope_key || '/' || e.shard))
-    UNION ALL SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
+               OR (SELECT c.shard_key FROM eligible_codes c WHERE c.rowid = r.row_id) IS NOT e.scope_key || '/' || e.shard)`;
+
+/** Eligible rows without their record or their float copy, and shard sizes that do not count their vectors. */
+const ELIGIBLE_ROWS_CONSISTENT = `SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
       WHERE e.row_id NOT IN (SELECT row_id FROM adapter_records)
          OR NOT EXISTS (SELECT 1 FROM eligible_shards s WHERE s.scope_key = e.scope_key AND s.shard = e.shard)
     UNION ALL SELECT 'eligible_codes:' || c.rowid FROM eligible_codes c WHERE c.rowid NOT IN (SELECT row_id FROM eligible_vectors)
     UNION ALL SELECT 'eligible_shards:' || s.scope_key || '/' || s.shard FROM eligible_shards s
       LEFT JOIN (SELECT scope_key, shard, count(*) AS n FROM eligible_vectors GROUP BY scope_key, shard) g
         ON g.scope_key = s.scope_key AND g.shard = s.shard
-      WHERE s.size IS NOT coalesce(g.n, 0))
+      WHERE s.size IS NOT coalesce(g.n, 0)`;
+
+/**
+ * L10 under the vector layout of schema 3 (STORAGE.md §4.5, docs/decisions/0027-small-scope-vectors.md): a scope with
+ * more than UNCODED_SCOPE_MAX_RECORDS records is coded (at least one `eligible_shards` row), and each of its
+ * VALIDATED_CURRENT records, and no other, has its eligible forms: an `eligible_vectors` row holding the same float
+ * bytes as its `fact_vec` row, and an `eligible_codes` row in that row's shard. A scope with fewer records has no
+ * eligible row of any kind. No eligible row lacks its record or its float copy; each `eligible_shards` size counts its
+ * shard's vectors. (That each code is the SimHash of its vector is checked by code: the projection is not SQL.)
+ */
+export const ELIGIBLE_AUDIT_QUERY = `WITH coded AS (SELECT scope_key FROM adapter_records GROUP BY scope_key
+      HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS})
+  SELECT sample FROM (
+    SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
+      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT' AND r.scope_key IN (SELECT scope_key FROM coded)) <> (e.row_id IS NOT NULL)
+         OR (${ELIGIBLE_FORMS_MATCH})
+    UNION ALL ${ELIGIBLE_ROWS_CONSISTENT}
+    UNION ALL SELECT 'eligible_shards:' || s.scope_key || '/' || s.shard FROM eligible_shards s
+      WHERE s.scope_key NOT IN (SELECT scope_key FROM coded)
+    UNION ALL SELECT 'eligible_shards:' || c.scope_key FROM coded c
+      WHERE NOT EXISTS (SELECT 1 FROM eligible_shards s WHERE s.scope_key = c.scope_key))
   ORDER BY sample`;
+
+/**
+ * L10 under the schema-2 layout, for a database not yet migrated to schema 3: every VALIDATED_CURRENT record, and no
+ * other, has its eligible forms, whatever the size of its scope; the rest as ELIGIBLE_AUDIT_QUERY.
+ */
+export const ELIGIBLE_AUDIT_QUERY_SCHEMA_2 = `SELECT sample FROM (
+    SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
+      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT') <> (e.row_id IS NOT NULL)
+         OR (${ELIGIBLE_FORMS_MATCH})
+    UNION ALL ${ELIGIBLE_ROWS_CONSISTENT})
+  ORDER BY sample`;
+
+/** The schema version from which ELIGIBLE_AUDIT_QUERY applies; older eligible layouts use the schema-2 query. */
+export const ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA = 3;
 
 /** The names of the lineage checks, in report order. */
 export type LineageCheck = keyof typeof LINEAGE_AUDIT_QUERIES;

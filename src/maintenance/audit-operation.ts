@@ -24,7 +24,7 @@ export function auditFile(path: string, shipped: readonly MigrationFile[]): Audi
   const checks = withReadOnly(path, (connection) => {
     const findings = inspectSchema(connection, shipped);
     const verify = verifySchema(connection, findings, shipped);
-    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection) : [];
+    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection, findings.schemaVersion) : [];
     return [
       ...lineage,
       fromVerify('fences_present', verify, ['fences_present']),

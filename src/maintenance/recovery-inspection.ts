@@ -59,10 +59,12 @@ export function materializationOf(row: RecordRow, derived: DerivedRows): Materia
     return derived.ftsText === null ? 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED' : 'PM0_HISTORICAL_RECORD_AND_FTS';
   }
   const current = state === 'VALIDATED_CURRENT';
-  if (!current && eligible) return 'PM4_UNEXPECTED_DERIVED_STATE';
+  // Eligible forms belong to current records of coded scopes only (STORAGE.md §4.5, schema 3).
+  const formsExpected = current && derived.scopeCoded;
+  if (!formsExpected && eligible) return 'PM4_UNEXPECTED_DERIVED_STATE';
   const vector = derived.vector;
   const vectorMatches = vector !== null && vector.scopeKey === row.scope_key && vector.isCurrent === (current ? 1 : 0);
-  const eligibleMatches = !current || (derived.eligibleVector !== null && derived.eligibleCode !== null
+  const eligibleMatches = !formsExpected || (derived.eligibleVector !== null && derived.eligibleCode !== null
     && derived.eligibleVector.scopeKey === row.scope_key && vector !== null
     && derived.eligibleVector.embedding.equals(vector.embedding)
     && derived.eligibleCode.shardKey === `${row.scope_key}/${derived.eligibleVector.shard}`);

@@ -1,13 +1,17 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { RecordRow } from './record-rows.js';
 import type { DB } from '../../generated/db.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
 
-// The eligible vector forms of schema 2 (STORAGE.md §4.5, docs/decisions/0017-eligible-vector-layout.md): for every
-// VALIDATED_CURRENT record, a copy of its float vector (eligible_vectors), its SimHash code in one shard of its scope
-// (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT semantic query never
-// scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
+// The eligible vector forms (STORAGE.md §4.5, docs/decisions/0017-eligible-vector-layout.md): for every
+// VALIDATED_CURRENT record of a coded scope, a copy of its float vector (eligible_vectors), its SimHash code in one
+// shard of its scope (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT
+// semantic query never scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
+// Since schema 3 (docs/decisions/0027-small-scope-vectors.md) a scope is coded only once it holds more than
+// UNCODED_SCOPE_MAX_RECORDS records: a smaller scope keeps each vector once, in fact_vec, and is searched exactly
+// there, with the eligibility filter inside the KNN (before k) over at most that many vectors.
 
 /** The fewest eligible vectors a shard fills up to before the scope opens another (shardCapacity). */
 export const MIN_SHARD_ROWS = 256;
@@ -107,6 +111,41 @@ export async function addEligibleVector(
       .compile(trx));
 }
 
+/**
+ * Keeps the eligible forms in step with one record just inserted (its `adapter_records` and `fact_vec` rows already
+ * written) inside the caller's write transaction. A scope of at most UNCODED_SCOPE_MAX_RECORDS records keeps none.
+ * The insert that brings the scope past that codes it: the forms of every VALIDATED_CURRENT record of the scope,
+ * this one included, in row id order. In a scope coded before, a VALIDATED_CURRENT record gets its forms
+ * (`embedding` is its float vector; null for any other lifecycle).
+ */
+export async function keepEligibleFormsOnInsert(
+  trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array | null,
+): Promise<void> {
+  // A coded scope has a shard row (one primary-key probe); only a scope without one counts its records, at most one
+  // past the threshold, which tells "not coded" from "coded by this insert".
+  const records = Number((await runShape(trx, 'scopeRecordCount', [scopeKey, scopeKey], ([key, again]) => sql<{ n: number }>`
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM eligible_shards WHERE scope_key = ${key}) THEN -1
+      ELSE (SELECT count(*) FROM (SELECT 1 FROM adapter_records WHERE scope_key = ${again}
+        LIMIT ${sql.lit(UNCODED_SCOPE_MAX_RECORDS + 1)})) END AS n`.compile(trx))).rows[0]!.n);
+  if (records === -1) {
+    if (embedding !== null) await addEligibleVector(trx, rowId, scopeKey, embedding);
+  } else if (records > UNCODED_SCOPE_MAX_RECORDS) {
+    await codeScope(trx, scopeKey);
+  }
+}
+
+/**
+ * Adds the eligible forms of every VALIDATED_CURRENT record of a scope that has none yet, in row id order, from their
+ * `fact_vec` floats; a scope without a current record gets an empty shard, the mark that it is coded.
+ */
+async function codeScope(trx: Transaction<DB>, scopeKey: string): Promise<void> {
+  const { rows } = await sql<{ row_id: number; embedding: Uint8Array }>`
+    SELECT r.row_id, v.embedding FROM adapter_records r JOIN fact_vec v ON v.rowid = r.row_id
+    WHERE r.scope_key = ${scopeKey} AND r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`.execute(trx);
+  for (const row of rows) await addEligibleVector(trx, BigInt(row.row_id), scopeKey, floatVector(row.embedding));
+  if (rows.length === 0) await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
+}
+
 /** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
 export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint): Promise<void> {
   // RETURNING names the shard the row was in, so the row is found once.
@@ -121,8 +160,9 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
 
 /**
  * Rebuilds every eligible form from the float source inside the caller's write transaction: empties the three
- * tables, then adds each `fact_vec` row whose `is_current` is 1, in row id order (so a rebuild is deterministic).
- * Used by `factlane-migrate up` (schema 1 → 2) and by the reembed switch. Returns how many vectors it added.
+ * tables, then codes each scope of more than UNCODED_SCOPE_MAX_RECORDS records, adding each of its `fact_vec` rows
+ * whose `is_current` is 1 in row id order (so a rebuild is deterministic), and an empty shard for a coded scope without
+ * one. Used by `factlane-migrate up` (schemas 2 and 3) and by the reembed switch. Returns how many vectors it added.
  * `onRows` hears the vectors added of the total every REBUILD_REPORT_ROWS vectors and once at the end.
  */
 export async function rebuildEligibleVectors(
@@ -131,12 +171,19 @@ export async function rebuildEligibleVectors(
   await sql`DELETE FROM eligible_codes`.execute(trx);
   await sql`DELETE FROM eligible_vectors`.execute(trx);
   await sql`DELETE FROM eligible_shards`.execute(trx);
+  const coded = new Set((await sql<{ scope_key: string }>`SELECT scope_key FROM adapter_records GROUP BY scope_key
+    HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS} ORDER BY scope_key`.execute(trx)).rows.map((row) => row.scope_key));
   // A full scan of vec0 with a metadata filter; the float vector comes back as its 4-byte-per-component blob.
-  const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
+  const { rows: all } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
     SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} ORDER BY rowid`.execute(trx);
+  const rows = all.filter((row) => coded.has(row.scope_key));
   for (const [index, row] of rows.entries()) {
     await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
     if ((index + 1) % REBUILD_REPORT_ROWS === 0 && index + 1 < rows.length) onRows?.(index + 1, rows.length);
+  }
+  const withVectors = new Set(rows.map((row) => row.scope_key));
+  for (const scopeKey of coded) {
+    if (!withVectors.has(scopeKey)) await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
   }
   onRows?.(rows.length, rows.length);
   return rows.length;
@@ -144,21 +191,24 @@ export async function rebuildEligibleVectors(
 
 /**
  * CURRENT semantic neighbours of `embedding` in the exact scope, nearest first (ties by row id), at most `limit`.
- * Reads only eligible forms: each shard of the scope returns its nearest codes by Hamming distance (k in proportion
- * to its size, at least MIN_SHARD_K), and those candidates are re-scored on their float vectors by exact cosine
- * distance. A scope of at most EXACT_SCOPE_ROWS eligible vectors sends all of them to the re-scoring: exact search.
- * Each shard's k costs vec0 about rows x k comparisons, so many small k beat one large k over the whole scope.
- * `columns` of each neighbour's `adapter_records` row come back in the same statement (a search ranks on them);
- * a neighbour whose record is gone is left out.
+ * A coded scope (one with `eligible_shards` rows) is searched on its eligible forms only: each shard returns its
+ * nearest codes by Hamming distance (k in proportion to its size, at least MIN_SHARD_K), and those candidates are
+ * re-scored on their float vectors by exact cosine distance. A coded scope of at most EXACT_SCOPE_ROWS eligible
+ * vectors sends all of them to the re-scoring: exact search. Each shard's k costs vec0 about rows x k comparisons,
+ * so many small k beat one large k over the whole scope. A scope not coded (at most UNCODED_SCOPE_MAX_RECORDS
+ * records) is searched exactly on `fact_vec` (uncodedNeighbours). `columns` of each neighbour's `adapter_records`
+ * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
  */
 export async function eligibleNeighbours<const C extends readonly (keyof RecordRow)[] = []>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
-  const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
-    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} AND size > 0 ORDER BY shard`.compile(reader)))
-    .rows;
+  if (limit <= 0) return [];
+  const allShards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
+    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
+  if (allShards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
+  const shards = allShards.filter((shard) => shard.size > 0);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
-  if (total === 0 || limit <= 0) return [];
+  if (total === 0) return [];
   const code = simhashCode(embedding);
   // The sizes were read by a statement of their own, and another process may have added vectors since: a small scope
   // asks each shard for EXACT_SCOPE_ROWS (vec0 returns every row of a smaller partition), so none is left out.
@@ -178,6 +228,29 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
       ORDER BY distance, row_id LIMIT ${n}`;
     if (columns.length === 0) return sql<Neighbour>`${nearest}`.compile(reader);
     return withRecordColumns<Neighbour & Pick<RecordRow, C[number]>>(nearest, columns).compile(reader);
+  });
+  return rows as (Neighbour & Pick<RecordRow, C[number]>)[];
+}
+
+/**
+ * The neighbours of a scope that is not coded, exactly: a vec0 KNN of the scope's `fact_vec` partition whose
+ * eligibility filter (`is_current = 1`, metadata) vec0 applies before it scores a vector or counts it against k, so
+ * a Candidate is never scored (STORAGE.md §4.5 rule 1). k is UNCODED_SCOPE_MAX_RECORDS, every vector such a scope can
+ * hold, so each eligible vector gets its exact distance and the order (distance, then row id) is the coded path's.
+ * The KNN is materialised first: vec0 refuses a KNN whose results another ORDER BY sorts.
+ */
+async function uncodedNeighbours<const C extends readonly (keyof RecordRow)[]>(
+  reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C,
+): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
+  const args = [vectorBytes(embedding), scopeKey, limit];
+  const { rows } = await runShape(reader, `uncodedNeighbours:${columns.join(',')}`, args, ([vector, key, n]) => {
+    const knn = sql`SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${vector}
+      AND k = ${sql.lit(UNCODED_SCOPE_MAX_RECORDS)} AND scope_key = ${key} AND is_current = 1`;
+    const nearest = sql`SELECT rowid, distance FROM knn ORDER BY distance, rowid LIMIT ${n}`;
+    if (columns.length === 0) return sql<Neighbour>`WITH knn AS MATERIALIZED (${knn}) ${nearest}`.compile(reader);
+    const selected = sql.join(columns.map((column) => sql.ref(`r.${column}`)));
+    return sql`WITH knn AS MATERIALIZED (${knn}) SELECT n.rowid, n.distance, ${selected} FROM (${nearest}) AS n
+      JOIN adapter_records r ON r.row_id = n.rowid ORDER BY n.distance, n.rowid`.compile(reader);
   });
   return rows as (Neighbour & Pick<RecordRow, C[number]>)[];
 }

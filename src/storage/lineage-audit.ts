@@ -1,4 +1,6 @@
-import { ELIGIBLE_AUDIT_QUERY, LINEAGE_AUDIT_QUERIES } from '@factlane/schema';
+import {
+  ELIGIBLE_AUDIT_QUERY, ELIGIBLE_AUDIT_QUERY_SCHEMA_2, ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA, LINEAGE_AUDIT_QUERIES,
+} from '@factlane/schema';
 import type { SqliteConnection } from './native.js';
 import { floatVector } from './eligible-vectors.js';
 import { simhashCode } from './simhash-projection.js';
@@ -21,14 +23,15 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
 /**
  * Runs the schema package's lineage queries on a read-only connection with sqlite-vec loaded; on a schema with the
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
- * float vector besides ELIGIBLE_AUDIT_QUERY.
+ * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2).
  */
-export function runLineageAudit(connection: SqliteConnection): AuditCheck[] {
+export function runLineageAudit(connection: SqliteConnection, schemaVersion: number): AuditCheck[] {
   const samplesOf = (query: string) => connection.prepare(query).pluck().all() as string[];
   const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
   const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
   if (layout.get() !== undefined) {
-    checks.push(checkOf('eligible_forms', [...samplesOf(ELIGIBLE_AUDIT_QUERY), ...wrongCodes(connection)]));
+    const rule = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
+    checks.push(checkOf('eligible_forms', [...samplesOf(rule), ...wrongCodes(connection)]));
   }
   return checks;
 }

@@ -15,16 +15,18 @@ export interface AppliedStep {
 type DerivedRebuild = (trx: Transaction<DB>, onRows?: (done: number, total: number) => void) => Promise<unknown>;
 
 /**
- * Derived rows a file's SQL cannot compute, rebuilt by code right after that file in the same transaction: schema 2's
- * eligible vector forms come from fact_vec through the seeded SimHash projection.
+ * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
+ * vector forms come from fact_vec through the seeded SimHash projection (schema 2), and schema 3 recreates fact_vec
+ * and keeps them for large scopes only. A rebuild that a later pending file repeats runs once, after that file.
  */
 const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
   ['0002_eligible_vectors.sql', rebuildEligibleVectors],
+  ['0003_small_scope_vectors.sql', rebuildEligibleVectors],
 ]);
 
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
- * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS) and its `schema_migrations` row. Runs nothing
+ * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations` row. Runs nothing
  * outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each file,
  * `onRebuilt` the derived rows rebuilt of the total as a rebuild goes (rebuildEligibleVectors).
  */
@@ -38,11 +40,13 @@ export async function applyMigrations(
   },
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
-  for (const file of pending) {
+  for (const [index, file] of pending.entries()) {
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     connection.exec(renderMigration(file, options.vectorDimension));
-    await DERIVED_REBUILDS.get(file.fileName)?.(trx, options.onRebuilt);
+    const rebuild = DERIVED_REBUILDS.get(file.fileName);
+    const repeated = pending.slice(index + 1).some((later) => DERIVED_REBUILDS.get(later.fileName) === rebuild);
+    if (rebuild && !repeated) await rebuild(trx, options.onRebuilt);
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,
       applied_at: options.appliedAt, applied_by: options.appliedBy,

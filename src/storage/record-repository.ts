@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DB } from '../../generated/db.js';
-import { addEligibleVector, removeEligibleVector, vectorBytes } from './eligible-vectors.js';
+import { keepEligibleFormsOnInsert, removeEligibleVector, vectorBytes } from './eligible-vectors.js';
 import { assertRecordInvariants } from './record-invariants.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
@@ -63,9 +63,9 @@ export function inScope(reader: Reader, scope: ScopeColumns) {
 
 /**
  * Inserts one record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
- * `is_current` 1 exactly for VALIDATED_CURRENT) and, for VALIDATED_CURRENT, its eligible vector forms
- * (eligible-vectors.ts), inside the caller's write transaction, after the storage-level checks of
- * STORAGE.md §7.3. Returns the row_id.
+ * `is_current` 1 exactly for VALIDATED_CURRENT) and, in a coded scope, the eligible vector forms
+ * (eligible-vectors.ts: keepEligibleFormsOnInsert), inside the caller's write transaction, after the storage-level
+ * checks of STORAGE.md §7.3. Returns the row_id.
  */
 export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null): Promise<bigint> {
   assertRecordInvariants(record, parent);
@@ -88,7 +88,7 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
   const current = record.lifecycle_state === 'VALIDATED_CURRENT';
   await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
     sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));
-  if (current) await addEligibleVector(trx, rowId, record.scope_key, derived.embedding);
+  await keepEligibleFormsOnInsert(trx, rowId, record.scope_key, current ? derived.embedding : null);
   return rowId;
 }
 

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -28,6 +29,8 @@ export interface DerivedRows {
   readonly vector: { readonly scopeKey: string; readonly isCurrent: number; readonly embedding: Buffer } | null;
   readonly eligibleVector: { readonly scopeKey: string; readonly shard: number; readonly embedding: Buffer } | null;
   readonly eligibleCode: { readonly shardKey: string; readonly code: Buffer } | null;
+  /** The record's scope holds more than UNCODED_SCOPE_MAX_RECORDS records: its current records have eligible forms. */
+  readonly scopeCoded: boolean;
 }
 
 /** The records with these record_ids, by record_id. */
@@ -71,6 +74,9 @@ export function readDerivedRows(connection: SqliteConnection, rowId: number): De
     .get(id) as { scope_key: string; shard: number; embedding: Buffer } | undefined;
   const code = connection.prepare('SELECT shard_key, simhash_v1 AS code FROM eligible_codes WHERE rowid = ?').get(id) as
     { shard_key: string; code: Buffer } | undefined;
+  const records = connection.prepare(`SELECT count(*) FROM (SELECT 1 FROM adapter_records
+    WHERE scope_key = (SELECT scope_key FROM adapter_records WHERE row_id = ?) LIMIT ${UNCODED_SCOPE_MAX_RECORDS + 1})`)
+    .pluck().get(id) as number;
   return {
     ftsText: fts ?? null,
     vector: vector
@@ -80,6 +86,7 @@ export function readDerivedRows(connection: SqliteConnection, rowId: number): De
       ? { scopeKey: eligible.scope_key, shard: eligible.shard, embedding: eligible.embedding }
       : null,
     eligibleCode: code ? { shardKey: code.shard_key, code: code.code } : null,
+    scopeCoded: records > UNCODED_SCOPE_MAX_RECORDS,
   };
 }
 

@@ -1,12 +1,12 @@
 import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, openEngine, RawDatabase, REPO_ROOT, SHIPPED_MIGRATIONS, sqliteVec, storeRow, writeInterlock } from '../helpers/storage.js';
+import {
+  candidateRow, downgradeToSchemaOne, openEngine, RawDatabase, REPO_ROOT, sqliteVec, storeRow, writeInterlock,
+} from '../helpers/storage.js';
 import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
 
 // factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
@@ -59,14 +59,11 @@ t.test('a database written through the product passes every check', async (t) =>
 });
 
 t.test('a database without the eligible vector layout (schema 1) is audited without eligible_forms', async (t) => {
-  const dir = t.testdir();
-  const schemaOne = join(dir, 'schema-1');
-  mkdirSync(schemaOne);
-  copyFileSync(join(MIGRATIONS_DIR, SHIPPED_MIGRATIONS[0]!.fileName), join(schemaOne, SHIPPED_MIGRATIONS[0]!.fileName));
-  const dbPath = join(dir, 'old.sqlite3');
-  const engine = await openEngine(dbPath, { migrationsDir: schemaOne });
+  const dbPath = join(t.testdir(), 'old.sqlite3');
+  const engine = await openEngine(dbPath);
   await storeRow(engine, candidateRow());
   await engine.close();
+  downgradeToSchemaOne(dbPath);
   const report = auditFile(dbPath, shipped());
   t.same(report.checks.map((c) => c.name), ALL_CHECKS.filter((name) => name !== 'eligible_forms'));
   t.same(report.checks.filter((c) => c.status === 'FAIL'), [], 'an older ledger is still a sound one');

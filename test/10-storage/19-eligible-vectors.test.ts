@@ -1,4 +1,5 @@
 import t from 'tap';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,14 +23,18 @@ import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
-import { downgradeToSchemaOne, queryPlan, RawDatabase, REPO_ROOT, sqliteVec } from '../helpers/storage.js';
+import {
+  candidateRow, downgradeToSchemaOne, downgradeToSchemaTwo, openEngine, queryPlan, RawDatabase, REPO_ROOT, sqliteVec, storeRow,
+} from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
 import { currentRequest, replaceRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
 
-// The eligible vector layout of schema 2 (STORAGE.md §4.5, migrations/0002_eligible_vectors.sql): CURRENT semantic
-// search reads only VALIDATED_CURRENT vectors of the exact scope, every lifecycle move keeps the derived forms as the
-// lifecycle table says, `factlane-migrate up` builds them for a schema-1 database, and audit L10 checks them.
+// The eligible vector layout (STORAGE.md §4.5, migrations/0002_eligible_vectors.sql and 0003_small_scope_vectors.sql):
+// CURRENT semantic search scores only VALIDATED_CURRENT vectors of the exact scope; a scope of more than
+// UNCODED_SCOPE_MAX_RECORDS records keeps eligible forms for them, a smaller one none (it is searched exactly on
+// fact_vec); every lifecycle move keeps the derived forms as the lifecycle table says, `factlane-migrate up` builds
+// them for a schema-1 or schema-2 database, and audit L10 checks them.
 
 const SHIPPED = loadMigrationFiles(MIGRATIONS_DIR);
 const SCOPE = scopeTuple('PROJECT', { project_id: 'p1' });
@@ -62,6 +67,16 @@ async function ok(adapter: MemoryAdapter, tool: 'memory_store' | 'memory_update'
 
 const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL').map((c) => `${c.name}: ${c.samples.join(' ')}`);
 
+/**
+ * Fills `scope` with Candidates far from every test query until it holds `records` records (default: one past
+ * UNCODED_SCOPE_MAX_RECORDS, so the scope is coded); Candidates have no eligible forms of their own.
+ */
+async function padScope(engine: SQLiteVecEngine, scope = SCOPE, records = UNCODED_SCOPE_MAX_RECORDS + 1): Promise<void> {
+  await insertFixtures(engine, Array.from({ length: records }, (_, i) => ({
+    row: fixtureRow(scope, `padding candidate ${i} of the scope`, { lifecycle: 'CANDIDATE' }),
+  })));
+}
+
 t.test('the shipped schema has the eligible tables, fenced, and a new database starts with them empty', async (t) => {
   const dbPath = join(t.testdir(), 'new.sqlite3');
   const engine = await openLocalHash(dbPath);
@@ -84,58 +99,104 @@ t.test('the shipped schema has the eligible tables, fenced, and a new database s
   t.match(auditFailures(dbPath), [/^fences_present/], 'a dropped fence of a schema-2 table fails fences_present');
 });
 
-t.test('every lifecycle move keeps the vector forms exactly as the lifecycle table says', async (t) => {
-  const dbPath = join(t.testdir(), 'moves.sqlite3');
+for (const coded of [false, true]) {
+  t.test(`every lifecycle move keeps the vector forms exactly as the lifecycle table says, ${coded ? 'in a coded scope' : 'in a small scope'}`, async (t) => {
+    const dbPath = join(t.testdir(), 'moves.sqlite3');
+    const engine = await openLocalHash(dbPath);
+    t.teardown(() => engine.close());
+    if (coded) await padScope(engine);
+    const owner = adapterOn(engine, 'owner-current');
+    const delegate = adapterOn(engine, 'delegated-candidate');
+    const project = { scope: 'PROJECT', project_id: 'p1' };
+    const formsOf = () => readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId).sort();
+
+    const candidate = await ok(delegate, 'memory_store', storeRequest({ ...project, fact: 'The ingest job writes to bucket raw-events', memory_type: 'PROJECT_LEARNED_FACT' }));
+    assertLifecycleTable(t, dbPath, 'store of a Candidate');
+    const current = await ok(owner, 'memory_store', currentRequest({ ...project, fact: 'The exporter serves metrics on port 9464', memory_type: 'PROJECT_LEARNED_FACT' }));
+    assertLifecycleTable(t, dbPath, 'store of a current fact');
+    t.strictSame(formsOf(), coded ? [current.record_id] : [], coded ? 'the current fact has eligible forms' : 'no eligible forms in a small scope');
+
+    const promoted = await ok(owner, 'memory_update', reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
+    assertLifecycleTable(t, dbPath, 'Candidate promotion');
+    const reverified = await ok(owner, 'memory_update', reverifyRequest(current));
+    assertLifecycleTable(t, dbPath, 'REVERIFY');
+    const replaced = await ok(owner, 'memory_update', replaceRequest(reverified, { fact: 'The exporter serves metrics on port 9100' }));
+    assertLifecycleTable(t, dbPath, 'REPLACE');
+    t.strictSame(formsOf(), coded ? [promoted.record_id, replaced.record_id].sort() : [],
+      coded ? 'exactly the two current records have eligible forms' : 'still none');
+
+    t.ok(await engine.write((trx) => compactRecord(trx, current.record_id)), 'a SUPERSEDED record compacts');
+    assertLifecycleTable(t, dbPath, 'compaction');
+    t.strictSame(auditFailures(dbPath), [], 'audit passes after every move');
+
+    // The searches see exactly the current facts.
+    const hits = await search(owner, { ...project, query: 'which port do metrics use', intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600 });
+    t.strictSame(factsOf(hits).sort(), ['The exporter serves metrics on port 9100', 'The ingest job writes to bucket raw-events'].sort());
+  });
+}
+
+t.test('the record that takes a scope past the threshold codes it: forms for every current record, then one by one', async (t) => {
+  const dbPath = join(t.testdir(), 'threshold.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
-  const owner = adapterOn(engine, 'owner-current');
-  const delegate = adapterOn(engine, 'delegated-candidate');
-  const project = { scope: 'PROJECT', project_id: 'p1' };
-
-  const candidate = await ok(delegate, 'memory_store', storeRequest({ ...project, fact: 'The ingest job writes to bucket raw-events', memory_type: 'PROJECT_LEARNED_FACT' }));
-  assertLifecycleTable(t, dbPath, 'store of a Candidate');
-  const current = await ok(owner, 'memory_store', currentRequest({ ...project, fact: 'The exporter serves metrics on port 9464', memory_type: 'PROJECT_LEARNED_FACT' }));
-  assertLifecycleTable(t, dbPath, 'store of a current fact');
-  t.equal(readVectorForms(dbPath).records.filter((r) => r.eligible).length, 1);
-
-  const promoted = await ok(owner, 'memory_update', reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
-  assertLifecycleTable(t, dbPath, 'Candidate promotion');
-  const reverified = await ok(owner, 'memory_update', reverifyRequest(current));
-  assertLifecycleTable(t, dbPath, 'REVERIFY');
-  const replaced = await ok(owner, 'memory_update', replaceRequest(reverified, { fact: 'The exporter serves metrics on port 9100' }));
-  assertLifecycleTable(t, dbPath, 'REPLACE');
-  t.strictSame(readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId).sort(), [promoted.record_id, replaced.record_id].sort(),
-    'exactly the two current records have eligible forms');
-
-  t.ok(await engine.write((trx) => compactRecord(trx, current.record_id)), 'a SUPERSEDED record compacts');
-  assertLifecycleTable(t, dbPath, 'compaction');
-  t.strictSame(auditFailures(dbPath), [], 'audit passes after every move');
-
-  // The searches see exactly the current facts.
-  const hits = await search(owner, { ...project, query: 'which port do metrics use', intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600 });
-  t.strictSame(factsOf(hits).sort(), ['The exporter serves metrics on port 9100', 'The ingest job writes to bucket raw-events'].sort());
+  const q = queryVector('cache eviction policy');
+  const below = Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({
+    row: fixtureRow(SCOPE, `fact ${i} below the threshold`, { lifecycle: i % 3 === 0 ? 'VALIDATED_CURRENT' : 'CANDIDATE' }),
+    vector: vectorAtDistance(q, 0.2 + (i % 97) * 0.005, i + 1),
+  }));
+  await insertFixtures(engine, below);
+  t.strictSame(readVectorForms(dbPath).shards, [], `${UNCODED_SCOPE_MAX_RECORDS} records: not coded`);
+  const beforeCoding = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20));
+  // The next record is a Candidate: it codes the scope without being eligible itself.
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the record past the threshold', { lifecycle: 'CANDIDATE' }) }]);
+  const currents = below.filter((f) => f.row.lifecycle_state === 'VALIDATED_CURRENT').map((f) => f.row.record_id);
+  t.strictSame(readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId), currents,
+    'every current record got its forms, in row id order');
+  assertLifecycleTable(t, dbPath, 'coded by a Candidate');
+  t.strictSame(await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20)), beforeCoding,
+    'the coded scope answers exactly as it did on fact_vec');
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'a current fact after coding'), vector: vectorAtDistance(q, 0.01, 9999) }]);
+  t.equal(readVectorForms(dbPath).records.filter((r) => r.eligible).length, currents.length + 1, 'a later current record gets its forms');
+  t.equal((await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 1)))[0]!.distance.toFixed(2), '0.01');
+  t.strictSame(auditFailures(dbPath), []);
 });
 
-t.test('eight nearer Candidates never hide a farther validated fact, below and above the exact threshold', async (t) => {
+t.test('a scope coded without a current record keeps an empty shard, and its first current record fills it', async (t) => {
+  const dbPath = join(t.testdir(), 'empty-coded.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  await padScope(engine);
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 0]], 'one empty shard marks the scope coded');
+  t.strictSame(auditFailures(dbPath), []);
+  t.strictSame(await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), queryVector('padding candidate'), 8)), [],
+    'no Candidate is ever a CURRENT neighbour');
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the first current fact') }]);
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 1]]);
+  assertLifecycleTable(t, dbPath, 'first current record of a coded scope');
+});
+
+t.test('eight nearer Candidates never hide a farther validated fact, in a small scope and in coded ones below and above the exact threshold', async (t) => {
   const query = 'which port does the metrics exporter listen on';
   const q = queryVector(query);
-  for (const farCurrent of [0, EXACT_SCOPE_ROWS + 40, 1200]) {
-    const dbPath = join(t.testdir(), `threshold-${farCurrent}.sqlite3`);
+  for (const [farCurrent, farCandidates] of [[0, 0], [0, UNCODED_SCOPE_MAX_RECORDS], [EXACT_SCOPE_ROWS + 40, 0], [1200, 0]] as const) {
+    const dbPath = join(t.testdir(), `threshold-${farCurrent}-${farCandidates}.sqlite3`);
     const engine = await openLocalHash(dbPath);
     const fixtures = [];
     for (let i = 0; i < 8; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `near candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.05 + i * 0.01, i + 1) });
+    for (let i = 0; i < farCandidates; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `far candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.9, 3000 + i) });
     for (let i = 0; i < farCurrent; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `far current fact ${i}`), vector: vectorAtDistance(q, 0.95 + (i % 50) * 0.002, 1000 + i) });
     fixtures.push({ row: fixtureRow(SCOPE, 'the validated fact'), vector: vectorAtDistance(q, 0.6, 999) });
     await insertFixtures(engine, fixtures);
     const reader = adapterOn(engine, 'read-only');
-    const label = `${farCurrent + 1} current facts in the scope`;
+    const label = `${farCurrent + 1} current facts and ${8 + farCandidates} Candidates in the scope`;
     for (const kind of ['SEMANTIC', 'HYBRID']) {
       const envelope = await search(reader, { ...scopeRequest(SCOPE), query, intent_class: 'CURRENT_PROJECT_STATE', top_k: 1, max_memories: 1, retrieval_mode_kind: kind });
       t.strictSame(factsOf(envelope), ['the validated fact'], `${label}, ${kind} top_k 1: the validated fact`);
       t.equal(envelope.results[0].relevance_score, 0.7, `${label}: the exact score (cosine distance 0.6)`);
     }
     const shards = readVectorForms(dbPath).shards;
-    t.strictSame(shards.map((s) => s.size), expectedShards(farCurrent + 1), `${label}: ${shards.length} shard(s)`);
+    const coded = fixtures.length > UNCODED_SCOPE_MAX_RECORDS;
+    t.strictSame(shards.map((s) => s.size), coded ? expectedShards(farCurrent + 1) : [], `${label}: ${shards.length} shard(s)`);
     await engine.close();
     t.strictSame(auditFailures(dbPath), [], `${label}: audit passes`);
   }
@@ -183,11 +244,12 @@ t.test('shards fill the least-filled first and shrink when records stop being cu
   assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
 });
 
-t.test('a small scope is searched whole even when its shard sizes were read before another commit', async (t) => {
+t.test('a coded scope of few current vectors is searched whole even when its shard sizes were read before another commit', async (t) => {
   const dbPath = join(t.testdir(), 'stale-sizes.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
+  await padScope(engine);
   await insertFixtures(engine, Array.from({ length: 20 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.1 + i * 0.02, i + 1) })));
   // The sizes as a search would have read them before 17 of the vectors were committed by another process.
   const raw = new RawDatabase(dbPath);
@@ -232,6 +294,34 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
   t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
 });
 
+t.test('a small scope is searched exactly on fact_vec, with the columns, in one statement that reads records by row id', async (t) => {
+  const dbPath = join(t.testdir(), 'uncoded.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const q = queryVector('cache eviction policy');
+  const rows = await insertFixtures(engine, [
+    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.3 + i * 0.01, i + 1) })),
+    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i) })),
+  ]);
+  t.strictSame(readVectorForms(dbPath).shards, [], 'the scope is not coded');
+  const columns = ['record_id', 'lifecycle_state'] as const;
+  const joined = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 12, columns));
+  const byId = new Map(rows.map((row) => [row.record_id, row]));
+  t.strictSame(joined.map((n) => byId.get(n.record_id)?.fact), Array.from({ length: 12 }, (_, i) => `current ${i}`),
+    'the twelve nearest current facts, nearest first: thirty nearer Candidates are never scored');
+  t.strictSame(joined.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 12 }, (_, i) => Number((0.3 + i * 0.01).toFixed(2))));
+  const shape = [...compiledShapes()].find(([name]) => name.startsWith('uncodedNeighbours:') && name.includes('record_id'));
+  t.ok(shape, 'the exact statement is a shape of its own');
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  const plan = queryPlan(raw, shape![1]);
+  raw.close();
+  t.match(plan, /SCAN fact_vec VIRTUAL TABLE/, `a KNN of fact_vec: ${plan}`);
+  t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, 'records by row id');
+  t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
+  t.notMatch(plan, /eligible_/, 'no eligible table is read');
+});
+
 t.test('audit L10 names eligible forms that are missing, extra, wrong or miscounted', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'audit.sqlite3');
@@ -240,6 +330,9 @@ t.test('audit L10 names eligible forms that are missing, extra, wrong or miscoun
     { row: fixtureRow(SCOPE, 'current one') }, { row: fixtureRow(SCOPE, 'current two') }, { row: fixtureRow(SCOPE, 'current three') },
     { row: fixtureRow(SCOPE, 'a candidate', { lifecycle: 'CANDIDATE' }) },
   ]);
+  await padScope(engine);
+  const small = scopeTuple('PROJECT', { project_id: 'small' });
+  const [smallCurrent] = await insertFixtures(engine, [{ row: fixtureRow(small, 'a current fact of a small scope') }]);
   await engine.close();
   t.strictSame(auditFailures(dbPath), []);
   const tamper = (label: string, sqlText: string, expected: RegExp) => {
@@ -274,6 +367,15 @@ t.test('audit L10 names eligible forms that are missing, extra, wrong or miscoun
   tamper('miscounted', 'UPDATE eligible_shards SET size = size + 1', /eligible_forms: eligible_shards:/);
   tamper('other-bytes', `UPDATE eligible_vectors SET embedding = (SELECT embedding FROM eligible_vectors WHERE row_id <> ${one} LIMIT 1) WHERE row_id = ${one}`,
     new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
+  // The coded-scope rule of schema 3: a small scope has no eligible row of any kind, a coded one keeps its shards.
+  const smallRow = rowIdOf(smallCurrent!.record_id);
+  const smallKey = scopeDigest(small);
+  tamper('small-scope-forms', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) SELECT ${smallRow}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${smallRow};
+    INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('${smallKey}', 0, 1);
+    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${smallRow}, '${smallKey}/0', vec_bit(randomblob(96))`,
+  new RegExp(`^eligible_forms: (?=.*${smallCurrent!.record_id})(?=.*eligible_shards:${smallKey}/0)`));
+  tamper('coded-scope-without-forms', 'DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards',
+    new RegExp(`^eligible_forms: (?=.*${rows[0]!.record_id})(?=.*eligible_shards:${scopeDigest(SCOPE)}( |$))`));
 });
 
 /** Records in every lifecycle, written through the adapters (and one compaction), in the given engine. */
@@ -292,18 +394,26 @@ async function everyLifecycle(engine: SQLiteVecEngine): Promise<void> {
   await ok(owner, 'memory_update', reverifyRequest(stored[1]!, { expected_record_id: stored[1]!.record_id, idempotency_key: 'u-2', verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
   await ok(owner, 'memory_update', replaceRequest(stored[2]!, { fact: 'The cache evicts the oldest keys first' }, { idempotency_key: 'u-3' }));
   await engine.write((trx) => compactRecord(trx, stored[0]!.record_id));
+  // A second scope large enough to be coded, with current facts among its Candidates.
+  await padScope(engine, CODED_SCOPE);
+  await insertFixtures(engine, ['The coded scope builds with Node 22', 'Its cache keeps keys for an hour', 'Its metrics are on port 9100']
+    .map((fact) => ({ row: fixtureRow(CODED_SCOPE, fact) })));
 }
+
+const CODED_SCOPE = scopeTuple('PROJECT', { project_id: 'p2' });
 
 /** Every search kind and mode over the fixed queries, as envelopes without their audit (request ids differ). */
 async function answers(engine: SQLiteVecEngine): Promise<Json[]> {
   const reader = adapterOn(engine, 'read-only');
   const out: Json[] = [];
-  for (const query of ['which node version does the build use', 'cache eviction', 'metrics port', 'bucket for ingest']) {
-    for (const kind of ['SEMANTIC', 'HYBRID', 'KEYWORD']) {
-      for (const mode of ['CURRENT', 'REVIEW_HISTORY']) {
-        const { audit: _audit, ...envelope } = await search(reader, { scope: 'PROJECT', project_id: 'p1', query, intent_class: 'CURRENT_PROJECT_STATE', top_k: 8,
-          max_memories: 8, max_bytes: 8000, max_tokens: 1600, retrieval_mode_kind: kind, retrieval_mode: mode });
-        out.push(envelope);
+  for (const project_id of ['p1', 'p2']) {
+    for (const query of ['which node version does the build use', 'cache eviction', 'metrics port', 'bucket for ingest']) {
+      for (const kind of ['SEMANTIC', 'HYBRID', 'KEYWORD']) {
+        for (const mode of ['CURRENT', 'REVIEW_HISTORY']) {
+          const { audit: _audit, ...envelope } = await search(reader, { scope: 'PROJECT', project_id, query, intent_class: 'CURRENT_PROJECT_STATE',
+            top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600, retrieval_mode_kind: kind, retrieval_mode: mode });
+          out.push(envelope);
+        }
       }
     }
   }
@@ -345,6 +455,48 @@ t.test('a schema-1 database with records in every lifecycle migrates and answers
   await migrated.close();
   await again.close();
 });
+
+t.test('a schema-2 database migrates to schema 3: fact_vec re-chunked, small scopes lose their forms, coded ones keep them', async (t) => {
+  const dir = t.testdir();
+  const freshPath = join(dir, 'fresh.sqlite3');
+  const fresh = await openLocalHash(freshPath);
+  await everyLifecycle(fresh);
+  await fresh.close();
+  const oldPath = join(dir, 'schema-2.sqlite3');
+  copyFileSync(freshPath, oldPath);
+  downgradeToSchemaTwo(oldPath);
+  const chunkOf = (dbPath: string) => withFactVecSql(dbPath).match(/chunk_size=(\d+)/)![1];
+  t.equal(chunkOf(oldPath), '16', 'schema 2 kept fact_vec at chunk size 16');
+  const oldForms = readVectorForms(oldPath).records.filter((r) => r.eligible);
+  t.ok(oldForms.some((r) => !r.scopeCoded) && oldForms.some((r) => r.scopeCoded), 'schema 2 gave forms to small and coded scopes alike');
+  t.match(auditFile(oldPath, SHIPPED).checks.find((c) => c.name === 'eligible_forms'), { status: 'PASS' },
+    'audit reads a schema-2 database by the schema-2 rule');
+
+  const target = MaintenanceTarget.open({ dbPath: oldPath, lease: 'exclusive' });
+  const report = await migrateUp(target, { backupFile: join(dir, 'before.sqlite3'), clock: SYSTEM_CLOCK });
+  target.close();
+  t.strictSame(report.applied.map((step) => step.version), [3]);
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
+  t.equal(chunkOf(oldPath), '8', 'fact_vec is re-chunked');
+  assertLifecycleTable(t, oldPath, 'migrated from schema 2');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms equal those written fresh, shard for shard');
+  const migrated = await openLocalHash(oldPath);
+  const again = await openLocalHash(freshPath);
+  t.strictSame(await answers(migrated), await answers(again), 'every search kind and mode answers exactly alike');
+  await migrated.close();
+  await again.close();
+});
+
+/** The stored definition of fact_vec. */
+function withFactVecSql(dbPath: string): string {
+  const raw = new RawDatabase(dbPath, { readonly: true });
+  try {
+    return raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string;
+  } finally {
+    raw.close();
+  }
+}
 
 t.test('a migration killed midway leaves the schema-1 database usable, and a rerun completes', async (t) => {
   const dir = t.testdir();
@@ -398,8 +550,14 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
 t.test('reembed rebuilds the eligible forms from the new float vectors in its switch', async (t) => {
   const dbPath = join(t.testdir(), 'reembed.sqlite3');
   await reembedFixture(dbPath);
+  // scope-a of the fixture, past the threshold with Candidates: its one current record has eligible forms.
+  const engine = await openEngine(dbPath);
+  for (let i = 0; i < UNCODED_SCOPE_MAX_RECORDS; i += 1) {
+    await storeRow(engine, candidateRow({ fact: `padding candidate ${i}`, scope_key: 'scope-a' }), i + 5);
+  }
+  await engine.close();
   const before = readVectorForms(dbPath).records.filter((r) => r.eligible);
-  t.equal(before.length, 2, 'two current records with eligible forms at the 8-dimension test profile');
+  t.equal(before.length, 1, 'the current record of the coded scope has eligible forms at the 8-dimension test profile');
   t.ok(before.every((r) => r.eligible!.bytes.length === 8 * 4));
   const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
   t.equal(report.switched, true);

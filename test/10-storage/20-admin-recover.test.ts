@@ -8,7 +8,9 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery-plan.js';
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { openLocalHashEngine } from '../helpers/mcp.js';
+import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
 import {
   adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
 } from '../helpers/recovery.js';
@@ -64,7 +66,10 @@ function residuals(files: readonly string[], needles: readonly Buffer[]): string
 
 t.test('recover purges all records of the memory, keeps the rest byte for byte, leaves exact tombstones', async (t) => {
   const dir = t.testdir();
-  const s = await secretScenario(dir);
+  // A coded scope: the secret's promoted revision had eligible forms while it was current.
+  const s = await secretScenario(dir, { coded: true });
+  t.equal(withRaw(s.dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get()), 4,
+    'the scope is coded: its four current records have eligible forms');
   const lifecycles = s.targetIds.map((id) => withRaw(s.dbPath, (db) =>
     db.prepare('SELECT lifecycle_state FROM adapter_records WHERE record_id = ?').pluck().get(id)));
   t.strictSame(lifecycles, ['HISTORICAL', 'SUPERSEDED'],
@@ -170,6 +175,10 @@ t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLIC
   const engine = await openLocalHashEngine(dbPath);
   let short: Json;
   try {
+    // A coded scope (schema 3): the current target has eligible forms for the purge to remove.
+    await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS + 1 }, (_, i) => ({
+      row: fixtureRow(scopeTuple('GLOBAL_USER'), `padding candidate number ${i}`, { lifecycle: 'CANDIDATE' }),
+    })));
     short = ((await adapterFor(engine, 'owner-current').execute('memory_store', {
       scope: 'GLOBAL_USER', fact: 'pin 4417', memory_type: 'USER_FACT', idempotency_key: 'short-1',
       requested_lifecycle_state: 'VALIDATED_CURRENT',
@@ -185,12 +194,15 @@ t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLIC
   }
   const { planPath } = planFor(dir, dbPath, [short.memory_id], 'plan.json',
     (plan) => ({ ...plan, safe_ids_for_receipt: true }));
+  t.equal(withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get()), 1,
+    'before the purge, the current target has eligible forms');
   const outcome = await recover(dir, dbPath, planPath);
   t.match(outcome, {
     exit: 0, receipt: { residual_byte_scan: 'NOT_APPLICABLE_SHORT_CONTENT', safe_target_ids: [short.record_id] },
   });
   const eligibleRows = withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get());
   t.strictSame(eligibleRows, 0, 'the current record lost its eligible forms');
+  t.strictSame(withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_codes').pluck().get()), 0, 'and its code');
   const vector = vectorBlobs(dbPath, [short.record_id]);
   t.strictSame(vector, [], 'and its vector');
 });

@@ -2,7 +2,10 @@ import t, { type Test } from 'tap';
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { REPO_ROOT, RawDatabase, sqliteVec } from '../helpers/storage.js';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
+import { REPO_ROOT, RawDatabase, downgradeToSchemaOne, sqliteVec } from '../helpers/storage.js';
+import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
+import { openLocalHashEngine } from '../helpers/mcp.js';
 import { planFor, secretScenario } from '../helpers/recovery.js';
 import { currentRequest, openWriteBench, reverifyRequest, store, update, type Json } from '../helpers/writes.js';
 
@@ -158,17 +161,20 @@ t.test('recover: its phases through the same reporter, the outcome last', async 
   t.match(plain.stdout, /^recover: LOCAL_FACTLANE_PURGE_PASS: [^\n]+\n$/);
 });
 
-/** A database of this release taken back to schema 1: the schema-2 tables dropped and the ledger at version 1. */
+/**
+ * A database of this release taken back to schema 1 (downgradeToSchemaOne), its scope filled with Candidates past
+ * UNCODED_SCOPE_MAX_RECORDS so that the migration rebuilds the eligible forms of its two current records.
+ */
 async function schemaOne(t: Test): Promise<string> {
   const fresh = await seeded(t);
+  const engine = await openLocalHashEngine(fresh);
+  await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({
+    row: fixtureRow(scopeTuple('GLOBAL_USER'), `padding candidate ${i}`, { lifecycle: 'CANDIDATE' }),
+  })));
+  await engine.close();
   const dbPath = join(dirname(fresh), 'old.sqlite3');
   copyFileSync(fresh, dbPath);
-  const raw = new RawDatabase(dbPath);
-  sqliteVec.load(raw);
-  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-  raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-    DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
-  raw.close();
+  downgradeToSchemaOne(dbPath);
   return dbPath;
 }
 
@@ -181,18 +187,20 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   const lines = steps(t, json.stderr, 'migrate_up');
   t.strictSame(lines.map((line) => line.step), [
     'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified', 'backup_published',
-    'backup_manifest_written', 'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
+    'backup_manifest_written', 'migration_applied', 'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
   ]);
   t.match(lines[0], { lease: 'exclusive' });
-  t.match(lines[7], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt, inside the file\'s step');
-  t.match(lines[8], { done: 1, total: 1, version: 2, name: 'eligible_vectors' });
+  t.match(lines[7], { done: 1, total: 2, version: 2, name: 'eligible_vectors' });
+  t.match(lines[8], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
+  t.match(lines[9], { done: 2, total: 2, version: 3, name: 'small_scope_vectors' });
   t.match(lines.at(-1), { failed_checks: 0 });
-  t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }], schema_version: 2 });
+  t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }], schema_version: 3 });
 
   const plain = migrate('up', '--db', plainPath, '--no-backup');
   t.equal(plain.status, 0, plain.stderr);
-  t.equal(plain.stderr, 'factlane-migrate: applying 0002_eligible_vectors\n', 'the line it printed before, only');
-  t.match(plain.stdout, /^applied 1 migration\(s\); schema version 2\nverification:\n/);
+  t.equal(plain.stderr, 'factlane-migrate: applying 0002_eligible_vectors\nfactlane-migrate: applying 0003_small_scope_vectors\n',
+    'the lines it printed before, only');
+  t.match(plain.stdout, /^applied 2 migration\(s\); schema version 3\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');
   t.strictSame(steps(t, again.stderr, 'migrate_up').map((line) => line.step), ['lease_taken', 'verified'],
     'nothing pending');

@@ -8,7 +8,9 @@ import type { RecoveryPlan } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import { recordDigests } from '../../src/storage/recovery-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { openLocalHashEngine } from './mcp.js';
+import { fixtureRow, insertFixtures, scopeTuple } from './reads.js';
 import { RawDatabase, sqliteVec } from './storage.js';
 import { fixedClock, replaceRequest, reverifyRequest, storeRequest, currentRequest, type Json } from './writes.js';
 
@@ -50,12 +52,19 @@ async function ok(envelope: Promise<unknown>): Promise<Json> {
 }
 
 /** Builds the scenario in `dir`; the engine is closed again when it returns. */
-export async function secretScenario(dir: string): Promise<SecretScenario> {
+export async function secretScenario(dir: string, options: { coded?: boolean } = {}): Promise<SecretScenario> {
   const dbPath = join(dir, 'recover.sqlite3');
   const engine = await openLocalHashEngine(dbPath);
   try {
     const delegated = adapterFor(engine, 'delegated-candidate', 'agent-host');
     const owner = adapterFor(engine, 'owner-current', 'owner-host');
+    // `coded`: the project scope is coded (schema 3), so its current records, the secret's promoted revision among them
+    // while it is current, have eligible forms: the purge and the residual scan must reach those bytes too.
+    if (options.coded) {
+      await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS + 1 }, (_, i) => ({
+        row: fixtureRow(scopeTuple('PROJECT', { project_id: PROJECT.project_id }), `padding candidate number ${i}`, { lifecycle: 'CANDIDATE' }),
+      })));
+    }
     for (const fact of ['The build uses Node 20', 'Lint runs with eslint 9', 'Releases are tagged from main']) {
       await ok(owner.execute('memory_store', currentRequest({ ...PROJECT, fact })));
     }

@@ -8,6 +8,7 @@ import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
+import { simhashCode } from '../../src/storage/simhash-projection.js';
 
 const require = createRequire(import.meta.url);
 /** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
@@ -151,17 +152,70 @@ export function writeInterlock(dbPath: string): void {
 
 
 /**
+ * Recreates `fact_vec` as `chunkSize` makes it (schemas 1 and 2: 16; schema 3: 8), rows and bytes kept, on a raw
+ * connection inside the caller's transaction; the definition is the shipped one at that chunk size.
+ */
+function rechunkFactVec(raw: InstanceType<typeof RawDatabase>, chunkSize: number): void {
+  const definition = (raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string)
+    .replace(/chunk_size=\d+/, `chunk_size=${chunkSize}`);
+  raw.exec(`${definition.replace('fact_vec', 'fact_vec_old_layout')};
+    INSERT INTO fact_vec_old_layout (rowid, scope_key, is_current, embedding)
+      SELECT rowid, scope_key, is_current, embedding FROM fact_vec ORDER BY rowid;
+    DROP TABLE fact_vec; ${definition};
+    INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
+      SELECT rowid, scope_key, is_current, embedding FROM fact_vec_old_layout ORDER BY rowid;
+    DROP TABLE fact_vec_old_layout;`);
+}
+
+/**
  * Turns a database of this release back into what schema 1 made: the schema-2 eligible tables dropped (their fences
- * go with them) and the ledger back at version 1. Records, FTS rows and fact_vec (with is_current) are exactly what
- * the schema-1 code wrote, since this release still keeps them the same way.
+ * go with them), `fact_vec` back at chunk size 16, and the ledger back at version 1. Records, FTS rows and fact_vec
+ * rows (with is_current) are exactly what the schema-1 code wrote, since this release still keeps them the same way.
  */
 export function downgradeToSchemaOne(dbPath: string): void {
   const raw = new RawDatabase(dbPath);
   try {
     sqliteVec.load(raw);
     raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-    raw.exec(`BEGIN; DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;
-      DELETE FROM schema_migrations WHERE version > 1; COMMIT;`);
+    raw.exec('BEGIN');
+    raw.exec('DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;');
+    rechunkFactVec(raw, 16);
+    raw.exec('DELETE FROM schema_migrations WHERE version > 1; COMMIT;');
+  } finally {
+    raw.close();
+  }
+}
+
+/**
+ * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16 and the eligible
+ * forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what schema 2 wrote for
+ * a scope of at most 256 current records; a larger one is refused), and the ledger back at version 2.
+ */
+export function downgradeToSchemaTwo(dbPath: string): void {
+  const raw = new RawDatabase(dbPath);
+  try {
+    sqliteVec.load(raw);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    raw.exec('BEGIN');
+    rechunkFactVec(raw, 16);
+    raw.exec('DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards;');
+    const current = raw.prepare(`SELECT r.row_id, r.scope_key, v.embedding FROM adapter_records r
+      JOIN fact_vec v ON v.rowid = r.row_id WHERE r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`).all() as
+      { row_id: number; scope_key: string; embedding: Buffer }[];
+    const sizes = new Map<string, number>();
+    for (const row of current) {
+      sizes.set(row.scope_key, (sizes.get(row.scope_key) ?? 0) + 1);
+      raw.prepare('INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (?, ?, 0, ?)')
+        .run(row.row_id, row.scope_key, row.embedding);
+      const vector = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
+      raw.prepare('INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (?, ?, vec_bit(?))')
+        .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(vector));
+    }
+    for (const [scopeKey, size] of sizes) {
+      if (size > 256) throw new Error('downgradeToSchemaTwo keeps one shard per scope: at most 256 current records');
+      raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
+    }
+    raw.exec('DELETE FROM schema_migrations WHERE version > 2; COMMIT;');
   } finally {
     raw.close();
   }

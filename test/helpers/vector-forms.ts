@@ -1,6 +1,7 @@
-// Raw reads of every vector table (fact_vec and the eligible forms of schema 2), checked against the lifecycle table
-// of STORAGE.md §4.5 without going through the storage code under test.
+// Raw reads of every vector table (fact_vec and the eligible forms), checked against the lifecycle table of STORAGE.md
+// §4.5 and the coded-scope rule of schema 3 without going through the storage code under test.
 import type { Test } from 'tap';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { floatVector } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { RawDatabase, sqliteVec } from './storage.js';
@@ -17,6 +18,8 @@ export interface RecordForms {
   readonly eligible: { readonly scopeKey: string; readonly shard: number; readonly bytes: Buffer } | null;
   /** eligible_codes: null when absent. */
   readonly code: { readonly shardKey: string; readonly bits: Buffer } | null;
+  /** The record's scope holds more than UNCODED_SCOPE_MAX_RECORDS records (any lifecycle). */
+  readonly scopeCoded: boolean;
 }
 
 /** Every record's forms and the shard table, read on a read-only connection with sqlite-vec loaded. */
@@ -30,6 +33,8 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
     const code = db.prepare('SELECT shard_key, simhash_v1 FROM eligible_codes WHERE rowid = ?');
     const rows = db.prepare('SELECT row_id, record_id, lifecycle_state, scope_key FROM adapter_records ORDER BY row_id').all() as
       { row_id: number; record_id: string; lifecycle_state: string; scope_key: string }[];
+    const recordsOf = new Map<string, number>();
+    for (const row of rows) recordsOf.set(row.scope_key, (recordsOf.get(row.scope_key) ?? 0) + 1);
     const records = rows.map((row) => {
       const v = vec.get(BigInt(row.row_id)) as { is_current: number; embedding: Buffer } | undefined;
       const e = eligible.get(row.row_id) as { scope_key: string; shard: number; embedding: Buffer } | undefined;
@@ -39,6 +44,7 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
         vector: v ? { isCurrent: Number(v.is_current), bytes: v.embedding } : null,
         eligible: e ? { scopeKey: e.scope_key, shard: e.shard, bytes: e.embedding } : null,
         code: c ? { shardKey: c.shard_key, bits: c.simhash_v1 } : null,
+        scopeCoded: recordsOf.get(row.scope_key)! > UNCODED_SCOPE_MAX_RECORDS,
       };
     });
     const counts = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n);
@@ -53,9 +59,10 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
 }
 
 /**
- * Asserts the lifecycle table of STORAGE.md §4.5 for every record (FTS row, float vector, eligible forms), that each
- * eligible form holds the record's own float bytes and the SimHash of them in a shard of its own scope, and that the
- * shard sizes count exactly those vectors.
+ * Asserts the lifecycle table of STORAGE.md §4.5 for every record (FTS row, float vector, and eligible forms exactly
+ * for the current records of coded scopes), that each eligible form holds the record's own float bytes and the
+ * SimHash of them in a shard of its own scope, that the shard sizes count exactly those vectors, and that exactly the
+ * coded scopes have shards.
  */
 export function assertLifecycleTable(t: Test, dbPath: string, label: string): void {
   const { records, shards } = readVectorForms(dbPath);
@@ -64,8 +71,9 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
     const hasVector = ['CANDIDATE', 'VALIDATED_CURRENT', 'SUPERSEDED'].includes(r.lifecycle);
     if (r.fts !== (r.lifecycle !== 'QUARANTINED')) return true;
     if ((r.vector !== null) !== hasVector || (r.vector && r.vector.isCurrent !== (current ? 1 : 0))) return true;
-    if ((r.eligible !== null) !== current || (r.code !== null) !== current) return true;
-    if (!current) return false;
+    const formsExpected = current && r.scopeCoded;
+    if ((r.eligible !== null) !== formsExpected || (r.code !== null) !== formsExpected) return true;
+    if (!formsExpected) return false;
     const bytesMatch = r.eligible!.bytes.equals(r.vector!.bytes);
     const vector = floatVector(r.vector!.bytes);
     return !bytesMatch || r.eligible!.scopeKey !== r.scopeKey || r.code!.shardKey !== `${r.scopeKey}/${r.eligible!.shard}`
@@ -81,4 +89,7 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
   t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) ), [],
     `${label}: shard sizes count their vectors`);
   t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)), `${label}: every shard in use is listed`);
+  const coded = new Set(records.filter((r) => r.scopeCoded).map((r) => r.scopeKey));
+  t.strictSame([...new Set(shards.map((s) => s.scope_key))].sort(), [...coded].sort(),
+    `${label}: exactly the scopes of more than ${UNCODED_SCOPE_MAX_RECORDS} records have shards`);
 }

@@ -295,12 +295,14 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     return PASS;
   } });
   // The derived tables: a search that reads the damaged keyword or vector index must not answer OK.
-  // CURRENT semantic search reads the eligible forms, REVIEW_HISTORY reads fact_vec: each variant damages what its searches read.
+  // CURRENT semantic search reads the scope's shards first, then (the seeded scope is small, so not coded: schema 3)
+  // fact_vec, as REVIEW_HISTORY does: each variant damages what its searches read.
   const searchOver = (mode: string, kind: string) => ({ ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode, retrieval_mode_kind: kind });
   const variants = [
     ['fts_index', 'fact_fts_data', 'CURRENT', ['KEYWORD', 'HYBRID']],
-    ['eligible_vectors', 'eligible_vectors', 'CURRENT', ['SEMANTIC', 'HYBRID']],
-    ['vector_index', 'fact_vec_vector_chunks00', 'REVIEW_HISTORY', ['SEMANTIC', 'HYBRID']],
+    ['eligible_shards', 'eligible_shards', 'CURRENT', ['SEMANTIC', 'HYBRID']],
+    ['vector_index', 'fact_vec_vector_chunks00', 'CURRENT', ['SEMANTIC', 'HYBRID']],
+    ['vector_index_history', 'fact_vec_vector_chunks00', 'REVIEW_HISTORY', ['SEMANTIC', 'HYBRID']],
   ] as const;
   for (const [name, table, mode, kinds] of variants) {
     cases.push({ name: `corrupt_page.${name}`, run: async () => {
@@ -359,8 +361,24 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   } });
 
   // --- raw writers and the fences -------------------------------------------------------------------------
+  /**
+   * A copy of the base whose eligible tables hold a row each (written through a gated connection), so that an UPDATE
+   * or DELETE of them reaches its fence: the seeded scope is too small to be coded (schema 3), so they start empty.
+   */
+  const fencesCopy = (dir: string) => {
+    const path = freshCopy(dir);
+    const raw = new RawDatabase(path);
+    try {
+      raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+      raw.exec(`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('fences', 0, 1);
+        INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (888888, 'fences', 0, x'00')`);
+    } finally {
+      raw.close();
+    }
+    return path;
+  };
   cases.push({ name: 'fences.raw_connection', run: async () => {
-    const path = freshCopy(join(workDir, 'fences-raw'));
+    const path = fencesCopy(join(workDir, 'fences-raw'));
     const before = digest(path);
     const raw = new RawDatabase(path);
     try {
@@ -380,7 +398,7 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     return PASS;
   } });
   cases.push({ name: 'fences.writer_answering_zero', run: async () => {
-    const path = freshCopy(join(workDir, 'fences-zero'));
+    const path = fencesCopy(join(workDir, 'fences-zero'));
     const before = digest(path);
     const raw = new RawDatabase(path);
     raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 0);
@@ -402,7 +420,7 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   } });
   cases.push({ name: 'fences.sqlite3_cli', run: async () => {
     if (!tryRun('sqlite3', ['--version'])) return skipped('the sqlite3 CLI is not installed');
-    const path = freshCopy(join(workDir, 'fences-cli'));
+    const path = fencesCopy(join(workDir, 'fences-cli'));
     const before = digest(path);
     const passed = MUTATIONS.filter((statement) => {
       const result = spawnSync('sqlite3', [path, `${statement};`], { encoding: 'utf8' });
