@@ -68,7 +68,8 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
 /** The checks common to both rules below: each form in its record's scope with the record's float bytes and shard. */
 const ELIGIBLE_FORMS_MATCH = `e.row_id IS NOT NULL AND (e.scope_key IS NOT r.scope_key
                OR e.embedding IS NOT (SELECT v.embedding FROM fact_vec v WHERE v.rowid = r.row_id)
-               OR (SELECT c.shard_key FROM eligible_codes c WHERE c.rowid = r.row_id) IS NOT e.scope_key || '/' || e.shard)`;
+               OR (SELECT c.shard_key FROM eligible_codes c WHERE c.rowid = r.row_id)
+                  IS NOT e.scope_key || '/' || e.shard)`;
 
 /** Eligible rows without their record or their float copy, and shard sizes that do not count their vectors. */
 const ELIGIBLE_ROWS_CONSISTENT = `SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
@@ -92,7 +93,8 @@ export const ELIGIBLE_AUDIT_QUERY = `WITH coded AS (SELECT scope_key FROM adapte
       HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS})
   SELECT sample FROM (
     SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
-      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT' AND r.scope_key IN (SELECT scope_key FROM coded)) <> (e.row_id IS NOT NULL)
+      WHERE (r.lifecycle_state = 'VALIDATED_CURRENT' AND r.scope_key IN (SELECT scope_key FROM coded))
+              <> (e.row_id IS NOT NULL)
          OR (${ELIGIBLE_FORMS_MATCH})
     UNION ALL ${ELIGIBLE_ROWS_CONSISTENT}
     UNION ALL SELECT 'eligible_shards:' || s.scope_key || '/' || s.shard FROM eligible_shards s

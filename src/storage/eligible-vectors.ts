@@ -122,10 +122,11 @@ export async function keepEligibleFormsOnInsert(
   trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array | null,
 ): Promise<void> {
   // A coded scope has a shard row (one primary-key probe); only a scope without one counts its records, at most one
-  // past the threshold, which tells "not coded" from "coded by this insert".
-  const records = Number((await runShape(trx, 'scopeRecordCount', [scopeKey, scopeKey], ([key, again]) => sql<{ n: number }>`
-    SELECT CASE WHEN EXISTS (SELECT 1 FROM eligible_shards WHERE scope_key = ${key}) THEN -1
-      ELSE (SELECT count(*) FROM (SELECT 1 FROM adapter_records WHERE scope_key = ${again}
+  // past the threshold, which tells "not coded" from "coded by this insert". -1 means coded.
+  const args = [scopeKey, scopeKey];
+  const records = Number((await runShape(trx, 'scopeRecordCount', args, ([shardsKey, recordsKey]) => sql<{ n: number }>`
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM eligible_shards WHERE scope_key = ${shardsKey}) THEN -1
+      ELSE (SELECT count(*) FROM (SELECT 1 FROM adapter_records WHERE scope_key = ${recordsKey}
         LIMIT ${sql.lit(UNCODED_SCOPE_MAX_RECORDS + 1)})) END AS n`.compile(trx))).rows[0]!.n);
   if (records === -1) {
     if (embedding !== null) await addEligibleVector(trx, rowId, scopeKey, embedding);
@@ -139,11 +140,17 @@ export async function keepEligibleFormsOnInsert(
  * `fact_vec` floats; a scope without a current record gets an empty shard, the mark that it is coded.
  */
 async function codeScope(trx: Transaction<DB>, scopeKey: string): Promise<void> {
+  // A join of a vec0 table by rowid has no Kysely builder (fact_vec has no generated rowid column), hence raw SQL.
   const { rows } = await sql<{ row_id: number; embedding: Uint8Array }>`
     SELECT r.row_id, v.embedding FROM adapter_records r JOIN fact_vec v ON v.rowid = r.row_id
     WHERE r.scope_key = ${scopeKey} AND r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`.execute(trx);
   for (const row of rows) await addEligibleVector(trx, BigInt(row.row_id), scopeKey, floatVector(row.embedding));
-  if (rows.length === 0) await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
+  if (rows.length === 0) await openEmptyShard(trx, scopeKey);
+}
+
+/** The empty shard 0 that marks a coded scope without a current record. */
+async function openEmptyShard(trx: Transaction<DB>, scopeKey: string): Promise<void> {
+  await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
 }
 
 /** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
@@ -171,20 +178,20 @@ export async function rebuildEligibleVectors(
   await sql`DELETE FROM eligible_codes`.execute(trx);
   await sql`DELETE FROM eligible_vectors`.execute(trx);
   await sql`DELETE FROM eligible_shards`.execute(trx);
-  const coded = new Set((await sql<{ scope_key: string }>`SELECT scope_key FROM adapter_records GROUP BY scope_key
-    HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS} ORDER BY scope_key`.execute(trx)).rows.map((row) => row.scope_key));
-  // A full scan of vec0 with a metadata filter; the float vector comes back as its 4-byte-per-component blob.
-  const { rows: all } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
-    SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} ORDER BY rowid`.execute(trx);
-  const rows = all.filter((row) => coded.has(row.scope_key));
+  const coded = (await sql<{ scope_key: string }>`SELECT scope_key FROM adapter_records GROUP BY scope_key
+    HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS} ORDER BY scope_key`.execute(trx)).rows.map((row) => row.scope_key);
+  // A full scan of vec0 with a metadata filter, kept to the coded scopes in SQL so that the floats of small scopes
+  // never reach JavaScript; the float vector comes back as its 4-byte-per-component blob.
+  const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
+    SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} AND scope_key IN (SELECT scope_key
+      FROM adapter_records GROUP BY scope_key HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS})
+    ORDER BY rowid`.execute(trx);
   for (const [index, row] of rows.entries()) {
     await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
     if ((index + 1) % REBUILD_REPORT_ROWS === 0 && index + 1 < rows.length) onRows?.(index + 1, rows.length);
   }
   const withVectors = new Set(rows.map((row) => row.scope_key));
-  for (const scopeKey of coded) {
-    if (!withVectors.has(scopeKey)) await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
-  }
+  for (const scopeKey of coded) if (!withVectors.has(scopeKey)) await openEmptyShard(trx, scopeKey);
   onRows?.(rows.length, rows.length);
   return rows.length;
 }
@@ -203,8 +210,11 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   if (limit <= 0) return [];
-  const allShards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
+  type Shard = { shard: number; size: number };
+  const allShards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
     SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
+  // Not coded when read. Another process may code the scope before the next statement: fact_vec still holds every
+  // vector, and that statement is exact on it, so the answer is the same either way.
   if (allShards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   const shards = allShards.filter((shard) => shard.size > 0);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);

@@ -30,7 +30,8 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
   const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
   const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
   if (layout.get() !== undefined) {
-    const rule = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
+    const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
+    const rule = since ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
     checks.push(checkOf('eligible_forms', [...samplesOf(rule), ...wrongCodes(connection)]));
   }
   return checks;

@@ -94,7 +94,7 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
 
 /**
  * Compare-and-swap of STORAGE.md §7.2 step 3: marks `live` SUPERSEDED only if its row, revision and
- * lifecycle are unchanged, clears its vector's `is_current` and removes its eligible vector forms.
+ * lifecycle are unchanged, clears its vector's `is_current` and removes its eligible vector forms, if it has any.
  * VERSION_CONFLICT when no row matched.
  */
 export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Promise<void> {

@@ -63,9 +63,10 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
 }
 
 /**
- * SEMANTIC with `k = limit`. CURRENT reads only the eligible forms of the exact scope (eligibleNeighbours:
- * VALIDATED_CURRENT vectors alone, re-scored exactly), so nearer Candidates are never scored nor use up k;
- * REVIEW_HISTORY is sqlite-vec KNN over every vector of the scope's `fact_vec` partition.
+ * SEMANTIC with `k = limit`. CURRENT scores only VALIDATED_CURRENT vectors of the exact scope (eligibleNeighbours:
+ * the eligible forms of a coded scope, re-scored exactly; the scope's `fact_vec` partition filtered inside the KNN
+ * for a small one), so nearer Candidates are never scored nor use up k; REVIEW_HISTORY is sqlite-vec KNN over every
+ * vector of the scope's `fact_vec` partition.
  */
 export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   // CURRENT: the candidate columns come back with the neighbours, in one statement.

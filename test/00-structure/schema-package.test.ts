@@ -2,7 +2,7 @@ import t from 'tap';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { REPO_ROOT } from '../helpers/storage.js';
+import { REPO_ROOT, SHIPPED_MIGRATIONS } from '../helpers/storage.js';
 
 // schema/ is the workspace package @factlane/schema (decision 0025); `factlane/schema` re-exports it.
 const built = existsSync(join(REPO_ROOT, 'schema/dist/index.js')) && existsSync(join(REPO_ROOT, 'dist/schema/index.js'));
@@ -12,6 +12,7 @@ t.test('@factlane/schema carries the contract and depends on TypeBox alone', { s
   const schema = await import('@factlane/schema');
   t.equal(schema.PUBLIC_CONTRACT_REVISION, 2);
   t.equal(schema.STORAGE_CONTRACT_VERSION, 2);
+  t.equal(schema.SCHEMA_VERSION, SHIPPED_MIGRATIONS.at(-1)!.version, 'the schema version it exports is the newest shipped migration');
   t.same(schema.TOOLS.map((tool: { name: string }) => tool.name), ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status']);
   t.equal(schema.ERROR_CODES.BACKEND_BUSY.retryable, true);
   t.ok(schema.LINEAGE_AUDIT_QUERIES.no_current_forks.startsWith('SELECT'), 'the lineage-audit queries');

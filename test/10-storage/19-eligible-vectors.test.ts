@@ -308,7 +308,7 @@ t.test('a small scope is searched exactly on fact_vec, with the columns, in one 
   const joined = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 12, columns));
   const byId = new Map(rows.map((row) => [row.record_id, row]));
   t.strictSame(joined.map((n) => byId.get(n.record_id)?.fact), Array.from({ length: 12 }, (_, i) => `current ${i}`),
-    'the twelve nearest current facts, nearest first: thirty nearer Candidates are never scored');
+    'the twelve nearest current facts, nearest first: thirty nearer Candidates are never returned');
   t.strictSame(joined.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 12 }, (_, i) => Number((0.3 + i * 0.01).toFixed(2))));
   const shape = [...compiledShapes()].find(([name]) => name.startsWith('uncodedNeighbours:') && name.includes('record_id'));
   t.ok(shape, 'the exact statement is a shape of its own');
@@ -320,6 +320,24 @@ t.test('a small scope is searched exactly on fact_vec, with the columns, in one 
   t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, 'records by row id');
   t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
   t.notMatch(plan, /eligible_/, 'no eligible table is read');
+});
+
+t.test('vec0 applies the is_current filter before k: the small-scope path relies on it (STORAGE.md §4.5 rule 1)', async (t) => {
+  const dbPath = join(t.testdir(), 'filter-before-k.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  const q = queryVector('cache eviction policy');
+  await insertFixtures(engine, [
+    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i) })),
+    { row: fixtureRow(SCOPE, 'the one current fact'), vector: vectorAtDistance(q, 0.7, 1) },
+  ]);
+  await engine.close();
+  const raw = new RawDatabase(dbPath, { readonly: true });
+  sqliteVec.load(raw);
+  const rows = raw.prepare(`SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ? AND k = 1 AND scope_key = ?
+    AND is_current = 1`).all(Buffer.from(q.buffer), scopeDigest(SCOPE)) as { rowid: number; distance: number }[];
+  raw.close();
+  t.equal(rows.length, 1, 'k = 1 with thirty nearer Candidates still returns a row');
+  t.equal(rows[0]!.distance.toFixed(2), '0.70', 'the current fact: the Candidates were never counted against k');
 });
 
 t.test('audit L10 names eligible forms that are missing, extra, wrong or miscounted', async (t) => {

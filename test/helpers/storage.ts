@@ -9,6 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
+import { MIN_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
 
 const require = createRequire(import.meta.url);
 /** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
@@ -189,7 +190,7 @@ export function downgradeToSchemaOne(dbPath: string): void {
 /**
  * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16 and the eligible
  * forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what schema 2 wrote for
- * a scope of at most 256 current records; a larger one is refused), and the ledger back at version 2.
+ * a scope of at most MIN_SHARD_ROWS current records; a larger one is refused), and the ledger back at version 2.
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
   const raw = new RawDatabase(dbPath);
@@ -212,7 +213,7 @@ export function downgradeToSchemaTwo(dbPath: string): void {
         .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(vector));
     }
     for (const [scopeKey, size] of sizes) {
-      if (size > 256) throw new Error('downgradeToSchemaTwo keeps one shard per scope: at most 256 current records');
+      if (size > MIN_SHARD_ROWS) throw new Error(`downgradeToSchemaTwo keeps one shard per scope: at most ${MIN_SHARD_ROWS} current records`);
       raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
     }
     raw.exec('DELETE FROM schema_migrations WHERE version > 2; COMMIT;');

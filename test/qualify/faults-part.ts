@@ -6,6 +6,9 @@
 import { copyFileSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
+import { openLocalHashEngine } from '../helpers/mcp.js';
+import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
 import { downgradeToSchemaOne, RawDatabase, withRaw } from '../helpers/storage.js';
 import {
   admin, assertUnchanged, CaseFailure, check, committedKeys, digest, fill, FILLER, governedCode, integrityOk, keeper,
@@ -18,6 +21,8 @@ import type { PartReport, QualifyPart } from './qualify-report.js';
 const FULL_MOUNT_SIZE = '8m';
 const WRITER_FUNCTION_MISSING = /no such function: factlane_contract_v2_writer/;
 const WRITER_REQUIRED = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
+/** A scope the corruption cases fill past UNCODED_SCOPE_MAX_RECORDS, so that it is coded (schema 3). */
+const CODED_SCOPE = { scope: 'PROJECT', project_id: 'faults-coded' } as const;
 /** Set to 1 to take the no-mount path (max_page_count) on a machine that can mount, to exercise the fallback. */
 const NO_MOUNT_ENV = 'FACTLANE_QUALIFY_FAULTS_NO_MOUNT';
 
@@ -254,15 +259,36 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   }
 
   // --- a corrupted page -----------------------------------------------------------------------------------
-  /** Overwrites the root page of adapter_records with garbage; returns the database path. */
   /** True when `factlane-admin verify` refuses with BACKEND_CORRUPT or reports integrity_check FAIL (exit 3). */
   const verifyFlagsCorruption = async (path: string) => {
     const run = await admin('verify', '--db', path, '--json');
     const report = run.status === 3 ? (JSON.parse(run.stdout) as { checks: { name: string; status: string }[] }) : undefined;
     return run.code === 'BACKEND_CORRUPT' || (report?.checks.some((c) => c.name === 'integrity_check' && c.status === 'FAIL') ?? false);
   };
-  const corrupted = (dir: string, table = 'adapter_records') => {
+  /**
+   * A copy of the base with a coded scope added through the product's insert (more than UNCODED_SCOPE_MAX_RECORDS
+   * records, three of them current), so its current facts have eligible forms; returns its path.
+   */
+  const codedCopy = async (dir: string) => {
     const path = freshCopy(dir);
+    const engine = await openLocalHashEngine(path);
+    try {
+      const tuple = scopeTuple('PROJECT', { project_id: CODED_SCOPE.project_id });
+      await insertFixtures(engine, [
+        ...Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({ row: fixtureRow(tuple, `coded padding ${i}`, { lifecycle: 'CANDIDATE' }) })),
+        ...['The faults project listens on port 8443', 'Its workers listen on port 9000', 'The port is set in deploy.yaml']
+          .map((fact) => ({ row: fixtureRow(tuple, fact) })),
+      ]);
+    } finally {
+      await engine.close();
+    }
+    return path;
+  };
+  /** Overwrites the root page of `table` in a copy of `source` (default: the base) with garbage; returns its path. */
+  const corrupted = (dir: string, table = 'adapter_records', source = basePath) => {
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, 'db.sqlite3');
+    copyFileSync(source, path);
     const { rootpage, pageSize } = withRaw(path, (db) => ({
       rootpage: (db.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').get(table) as { rootpage: number }).rootpage,
       pageSize: db.pragma('page_size', { simple: true }) as number,
@@ -295,18 +321,21 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     return PASS;
   } });
   // The derived tables: a search that reads the damaged keyword or vector index must not answer OK.
-  // CURRENT semantic search reads the scope's shards first, then (the seeded scope is small, so not coded: schema 3)
-  // fact_vec, as REVIEW_HISTORY does: each variant damages what its searches read.
-  const searchOver = (mode: string, kind: string) => ({ ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode, retrieval_mode_kind: kind });
+  // CURRENT semantic search reads the scope's shards first; then the seeded scope, small and so not coded (schema 3),
+  // is searched on fact_vec, as REVIEW_HISTORY is, and a coded scope on its eligible forms: each variant damages what
+  // its searches read.
+  const searchOver = (scope: object, mode: string, kind: string) => ({ ...scope, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode, retrieval_mode_kind: kind });
   const variants = [
-    ['fts_index', 'fact_fts_data', 'CURRENT', ['KEYWORD', 'HYBRID']],
-    ['eligible_shards', 'eligible_shards', 'CURRENT', ['SEMANTIC', 'HYBRID']],
-    ['vector_index', 'fact_vec_vector_chunks00', 'CURRENT', ['SEMANTIC', 'HYBRID']],
-    ['vector_index_history', 'fact_vec_vector_chunks00', 'REVIEW_HISTORY', ['SEMANTIC', 'HYBRID']],
+    { name: 'fts_index', table: 'fact_fts_data', mode: 'CURRENT', kinds: ['KEYWORD', 'HYBRID'], coded: false },
+    { name: 'eligible_shards', table: 'eligible_shards', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
+    { name: 'vector_index', table: 'fact_vec_vector_chunks00', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
+    { name: 'vector_index_history', table: 'fact_vec_vector_chunks00', mode: 'REVIEW_HISTORY', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
+    { name: 'eligible_vectors', table: 'eligible_vectors', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: true },
   ] as const;
-  for (const [name, table, mode, kinds] of variants) {
+  for (const { name, table, mode, kinds, coded } of variants) {
     cases.push({ name: `corrupt_page.${name}`, run: async () => {
-      const path = corrupted(join(workDir, `corrupt-${name}`), table);
+      const path = corrupted(join(workDir, `corrupt-${name}`), table, coded ? await codedCopy(join(workDir, `coded-${name}`)) : basePath);
+      const scope = coded ? CODED_SCOPE : SCOPE;
       const started = await Server.start(path);
       if (!(started instanceof Server)) {
         const code = governedCode(started.startupStderr);
@@ -315,7 +344,7 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
       }
       try {
         const answers = [];
-        for (const kind of kinds) answers.push(await started.call('memory_search', searchOver(mode, kind)));
+        for (const kind of kinds) answers.push(await started.call('memory_search', searchOver(scope, mode, kind)));
         const served = answers.filter((a) => !(a.status === 'BLOCKED' && a.error_code === 'BACKEND_CORRUPT'));
         check(served.length === 0, `searches over a corrupted ${name} page: ${served.map((a) => (a.status === 'ERROR' ? 'isError (ungoverned)' : `${a.status} ${a.error_code ?? ''}`.trim())).join(', ')}`);
       } finally {
