@@ -15,6 +15,7 @@ export class UsageError extends Error {
  * exit 2, anything unexpected keeps its stack on stderr and exits 1.
  */
 export async function runCommand(command: string, usage: string, json: () => boolean, main: () => Promise<number>): Promise<never> {
+  ignoreClosedStdout();
   let code: number;
   try {
     code = await main();
@@ -37,4 +38,17 @@ export async function runCommand(command: string, usage: string, json: () => boo
   process.exitCode = code;
   // Let stdout drain instead of process.exit(), which can cut a piped report short.
   return undefined as never;
+}
+
+/**
+ * A reader that stops early (`factlane-admin audit | head -3`) closes the pipe: the rest of the report has nowhere to
+ * go, and that is no failure of the command. Once stdout reports EPIPE, its later errors are ignored too (writes to
+ * the closed stream), so the command ends with its own exit code and nothing on stderr. Other errors still throw.
+ */
+function ignoreClosedStdout(): void {
+  let closed = false;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') closed = true;
+    if (!closed) throw error;
+  });
 }
