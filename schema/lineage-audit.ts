@@ -65,6 +65,13 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
     UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
 } as const);
 
+/**
+ * The scope keys of the coded scopes (STORAGE.md §4.5, schema 3): those holding more than UNCODED_SCOPE_MAX_RECORDS
+ * records of any lifecycle, in key order. The rebuild of the eligible forms and L10 read the rule from here.
+ */
+export const CODED_SCOPE_KEYS_QUERY = `SELECT scope_key FROM adapter_records GROUP BY scope_key
+      HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS} ORDER BY scope_key`;
+
 /** The checks common to both rules below: each form in its record's scope with the record's float bytes and shard. */
 const ELIGIBLE_FORMS_MATCH = `e.row_id IS NOT NULL AND (e.scope_key IS NOT r.scope_key
                OR e.embedding IS NOT (SELECT v.embedding FROM fact_vec v WHERE v.rowid = r.row_id)
@@ -89,8 +96,7 @@ const ELIGIBLE_ROWS_CONSISTENT = `SELECT 'eligible_vectors:' || e.row_id FROM el
  * eligible row of any kind. No eligible row lacks its record or its float copy; each `eligible_shards` size counts its
  * shard's vectors. (That each code is the SimHash of its vector is checked by code: the projection is not SQL.)
  */
-export const ELIGIBLE_AUDIT_QUERY = `WITH coded AS (SELECT scope_key FROM adapter_records GROUP BY scope_key
-      HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS})
+export const ELIGIBLE_AUDIT_QUERY = `WITH coded AS (${CODED_SCOPE_KEYS_QUERY})
   SELECT sample FROM (
     SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN eligible_vectors e ON e.row_id = r.row_id
       WHERE (r.lifecycle_state = 'VALIDATED_CURRENT' AND r.scope_key IN (SELECT scope_key FROM coded))

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
-import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
+import { CODED_SCOPE_KEYS_QUERY, UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { RecordRow } from './record-rows.js';
 import type { DB } from '../../generated/db.js';
 import { simhashCode } from './simhash-projection.js';
@@ -178,14 +178,13 @@ export async function rebuildEligibleVectors(
   await sql`DELETE FROM eligible_codes`.execute(trx);
   await sql`DELETE FROM eligible_vectors`.execute(trx);
   await sql`DELETE FROM eligible_shards`.execute(trx);
-  const coded = (await sql<{ scope_key: string }>`SELECT scope_key FROM adapter_records GROUP BY scope_key
-    HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS} ORDER BY scope_key`.execute(trx)).rows.map((row) => row.scope_key);
-  // A full scan of vec0 with a metadata filter, kept to the coded scopes in SQL so that the floats of small scopes
-  // never reach JavaScript; the float vector comes back as its 4-byte-per-component blob.
+  const coded = (await sql<{ scope_key: string }>`${sql.raw(CODED_SCOPE_KEYS_QUERY)}`.execute(trx)).rows
+    .map((row) => row.scope_key);
+  // A full scan of vec0 with a metadata filter, kept to the coded scopes (passed as one JSON array) in SQL so that the
+  // floats of small scopes never reach JavaScript; the float vector comes back as its 4-byte-per-component blob.
   const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
-    SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n} AND scope_key IN (SELECT scope_key
-      FROM adapter_records GROUP BY scope_key HAVING count(*) > ${UNCODED_SCOPE_MAX_RECORDS})
-    ORDER BY rowid`.execute(trx);
+    SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n}
+      AND scope_key IN (SELECT value FROM json_each(${JSON.stringify(coded)})) ORDER BY rowid`.execute(trx);
   for (const [index, row] of rows.entries()) {
     await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
     if ((index + 1) % REBUILD_REPORT_ROWS === 0 && index + 1 < rows.length) onRows?.(index + 1, rows.length);
