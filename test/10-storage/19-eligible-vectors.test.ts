@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
@@ -22,9 +22,13 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
-import { factsOf, fixtureRow, insertFixtures, movableClock, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance, type Json } from '../helpers/reads.js';
+import {
+  factsOf, fixtureRow, insertFixtures, movableClock, padScope, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance,
+  type Json,
+} from '../helpers/reads.js';
 import {
   candidateRow, downgradeToSchemaOne, downgradeToSchemaTwo, openEngine, queryPlan, RawDatabase, REPO_ROOT, sqliteVec, storeRow,
+  withRaw,
 } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
@@ -67,16 +71,6 @@ async function ok(adapter: MemoryAdapter, tool: 'memory_store' | 'memory_update'
 
 const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL').map((c) => `${c.name}: ${c.samples.join(' ')}`);
 
-/**
- * Fills `scope` with Candidates far from every test query until it holds `records` records (default: one past
- * UNCODED_SCOPE_MAX_RECORDS, so the scope is coded); Candidates have no eligible forms of their own.
- */
-async function padScope(engine: SQLiteVecEngine, scope = SCOPE, records = UNCODED_SCOPE_MAX_RECORDS + 1): Promise<void> {
-  await insertFixtures(engine, Array.from({ length: records }, (_, i) => ({
-    row: fixtureRow(scope, `padding candidate ${i} of the scope`, { lifecycle: 'CANDIDATE' }),
-  })));
-}
-
 t.test('the shipped schema has the eligible tables, fenced, and a new database starts with them empty', async (t) => {
   const dbPath = join(t.testdir(), 'new.sqlite3');
   const engine = await openLocalHash(dbPath);
@@ -104,7 +98,7 @@ for (const coded of [false, true]) {
     const dbPath = join(t.testdir(), 'moves.sqlite3');
     const engine = await openLocalHash(dbPath);
     t.teardown(() => engine.close());
-    if (coded) await padScope(engine);
+    if (coded) await padScope(engine, SCOPE);
     const owner = adapterOn(engine, 'owner-current');
     const delegate = adapterOn(engine, 'delegated-candidate');
     const project = { scope: 'PROJECT', project_id: 'p1' };
@@ -165,7 +159,7 @@ t.test('a scope coded without a current record keeps an empty shard, and its fir
   const dbPath = join(t.testdir(), 'empty-coded.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
-  await padScope(engine);
+  await padScope(engine, SCOPE);
   t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 0]], 'one empty shard marks the scope coded');
   t.strictSame(auditFailures(dbPath), []);
   t.strictSame(await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), queryVector('padding candidate'), 8)), [],
@@ -249,7 +243,7 @@ t.test('a coded scope of few current vectors is searched whole even when its sha
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
-  await padScope(engine);
+  await padScope(engine, SCOPE);
   await insertFixtures(engine, Array.from({ length: 20 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.1 + i * 0.02, i + 1) })));
   // The sizes as a search would have read them before 17 of the vectors were committed by another process.
   const raw = new RawDatabase(dbPath);
@@ -348,7 +342,7 @@ t.test('audit L10 names eligible forms that are missing, extra, wrong or miscoun
     { row: fixtureRow(SCOPE, 'current one') }, { row: fixtureRow(SCOPE, 'current two') }, { row: fixtureRow(SCOPE, 'current three') },
     { row: fixtureRow(SCOPE, 'a candidate', { lifecycle: 'CANDIDATE' }) },
   ]);
-  await padScope(engine);
+  await padScope(engine, SCOPE);
   const small = scopeTuple('PROJECT', { project_id: 'small' });
   const [smallCurrent] = await insertFixtures(engine, [{ row: fixtureRow(small, 'a current fact of a small scope') }]);
   await engine.close();
@@ -438,25 +432,50 @@ async function answers(engine: SQLiteVecEngine): Promise<Json[]> {
   return out;
 }
 
-t.test('a schema-1 database with records in every lifecycle migrates and answers searches as the same records stored fresh', async (t) => {
-  const dir = t.testdir();
-  // The same records (same ids, timestamps and vectors) twice: stored fresh by this release, and a copy of them taken
-  // back to schema 1 and migrated.
+/**
+ * The same records (same ids, timestamps and vectors) twice in `dir`: stored fresh by this release, and a copy of them
+ * taken back to an older schema by `downgrade`.
+ */
+async function freshAndOlder(dir: string, downgrade: (dbPath: string) => void): Promise<{ freshPath: string; oldPath: string }> {
   const freshPath = join(dir, 'fresh.sqlite3');
   const fresh = await openLocalHash(freshPath);
   await everyLifecycle(fresh);
   await fresh.close();
   const oldPath = join(dir, 'old.sqlite3');
   copyFileSync(freshPath, oldPath);
-  downgradeToSchemaOne(oldPath);
+  downgrade(oldPath);
+  return { freshPath, oldPath };
+}
+
+/** `factlane-migrate up` of `dbPath` with a backup into `dir`, under the exclusive lease. */
+async function migrateWithBackup(dir: string, dbPath: string) {
+  const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
+  try {
+    return await migrateUp(target, { backupFile: join(dir, 'before.sqlite3'), clock: SYSTEM_CLOCK });
+  } finally {
+    target.close();
+  }
+}
+
+/** Every search kind and mode over the migrated database answers exactly as over the one stored fresh. */
+async function assertAnswersAlike(t: Test, oldPath: string, freshPath: string): Promise<void> {
+  const migrated = await openLocalHash(oldPath);
+  const again = await openLocalHash(freshPath);
+  t.equal(migrated.findings.schemaVersion, SHIPPED.at(-1)!.version);
+  t.strictSame(await answers(migrated), await answers(again), 'every search kind and mode answers exactly alike');
+  await migrated.close();
+  await again.close();
+}
+
+t.test('a schema-1 database with records in every lifecycle migrates and answers searches as the same records stored fresh', async (t) => {
+  const dir = t.testdir();
+  const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaOne);
   const reopened = await openLocalHash(oldPath, schemaOneDir(dir));
   t.equal(reopened.findings.schemaVersion, 1, 'a schema-1 database, as an older release opens it');
   await reopened.close();
   await t.rejects(openLocalHash(oldPath), { code: 'SCHEMA_MISMATCH', message: /factlane-migrate up/ }, 'this release asks for the migration');
 
-  const target = MaintenanceTarget.open({ dbPath: oldPath, lease: 'exclusive' });
-  const report = await migrateUp(target, { backupFile: join(dir, 'before.sqlite3'), clock: SYSTEM_CLOCK });
-  target.close();
+  const report = await migrateWithBackup(dir, oldPath);
   t.same(report.applied.map((step) => step.version), SHIPPED.filter((f) => f.version > 1).map((f) => f.version));
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.ok(existsSync(join(dir, 'before.sqlite3')), 'a backup was taken first');
@@ -465,56 +484,29 @@ t.test('a schema-1 database with records in every lifecycle migrates and answers
   const lifecycles = readVectorForms(oldPath).records.map((r) => r.lifecycle);
   t.strictSame([...new Set(lifecycles)].sort(), ['CANDIDATE', 'HISTORICAL', 'SUPERSEDED', 'VALIDATED_CURRENT'], 'records in every stored lifecycle');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the rebuilt forms equal those written fresh, shard for shard');
-
-  const migrated = await openLocalHash(oldPath);
-  const again = await openLocalHash(freshPath);
-  t.equal(migrated.findings.schemaVersion, SHIPPED.at(-1)!.version);
-  t.strictSame(await answers(migrated), await answers(again), 'every search kind and mode answers exactly alike');
-  await migrated.close();
-  await again.close();
+  await assertAnswersAlike(t, oldPath, freshPath);
 });
 
 t.test('a schema-2 database migrates to schema 3: fact_vec re-chunked, small scopes lose their forms, coded ones keep them', async (t) => {
   const dir = t.testdir();
-  const freshPath = join(dir, 'fresh.sqlite3');
-  const fresh = await openLocalHash(freshPath);
-  await everyLifecycle(fresh);
-  await fresh.close();
-  const oldPath = join(dir, 'schema-2.sqlite3');
-  copyFileSync(freshPath, oldPath);
-  downgradeToSchemaTwo(oldPath);
-  const chunkOf = (dbPath: string) => withFactVecSql(dbPath).match(/chunk_size=(\d+)/)![1];
+  const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaTwo);
+  const chunkOf = (dbPath: string) => withRaw(dbPath, (db) => db.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'")
+    .pluck().get() as string).match(/chunk_size=(\d+)/)![1];
   t.equal(chunkOf(oldPath), '16', 'schema 2 kept fact_vec at chunk size 16');
   const oldForms = readVectorForms(oldPath).records.filter((r) => r.eligible);
   t.ok(oldForms.some((r) => !r.scopeCoded) && oldForms.some((r) => r.scopeCoded), 'schema 2 gave forms to small and coded scopes alike');
   t.match(auditFile(oldPath, SHIPPED).checks.find((c) => c.name === 'eligible_forms'), { status: 'PASS' },
     'audit reads a schema-2 database by the schema-2 rule');
 
-  const target = MaintenanceTarget.open({ dbPath: oldPath, lease: 'exclusive' });
-  const report = await migrateUp(target, { backupFile: join(dir, 'before.sqlite3'), clock: SYSTEM_CLOCK });
-  target.close();
+  const report = await migrateWithBackup(dir, oldPath);
   t.strictSame(report.applied.map((step) => step.version), [3]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath), '8', 'fact_vec is re-chunked');
   assertLifecycleTable(t, oldPath, 'migrated from schema 2');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms equal those written fresh, shard for shard');
-  const migrated = await openLocalHash(oldPath);
-  const again = await openLocalHash(freshPath);
-  t.strictSame(await answers(migrated), await answers(again), 'every search kind and mode answers exactly alike');
-  await migrated.close();
-  await again.close();
+  await assertAnswersAlike(t, oldPath, freshPath);
 });
-
-/** The stored definition of fact_vec. */
-function withFactVecSql(dbPath: string): string {
-  const raw = new RawDatabase(dbPath, { readonly: true });
-  try {
-    return raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string;
-  } finally {
-    raw.close();
-  }
-}
 
 t.test('a migration killed midway leaves the schema-1 database usable, and a rerun completes', async (t) => {
   const dir = t.testdir();

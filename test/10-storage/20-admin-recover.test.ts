@@ -8,9 +8,8 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery-plan.js';
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
+import { padScope, scopeTuple } from '../helpers/reads.js';
 import {
   adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
 } from '../helpers/recovery.js';
@@ -176,9 +175,7 @@ t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLIC
   let short: Json;
   try {
     // A coded scope (schema 3): the current target has eligible forms for the purge to remove.
-    await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS + 1 }, (_, i) => ({
-      row: fixtureRow(scopeTuple('GLOBAL_USER'), `padding candidate number ${i}`, { lifecycle: 'CANDIDATE' }),
-    })));
+    await padScope(engine, scopeTuple('GLOBAL_USER'));
     short = ((await adapterFor(engine, 'owner-current').execute('memory_store', {
       scope: 'GLOBAL_USER', fact: 'pin 4417', memory_type: 'USER_FACT', idempotency_key: 'short-1',
       requested_lifecycle_state: 'VALIDATED_CURRENT',

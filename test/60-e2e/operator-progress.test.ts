@@ -4,7 +4,7 @@ import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { REPO_ROOT, RawDatabase, downgradeToSchemaOne, sqliteVec } from '../helpers/storage.js';
-import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
+import { padScope, scopeTuple } from '../helpers/reads.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import { planFor, secretScenario } from '../helpers/recovery.js';
 import { currentRequest, openWriteBench, reverifyRequest, store, update, type Json } from '../helpers/writes.js';
@@ -168,9 +168,7 @@ t.test('recover: its phases through the same reporter, the outcome last', async 
 async function schemaOne(t: Test): Promise<string> {
   const fresh = await seeded(t);
   const engine = await openLocalHashEngine(fresh);
-  await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({
-    row: fixtureRow(scopeTuple('GLOBAL_USER'), `padding candidate ${i}`, { lifecycle: 'CANDIDATE' }),
-  })));
+  await padScope(engine, scopeTuple('GLOBAL_USER'), UNCODED_SCOPE_MAX_RECORDS);
   await engine.close();
   const dbPath = join(dirname(fresh), 'old.sqlite3');
   copyFileSync(fresh, dbPath);

@@ -7,6 +7,7 @@ import type { Test } from 'tap';
 import { createHash, randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { contradictionKey, nativeContentHash } from '../../src/adapter/derived-identities.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { scopeDigest, type ScopeTuple } from '../../src/adapter/request-scope.js';
@@ -172,6 +173,17 @@ export async function insertFixtures(engine: SQLiteVecEngine, fixtures: readonly
     }
   });
   return fixtures.map((fixture) => fixture.row);
+}
+
+/**
+ * Fills `scope` with `records` Candidates (`padding candidate N of the scope`, written as insertFixtures writes); by
+ * default one past UNCODED_SCOPE_MAX_RECORDS, enough to code the scope on their own (schema 3). Candidates have no
+ * eligible forms of their own.
+ */
+export async function padScope(engine: SQLiteVecEngine, scope: ScopeTuple, records = UNCODED_SCOPE_MAX_RECORDS + 1): Promise<void> {
+  await insertFixtures(engine, Array.from({ length: records }, (_, i) => ({
+    row: fixtureRow(scope, `padding candidate ${i} of the scope`, { lifecycle: 'CANDIDATE' }),
+  })));
 }
 
 /** A deterministic pseudo-random generator (mulberry32). */

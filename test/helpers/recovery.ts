@@ -8,9 +8,8 @@ import type { RecoveryPlan } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import { recordDigests } from '../../src/storage/recovery-repository.js';
 import type { WriteProfile } from '../../schema/enums.js';
-import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { openLocalHashEngine } from './mcp.js';
-import { fixtureRow, insertFixtures, scopeTuple } from './reads.js';
+import { padScope, scopeTuple } from './reads.js';
 import { RawDatabase, sqliteVec } from './storage.js';
 import { fixedClock, replaceRequest, reverifyRequest, storeRequest, currentRequest, type Json } from './writes.js';
 
@@ -61,9 +60,7 @@ export async function secretScenario(dir: string, options: { coded?: boolean } =
     // `coded`: the project scope is coded (schema 3), so its current records, the secret's promoted revision among them
     // while it is current, have eligible forms: the purge and the residual scan must reach those bytes too.
     if (options.coded) {
-      await insertFixtures(engine, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS + 1 }, (_, i) => ({
-        row: fixtureRow(scopeTuple('PROJECT', { project_id: PROJECT.project_id }), `padding candidate number ${i}`, { lifecycle: 'CANDIDATE' }),
-      })));
+      await padScope(engine, scopeTuple('PROJECT', { project_id: PROJECT.project_id }));
     }
     for (const fact of ['The build uses Node 20', 'Lint runs with eslint 9', 'Releases are tagged from main']) {
       await ok(owner.execute('memory_store', currentRequest({ ...PROJECT, fact })));

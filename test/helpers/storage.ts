@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
-import { MIN_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
+import { floatVector, MIN_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
 
 const require = createRequire(import.meta.url);
 /** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
@@ -174,17 +174,11 @@ function rechunkFactVec(raw: InstanceType<typeof RawDatabase>, chunkSize: number
  * rows (with is_current) are exactly what the schema-1 code wrote, since this release still keeps them the same way.
  */
 export function downgradeToSchemaOne(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  try {
-    sqliteVec.load(raw);
-    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-    raw.exec('BEGIN');
+  inGatedTransaction(dbPath, (raw) => {
     raw.exec('DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;');
     rechunkFactVec(raw, 16);
-    raw.exec('DELETE FROM schema_migrations WHERE version > 1; COMMIT;');
-  } finally {
-    raw.close();
-  }
+    raw.exec('DELETE FROM schema_migrations WHERE version > 1');
+  });
 }
 
 /**
@@ -193,11 +187,7 @@ export function downgradeToSchemaOne(dbPath: string): void {
  * a scope of at most MIN_SHARD_ROWS current records; a larger one is refused), and the ledger back at version 2.
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
-  const raw = new RawDatabase(dbPath);
-  try {
-    sqliteVec.load(raw);
-    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-    raw.exec('BEGIN');
+  inGatedTransaction(dbPath, (raw) => {
     rechunkFactVec(raw, 16);
     raw.exec('DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards;');
     const current = raw.prepare(`SELECT r.row_id, r.scope_key, v.embedding FROM adapter_records r
@@ -208,15 +198,27 @@ export function downgradeToSchemaTwo(dbPath: string): void {
       sizes.set(row.scope_key, (sizes.get(row.scope_key) ?? 0) + 1);
       raw.prepare('INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (?, ?, 0, ?)')
         .run(row.row_id, row.scope_key, row.embedding);
-      const vector = new Float32Array(row.embedding.buffer.slice(row.embedding.byteOffset, row.embedding.byteOffset + row.embedding.byteLength));
       raw.prepare('INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (?, ?, vec_bit(?))')
-        .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(vector));
+        .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(floatVector(row.embedding)));
     }
     for (const [scopeKey, size] of sizes) {
       if (size > MIN_SHARD_ROWS) throw new Error(`downgradeToSchemaTwo keeps one shard per scope: at most ${MIN_SHARD_ROWS} current records`);
       raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
     }
-    raw.exec('DELETE FROM schema_migrations WHERE version > 2; COMMIT;');
+    raw.exec('DELETE FROM schema_migrations WHERE version > 2');
+  });
+}
+
+/**
+ * Runs `write` in one transaction on a raw connection with sqlite-vec loaded and the writer function answering 1, as a
+ * maintenance command's gated connection would (an exception rolls it back), then closes it.
+ */
+export function inGatedTransaction(dbPath: string, write: (raw: InstanceType<typeof RawDatabase>) => void): void {
+  const raw = new RawDatabase(dbPath);
+  try {
+    sqliteVec.load(raw);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    raw.transaction(() => write(raw))();
   } finally {
     raw.close();
   }

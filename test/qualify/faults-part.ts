@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { fixtureRow, insertFixtures, scopeTuple } from '../helpers/reads.js';
-import { downgradeToSchemaOne, RawDatabase, withRaw } from '../helpers/storage.js';
+import { fixtureRow, insertFixtures, padScope, scopeTuple } from '../helpers/reads.js';
+import { downgradeToSchemaOne, inGatedTransaction, RawDatabase, withRaw } from '../helpers/storage.js';
 import {
   admin, assertUnchanged, CaseFailure, check, committedKeys, digest, fill, FILLER, governedCode, integrityOk, keeper,
   killMidWrites, listing, migrate, PASS, PROJECT, reopenAndCheck, replaceRequest, reverifyRequest, SCOPE, seed, Server, skipped, squeeze,
@@ -274,11 +274,9 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     const engine = await openLocalHashEngine(path);
     try {
       const tuple = scopeTuple('PROJECT', { project_id: CODED_SCOPE.project_id });
-      await insertFixtures(engine, [
-        ...Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({ row: fixtureRow(tuple, `coded padding ${i}`, { lifecycle: 'CANDIDATE' }) })),
-        ...['The faults project listens on port 8443', 'Its workers listen on port 9000', 'The port is set in deploy.yaml']
-          .map((fact) => ({ row: fixtureRow(tuple, fact) })),
-      ]);
+      await padScope(engine, tuple, UNCODED_SCOPE_MAX_RECORDS);
+      await insertFixtures(engine, ['The faults project listens on port 8443', 'Its workers listen on port 9000',
+        'The port is set in deploy.yaml'].map((fact) => ({ row: fixtureRow(tuple, fact) })));
     } finally {
       await engine.close();
     }
@@ -396,14 +394,8 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
    */
   const fencesCopy = (dir: string) => {
     const path = freshCopy(dir);
-    const raw = new RawDatabase(path);
-    try {
-      raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-      raw.exec(`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('fences', 0, 1);
-        INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (888888, 'fences', 0, x'00')`);
-    } finally {
-      raw.close();
-    }
+    inGatedTransaction(path, (raw) => raw.exec(`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('fences', 0, 1);
+      INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (888888, 'fences', 0, x'00')`));
     return path;
   };
   cases.push({ name: 'fences.raw_connection', run: async () => {
