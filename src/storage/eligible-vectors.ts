@@ -39,6 +39,14 @@ export const EXACT_SCOPE_ROWS = 256;
 export const FIRST_PASS_ROWS = 128;
 /** The least k asked of one shard, so a shard's best few always reach the exact re-scoring. */
 export const MIN_SHARD_K = 8;
+
+/** The size of a coded scope's first pass: FIRST_PASS_ROWS codes in all, at least MIN_SHARD_K from each shard. */
+export interface FirstPass {
+  readonly rows: number;
+  readonly minShardK: number;
+}
+
+export const FIRST_PASS: FirstPass = { rows: FIRST_PASS_ROWS, minShardK: MIN_SHARD_K };
 /** A rebuild reports its progress every this many vectors (one progress line per report on the operator's stderr). */
 export const REBUILD_REPORT_ROWS = 1000;
 
@@ -204,9 +212,12 @@ export async function rebuildEligibleVectors(
  * so many small k beat one large k over the whole scope. A scope not coded (at most UNCODED_SCOPE_MAX_RECORDS
  * records) is searched exactly on `fact_vec` (uncodedNeighbours). `columns` of each neighbour's `adapter_records`
  * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
+ * A search always takes the FIRST_PASS sizes; the search bench varies `firstPass` to print its recall / latency
+ * frontier.
  */
 export async function eligibleNeighbours<const C extends readonly (keyof RecordRow)[] = []>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
+  firstPass: FirstPass = FIRST_PASS,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   if (limit <= 0) return [];
   type Shard = { shard: number; size: number };
@@ -222,16 +233,16 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
   // The sizes were read by a statement of their own, and another process may have added vectors since: a small scope
   // asks each shard for EXACT_SCOPE_ROWS (vec0 returns every row of a smaller partition), so none is left out.
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
-    : Math.min(size, Math.max(MIN_SHARD_K, Math.ceil((FIRST_PASS_ROWS * size) / total))));
-  const firstPass = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
+    : Math.min(size, Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total))));
+  const passes = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
   // rule 2), the same distance vec0 computes.
-  const args = [vectorBytes(embedding), limit, code, ...firstPass.flatMap((pass) => [pass.k, pass.shardKey])];
-  const shape = `eligibleNeighbours:${firstPass.length}:${columns.join(',')}`;
-  const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...passes]) => {
-    const arms = firstPass.map((_, i) => sql`SELECT rowid FROM eligible_codes
-      WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${passes[2 * i]} AND shard_key = ${passes[2 * i + 1]}`);
+  const args = [vectorBytes(embedding), limit, code, ...passes.flatMap((pass) => [pass.k, pass.shardKey])];
+  const shape = `eligibleNeighbours:${passes.length}:${columns.join(',')}`;
+  const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...bound]) => {
+    const arms = passes.map((_, i) => sql`SELECT rowid FROM eligible_codes
+      WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${bound[2 * i]} AND shard_key = ${bound[2 * i + 1]}`);
     const nearest = sql`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
       FROM eligible_vectors WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)})
       ORDER BY distance, row_id LIMIT ${n}`;

@@ -13,7 +13,7 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
-  eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, shardCapacity,
+  eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, shardCapacity,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
@@ -286,6 +286,30 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
   raw.close();
   t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, `records by row id: ${plan}`);
   t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
+});
+
+t.test('the first pass asks each shard for its share of FIRST_PASS rows; the bench frontier varies it', async (t) => {
+  const dbPath = join(t.testdir(), 'first-pass.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const q = queryVector('cache eviction policy');
+  const count = EXACT_SCOPE_ROWS + 44;
+  const rows = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
+    row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.05 + i * 0.002, i + 1),
+  })));
+  const key = scopeDigest(SCOPE);
+  const shards = readVectorForms(dbPath).shards.filter((shard) => shard.size > 0).length;
+  t.ok(shards >= 2, `${count} vectors fill ${shards} shards`);
+  const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
+  t.strictSame(await engine.read((db) => eligibleNeighbours(db, key, q, 12, [], FIRST_PASS)), served, 'FIRST_PASS is the default');
+  t.equal(served.length, 12);
+  const one = await engine.read((db) => eligibleNeighbours(db, key, q, 12, [], { rows: 1, minShardK: 1 }));
+  t.equal(one.length, shards, 'one code from each shard reaches the re-scoring');
+  const every = { rows: count, minShardK: count };
+  const whole = await engine.read((db) => eligibleNeighbours(db, key, q, 12, ['record_id'], every));
+  const factOf = new Map(rows.map((row) => [row.record_id, row.fact]));
+  t.strictSame(whole.map((n) => factOf.get(n.record_id)), Array.from({ length: 12 }, (_, i) => `current ${i}`),
+    'a first pass of every vector re-scores them all: exact');
 });
 
 t.test('a small scope is searched exactly on fact_vec, with the columns, in one statement that reads records by row id', async (t) => {

@@ -13,7 +13,7 @@ import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
-import { eligibleNeighbours, rebuildEligibleVectors } from '../../src/storage/eligible-vectors.js';
+import { eligibleNeighbours, FIRST_PASS, rebuildEligibleVectors, type FirstPass } from '../../src/storage/eligible-vectors.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
@@ -244,18 +244,70 @@ function memoryOf(pid: number): Record<string, number> {
   };
 }
 
-/** Latency of SEMANTIC and HYBRID through the server beside the raw KNN and FTS5 statements, interleaved per query. */
+/** The first-pass sizes the frontier tries at every scale; FIRST_PASS is the one searches use. */
+const FRONTIER: readonly FirstPass[] = [
+  { rows: 32, minShardK: 8 }, { rows: 64, minShardK: 8 }, { rows: 128, minShardK: 8 }, { rows: 256, minShardK: 8 },
+  { rows: 512, minShardK: 8 }, { rows: 128, minShardK: 2 }, { rows: 128, minShardK: 4 }, { rows: 128, minShardK: 16 },
+];
+
+type Outcomes = { returned: number; statuses: Record<string, number> };
+
+/** One server search, counted into `outcomes`; anything but OK or BUDGET_EXCEEDED ends the suite. */
+async function countedSearch(client: Client, request: Record<string, unknown>, outcomes: Outcomes): Promise<number> {
+  const { ms, envelope } = await searchCall(client, request);
+  // With the default budget (1200 tokens) five results of ~330 tokens never fit: BUDGET_EXCEEDED is expected.
+  if (envelope.status !== 'OK' && envelope.degradation !== 'BUDGET_EXCEEDED') {
+    throw new Error(`search ended ${envelope.status} ${envelope.degradation ?? envelope.error_code ?? ''}`);
+  }
+  const key = envelope.degradation ?? envelope.status;
+  outcomes.statuses[key] = (outcomes.statuses[key] ?? 0) + 1;
+  outcomes.returned += envelope.results.length;
+  return ms;
+}
+
+/**
+ * recall@8 and p50 of the served CURRENT SEMANTIC channel in process with each first-pass size of FRONTIER, over
+ * `queries`; `exactTop` holds the exact top 8 of each counted query (the first WARMUP_QUERIES are not counted).
+ */
+async function measureFrontier(engine: SQLiteVecEngine, scope: ScopeTuple, queries: readonly string[], exactTop: Map<number, Set<number>>): Promise<Record<string, unknown>[]> {
+  const embeddings = queries.map((query) => localHashEmbedding(query));
+  const frontier = [];
+  for (const firstPass of FRONTIER) {
+    const latencies: number[] = [];
+    let recall = 0;
+    for (const [i, embedding] of embeddings.entries()) {
+      const started = performance.now();
+      const served = await engine.read((db) => eligibleNeighbours(db, scopeDigest(scope), embedding, RECALL_K, [], firstPass));
+      const ms = performance.now() - started;
+      const exact = exactTop.get(i);
+      if (exact === undefined) continue;
+      latencies.push(ms);
+      recall += served.filter((n) => exact.has(n.rowid)).length / RECALL_K;
+    }
+    const served = firstPass.rows === FIRST_PASS.rows && firstPass.minShardK === FIRST_PASS.minShardK;
+    const { p50_ms } = summarizeLatencies(latencies, 'ms');
+    frontier.push({ first_pass_rows: firstPass.rows, min_shard_k: firstPass.minShardK, served, p50_ms, recall_at_8: roundTo(recall / latencies.length, 4) });
+  }
+  return frontier;
+}
+
+/**
+ * Latency of SEMANTIC and HYBRID through the server beside the raw KNN and FTS5 statements, interleaved per query;
+ * then the frontier: the served channel in process with each first-pass size of FRONTIER, recall@8 and p50 over the
+ * same queries (the first WARMUP_QUERIES of each pass are not counted).
+ */
 async function measureScope(client: Client, raw: RawQueries, engine: SQLiteVecEngine, scope: ScopeTuple, count: number, rng: SeededRandom): Promise<Record<string, unknown>> {
+  const base = { scope: scope.scope, project_id: scope.project_id, intent_class: INTENT };
+  const queries = Array.from({ length: WARMUP_QUERIES + count }, () => techQuery(rng));
+  const measured = (i: number) => i >= WARMUP_QUERIES;
   const samples = { semantic: [] as number[], hybrid: [] as number[], knn: [] as number[], fts: [] as number[], knnPlusFts: [] as number[], embed: [] as number[], channel: [] as number[] };
+  const exactTop = new Map<number, Set<number>>();
   let recallSum = 0;
   let sameTop1 = 0;
-  const returned = { semantic: 0, hybrid: 0 };
-  const statuses = { semantic: {} as Record<string, number>, hybrid: {} as Record<string, number> };
-  const base = { scope: scope.scope, project_id: scope.project_id, intent_class: INTENT };
-  for (let i = 0; i < WARMUP_QUERIES + count; i += 1) {
-    const query = techQuery(rng);
-    const semantic = await searchCall(client, { ...base, query });
-    const hybrid = await searchCall(client, { ...base, query, retrieval_mode_kind: 'HYBRID' });
+  const outcomes = { semantic: { returned: 0, statuses: {} }, hybrid: { returned: 0, statuses: {} } };
+  for (const [i, query] of queries.entries()) {
+    const semanticMs = await countedSearch(client, { ...base, query }, outcomes.semantic);
+    const hybridMs = await countedSearch(client, { ...base, query, retrieval_mode_kind: 'HYBRID' }, outcomes.hybrid);
     let started = performance.now();
     const embedding = localHashEmbedding(query);
     const embedMs = performance.now() - started;
@@ -271,36 +323,34 @@ async function measureScope(client: Client, raw: RawQueries, engine: SQLiteVecEn
     started = performance.now();
     const served = await engine.read((db) => eligibleNeighbours(db, scopeDigest(scope), embedding, RECALL_K));
     const channelMs = performance.now() - started;
-    if (i < WARMUP_QUERIES) continue;
+    if (!measured(i)) continue;
     const exact = new Set(neighbours.slice(0, RECALL_K).map((n) => n.rowid));
+    exactTop.set(i, exact);
     recallSum += served.filter((n) => exact.has(n.rowid)).length / RECALL_K;
     if (served[0]?.rowid === neighbours[0]!.rowid) sameTop1 += 1;
     samples.channel.push(channelMs);
-    for (const [name, envelope] of [['semantic', semantic.envelope], ['hybrid', hybrid.envelope]] as const) {
-      // With the default budget (1200 tokens) five results of ~330 tokens never fit: BUDGET_EXCEEDED is expected.
-      if (envelope.status !== 'OK' && envelope.degradation !== 'BUDGET_EXCEEDED') throw new Error(`${name} search ended ${envelope.status} ${envelope.degradation ?? envelope.error_code ?? ''}`);
-      const key = envelope.degradation ?? envelope.status;
-      statuses[name][key] = (statuses[name][key] ?? 0) + 1;
-      returned[name] += envelope.results.length;
-    }
-    samples.semantic.push(semantic.ms);
-    samples.hybrid.push(hybrid.ms);
+    samples.semantic.push(semanticMs);
+    samples.hybrid.push(hybridMs);
     samples.embed.push(embedMs);
     samples.knn.push(knnMs);
     samples.fts.push(ftsMs);
     samples.knnPlusFts.push(knnMs + ftsMs);
   }
+
+  const frontier = await measureFrontier(engine, scope, queries, exactTop);
   const semantic = summarizeLatencies(samples.semantic, 'ms');
   const hybrid = summarizeLatencies(samples.hybrid, 'ms');
   const knn = summarizeLatencies(samples.knn, 'ms');
   const knnPlusFts = summarizeLatencies(samples.knnPlusFts, 'ms');
   const ratio = (a: Record<string, number>, b: Record<string, number>) => roundTo(a.p50_ms! / b.p50_ms!, 2);
+  const mean = (outcome: Outcomes) => roundTo(outcome.returned / (WARMUP_QUERIES + count), 2);
   return {
-    server_semantic_current: { ...semantic, mean_results: roundTo(returned.semantic / count, 2), outcomes: statuses.semantic },
-    server_hybrid_current: { ...hybrid, mean_results: roundTo(returned.hybrid / count, 2), outcomes: statuses.hybrid },
+    server_semantic_current: { ...semantic, mean_results: mean(outcomes.semantic), outcomes: outcomes.semantic.statuses },
+    server_hybrid_current: { ...hybrid, mean_results: mean(outcomes.hybrid), outcomes: outcomes.hybrid.statuses },
     current_semantic_recall_at_8: roundTo(recallSum / count, 4),
     current_semantic_same_top1: roundTo(sameTop1 / count, 4),
     in_process_current_semantic_channel_k8: summarizeLatencies(samples.channel, 'ms'),
+    current_semantic_frontier: frontier,
     raw_knn_current_k20: knn,
     raw_fts5_current_limit20: summarizeLatencies(samples.fts, 'ms'),
     raw_knn_plus_fts5: knnPlusFts,
