@@ -6,7 +6,7 @@ import { searchText } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import { findCurrentWithKey, findDuplicate, insertRecord, type NewRecordRow, type RecordRow } from '../storage/record-repository.js';
 import { currentRoleOf } from '../storage/record-invariants.js';
-import { eligibleCode } from '../storage/eligible-vectors.js';
+import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
 import { contradictionKey, nativeContentHash, subjectOf } from './derived-identities.js';
 import { envelopeScope } from './envelope.js';
 import { isFresh } from './freshness.js';
@@ -100,7 +100,7 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const conflictBefore = (await deps.engine.read((db) => findCurrentWithKey(db, scope, key, contentHash, false))) !== undefined;
   await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore, runtime.digest), row_id: 0 }));
   const embedding = await embedDocument(deps, fact, runtime.fingerprint);
-  if (current) eligibleCode(embedding); // computed now, so the write transaction below only looks it up
+  if (current) codeAheadOfWrite(stored.scope_key, embedding);
 
   // The locked state decides: repeat every pre-check inside the transaction.
   const outcome = await writeOrReplay(deps, idempotencyKey, fingerprint, () => deps.engine.write(async (trx) => {

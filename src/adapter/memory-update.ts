@@ -7,7 +7,7 @@ import { contractNow } from '../core/timestamps.js';
 import { UPDATE_MODES } from '@factlane/schema';
 import { findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
 import { currentRoleOf } from '../storage/record-invariants.js';
-import { eligibleCode } from '../storage/eligible-vectors.js';
+import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
 import { contradictionKey, nativeContentHash, subjectOf, tagSubject } from './derived-identities.js';
 import { envelopeScope } from './envelope.js';
 import { isFresh } from './freshness.js';
@@ -147,7 +147,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
   }
   await assertRecordFitsBudget(publicRecord({ ...successor, row_id: 0 } as RecordRow));
   const embedding = await embedDocument(deps, successor.fact, runtime.fingerprint);
-  eligibleCode(embedding); // the successor is current: its code is computed here, outside the write transaction
+  codeAheadOfWrite(scopeDigest(scope), embedding); // the successor is current
 
   const outcome = await writeOrReplay(deps, idempotencyKey, fingerprint, () => deps.engine.write(async (trx) => {
     const lockedReplay = await idempotencyDecision(trx, idempotencyKey, fingerprint);

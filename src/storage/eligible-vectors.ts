@@ -73,10 +73,7 @@ export function floatVector(blob: Uint8Array): Float32Array {
 // they are embedded or read, and a WeakMap lets each code go with its vector.
 const CODES = new WeakMap<Float32Array, Uint8Array>();
 
-/**
- * The SimHash code of a vector that is, or is about to become, eligible: computed once per vector object. A write
- * calls it before its transaction, so the insert inside finds the code already there.
- */
+/** The SimHash code of a vector that is, or is about to become, eligible: computed once per vector object. */
 export function eligibleCode(vector: Float32Array): Uint8Array {
   let code = CODES.get(vector);
   if (code === undefined) {
@@ -84,6 +81,29 @@ export function eligibleCode(vector: Float32Array): Uint8Array {
     CODES.set(vector, code);
   }
   return code;
+}
+
+// Scopes this process has seen coded (by a search or a write). Most scopes never are, and their current writes
+// need no code: only a scope seen coded has its codes computed ahead of the write transaction. A scope coded by
+// another process since gets the code inside the transaction instead, once. Nothing else depends on this set.
+const SEEN_CODED = new Set<string>();
+const SEEN_CODED_MAX = 4096;
+
+function sawCoded(scopeKey: string): void {
+  if (SEEN_CODED.has(scopeKey)) return;
+  if (SEEN_CODED.size >= SEEN_CODED_MAX) SEEN_CODED.delete(SEEN_CODED.values().next().value!);
+  SEEN_CODED.add(scopeKey);
+}
+
+/**
+ * Before the write transaction that makes `vector` VALIDATED_CURRENT in the scope: computes its code when this
+ * process has seen the scope coded, so the insert inside only looks it up and the writer lock (STORAGE.md §6) is
+ * not held meanwhile. True when the code is ready.
+ */
+export function codeAheadOfWrite(scopeKey: string, vector: Float32Array): boolean {
+  if (!SEEN_CODED.has(scopeKey)) return false;
+  eligibleCode(vector);
+  return true;
 }
 
 /**
@@ -99,6 +119,7 @@ export async function addEligibleVector(
     SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total,
       (SELECT max(shard) + 1 FROM eligible_shards WHERE scope_key = ${key}) AS next
     FROM eligible_shards WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
+  sawCoded(scopeKey);
   let shard: number;
   if (least !== undefined && least.size < shardCapacity(least.total + 1)) {
     shard = least.shard;
@@ -226,6 +247,7 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
   // Not coded when read. Another process may code the scope before the next statement: fact_vec still holds every
   // vector, and that statement is exact on it, so the answer is the same either way.
   if (allShards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
+  sawCoded(scopeKey);
   const shards = allShards.filter((shard) => shard.size > 0);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0) return [];

@@ -13,7 +13,7 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
-  eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, shardCapacity,
+  codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, shardCapacity,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
@@ -602,6 +602,21 @@ t.test('reembed rebuilds the eligible forms from the new float vectors in its sw
   // The reembed fixture is not a lineage (rows written directly in every state), so only the vector checks apply.
   const eligibleForms = auditFile(dbPath, SHIPPED).checks.find((check) => check.name === 'eligible_forms');
   t.match(eligibleForms, { status: 'PASS', count: 0 }, 'audit eligible_forms passes after reembed (codes recomputed from the new floats)');
+});
+
+t.test('a code is computed ahead of a write only in a scope this process has seen coded', async (t) => {
+  const dbPath = join(t.testdir(), 'code-ahead.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const scope = scopeTuple('PROJECT', { project_id: 'code-ahead' });
+  const key = scopeDigest(scope);
+  const vector = queryVector('code ahead of the write');
+  await insertFixtures(engine, [{ row: fixtureRow(scope, 'one current fact'), vector }]);
+  t.equal(codeAheadOfWrite(key, vector), false, 'a small scope is not coded: its writes compute no code');
+  await padScope(engine, scope);
+  await insertFixtures(engine, [{ row: fixtureRow(scope, 'a current fact of a coded scope'), vector: queryVector('coded') }]);
+  t.equal(codeAheadOfWrite(key, vector), true, 'once a write here added eligible forms, writes compute it ahead');
+  t.equal(eligibleCode(vector), eligibleCode(vector), 'and the transaction finds it');
 });
 
 t.test('a code computed before a write transaction is the one the transaction uses, not computed again', async (t) => {
