@@ -256,17 +256,24 @@ t.test('a coded scope of few current vectors is searched whole even when its sha
     'nearest first, exact distances');
 });
 
-t.test('neighbours come with the columns asked for, in one statement that reads records by row id', async (t) => {
-  const dbPath = join(t.testdir(), 'columns.sqlite3');
+/**
+ * A coded scope of EXACT_SCOPE_ROWS + 44 current facts, so the first pass runs over two shards before the re-scoring:
+ * `current i` at distance 0.05 + 0.002·i from `q`.
+ */
+async function twoShardScope(t: Test, name: string) {
+  const dbPath = join(t.testdir(), name);
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
-  // More than EXACT_SCOPE_ROWS, so the first pass runs over two shards before the re-scoring.
   const count = EXACT_SCOPE_ROWS + 44;
   const rows = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
     row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.05 + i * 0.002, i + 1),
   })));
-  const key = scopeDigest(SCOPE);
+  return { dbPath, engine, q, count, rows, key: scopeDigest(SCOPE) };
+}
+
+t.test('neighbours come with the columns asked for, in one statement that reads records by row id', async (t) => {
+  const { dbPath, engine, q, rows, key } = await twoShardScope(t, 'columns.sqlite3');
   const bare = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
   const columns = ['record_id', 'lifecycle_state'] as const;
   const joined = await engine.read((db) => eligibleNeighbours(db, key, q, 12, columns));
@@ -289,19 +296,12 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
 });
 
 t.test('the first pass asks each shard for its share of FIRST_PASS rows; the bench frontier varies it', async (t) => {
-  const dbPath = join(t.testdir(), 'first-pass.sqlite3');
-  const engine = await openLocalHash(dbPath);
-  t.teardown(() => engine.close());
-  const q = queryVector('cache eviction policy');
-  const count = EXACT_SCOPE_ROWS + 44;
-  const rows = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
-    row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.05 + i * 0.002, i + 1),
-  })));
-  const key = scopeDigest(SCOPE);
+  const { dbPath, engine, q, count, rows, key } = await twoShardScope(t, 'first-pass.sqlite3');
   const shards = readVectorForms(dbPath).shards.filter((shard) => shard.size > 0).length;
   t.ok(shards >= 2, `${count} vectors fill ${shards} shards`);
   const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
-  t.strictSame(await engine.read((db) => eligibleNeighbours(db, key, q, 12, [], FIRST_PASS)), served, 'FIRST_PASS is the default');
+  const explicit = await engine.read((db) => eligibleNeighbours(db, key, q, 12, [], FIRST_PASS));
+  t.strictSame(explicit, served, 'FIRST_PASS is the default');
   t.equal(served.length, 12);
   const one = await engine.read((db) => eligibleNeighbours(db, key, q, 12, [], { rows: 1, minShardK: 1 }));
   t.equal(one.length, shards, 'one code from each shard reaches the re-scoring');
@@ -614,7 +614,8 @@ t.test('a code is computed ahead of a write only in a scope this process has see
   await insertFixtures(engine, [{ row: fixtureRow(scope, 'one current fact'), vector }]);
   t.equal(codeAheadOfWrite(key, vector), false, 'a small scope is not coded: its writes compute no code');
   await padScope(engine, scope);
-  await insertFixtures(engine, [{ row: fixtureRow(scope, 'a current fact of a coded scope'), vector: queryVector('coded') }]);
+  const coded = fixtureRow(scope, 'a current fact of a coded scope');
+  await insertFixtures(engine, [{ row: coded, vector: queryVector('coded') }]);
   t.equal(codeAheadOfWrite(key, vector), true, 'once a write here added eligible forms, writes compute it ahead');
   t.equal(eligibleCode(vector), eligibleCode(vector), 'and the transaction finds it');
 });

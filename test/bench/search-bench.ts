@@ -13,7 +13,9 @@ import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
-import { eligibleNeighbours, FIRST_PASS, rebuildEligibleVectors, type FirstPass } from '../../src/storage/eligible-vectors.js';
+import {
+  eligibleNeighbours, FIRST_PASS, rebuildEligibleVectors, type FirstPass,
+} from '../../src/storage/eligible-vectors.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
@@ -269,15 +271,18 @@ async function countedSearch(client: Client, request: Record<string, unknown>, o
  * recall@8 and p50 of the served CURRENT SEMANTIC channel in process with each first-pass size of FRONTIER, over
  * `queries`; `exactTop` holds the exact top 8 of each counted query (the first WARMUP_QUERIES are not counted).
  */
-async function measureFrontier(engine: SQLiteVecEngine, scope: ScopeTuple, queries: readonly string[], exactTop: Map<number, Set<number>>): Promise<Record<string, unknown>[]> {
+async function measureFrontier(
+  engine: SQLiteVecEngine, scope: ScopeTuple, queries: readonly string[], exactTop: Map<number, Set<number>>,
+): Promise<Record<string, unknown>[]> {
   const embeddings = queries.map((query) => localHashEmbedding(query));
+  const key = scopeDigest(scope);
   const frontier = [];
   for (const firstPass of FRONTIER) {
     const latencies: number[] = [];
     let recall = 0;
     for (const [i, embedding] of embeddings.entries()) {
       const started = performance.now();
-      const served = await engine.read((db) => eligibleNeighbours(db, scopeDigest(scope), embedding, RECALL_K, [], firstPass));
+      const served = await engine.read((db) => eligibleNeighbours(db, key, embedding, RECALL_K, [], firstPass));
       const ms = performance.now() - started;
       const exact = exactTop.get(i);
       if (exact === undefined) continue;
@@ -286,7 +291,8 @@ async function measureFrontier(engine: SQLiteVecEngine, scope: ScopeTuple, queri
     }
     const served = firstPass.rows === FIRST_PASS.rows && firstPass.minShardK === FIRST_PASS.minShardK;
     const { p50_ms } = summarizeLatencies(latencies, 'ms');
-    frontier.push({ first_pass_rows: firstPass.rows, min_shard_k: firstPass.minShardK, served, p50_ms, recall_at_8: roundTo(recall / latencies.length, 4) });
+    const recall_at_8 = roundTo(recall / latencies.length, 4);
+    frontier.push({ first_pass_rows: firstPass.rows, min_shard_k: firstPass.minShardK, served, p50_ms, recall_at_8 });
   }
   return frontier;
 }
@@ -345,7 +351,9 @@ async function measureScope(client: Client, raw: RawQueries, engine: SQLiteVecEn
   const ratio = (a: Record<string, number>, b: Record<string, number>) => roundTo(a.p50_ms! / b.p50_ms!, 2);
   const mean = (outcome: Outcomes) => roundTo(outcome.returned / (WARMUP_QUERIES + count), 2);
   return {
-    server_semantic_current: { ...semantic, mean_results: mean(outcomes.semantic), outcomes: outcomes.semantic.statuses },
+    server_semantic_current: {
+      ...semantic, mean_results: mean(outcomes.semantic), outcomes: outcomes.semantic.statuses,
+    },
     server_hybrid_current: { ...hybrid, mean_results: mean(outcomes.hybrid), outcomes: outcomes.hybrid.statuses },
     current_semantic_recall_at_8: roundTo(recallSum / count, 4),
     current_semantic_same_top1: roundTo(sameTop1 / count, 4),
