@@ -1,13 +1,14 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operations.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, REPO_ROOT, SHIPPED_VERSION, storeRow, tableCounts, writeInterlock } from '../helpers/storage.js';
+import {
+  candidateRow, MIGRATE_BIN, migrationsDir, nextMigration, openEngine, RawDatabase, runBin,
+  SHIPPED_VERSION, storeRow, tableCounts, writeInterlock,
+} from '../helpers/storage.js';
 
 const NEXT = SHIPPED_VERSION + 1;
 const NOTE_MIGRATION = { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n' };
@@ -119,9 +120,8 @@ t.test('up refuses newer, tampered, interlocked and busy databases and an existi
   t.equal(sha(live), before, 'nothing applied when the backup cannot be written');
 });
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
 function cli(...args: string[]) {
-  return spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-migrate.ts'), ...args], { encoding: 'utf8' });
+  return runBin(MIGRATE_BIN, args);
 }
 
 t.test('factlane-migrate command line: reports and exit codes', async (t) => {

@@ -1,13 +1,10 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
-import { candidateRow, openEngine, REPO_ROOT, storeRow } from '../helpers/storage.js';
+import { ADMIN_BIN, candidateRow, openEngine, runBin, storeRow } from '../helpers/storage.js';
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 t.test('backup of a live database verifies; a changed backup fails its manifest; targets are never overwritten', async (t) => {
   const dir = t.testdir();

@@ -1,20 +1,19 @@
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { evaluateCompatibility, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
 import { LocalHashProvider, localHashEmbedding, LOCAL_HASH_DIGEST } from '../../src/embedding/local-hash-provider.js';
 import { reembedDatabase, type ReembedProgress } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
 import { FaultyProvider, fixture, rawWrite, readDb, storedEmbedding } from '../helpers/reembed.js';
-import { candidateRow, openEngine, REPO_ROOT, storeRow, TEST_BINDING, unitVector, writeInterlock } from '../helpers/storage.js';
+import {
+  ADMIN_BIN, candidateRow, openEngine, runBin, storeRow, TEST_BINDING, unitVector, writeInterlock,
+} from '../helpers/storage.js';
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const ADMIN = [join(REPO_ROOT, 'src/cli/factlane-admin.ts')];
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, ...ADMIN, ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 const withoutProvenance = (rows: Record<string, unknown>[]) => rows.map(({ embedding_profile_id: _p, embedding_model_digest: _d, embedding_output_dimension: _o, ...rest }) => rest);
 
@@ -195,7 +194,8 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds', as
   });
   await engine.close();
   const before = readDb(dbPath);
-  const child = spawn(process.execPath, ['--import', TS_IMPORT, ...ADMIN, 'reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [ADMIN_BIN, 'reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json'];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // Killed right after its first committed batch: the fill is under way, the switch far off.
   await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => { if (chunk.includes('"batch"')) resolve(); }));
   child.kill('SIGKILL');

@@ -1,18 +1,16 @@
 import t, { type Test } from 'tap';
-import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import {
-  candidateRow, downgradeToSchemaOne, openEngine, RawDatabase, REPO_ROOT, sqliteVec, storeRow, writeInterlock,
+  ADMIN_BIN, candidateRow, downgradeToSchemaOne, openEngine, RawDatabase, runBin, sqliteVec,
+  storeRow, writeInterlock,
 } from '../helpers/storage.js';
 import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
 
 // factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 /** A database with a real lineage: a promoted Candidate, a REPLACE, a contradiction Candidate, a REVERIFY. */
 async function lineage(t: Test): Promise<{ dbPath: string; close: () => Promise<void>; records: Record<string, Json> }> {

@@ -1,17 +1,17 @@
 import t, { type Test } from 'tap';
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, nextMigration, openEngine, RawDatabase, REPO_ROOT, SHIPPED_VERSION, storeRow, tableCounts, withRaw, writeInterlock } from '../helpers/storage.js';
+import {
+  ADMIN_BIN, candidateRow, nextMigration, openEngine, RawDatabase, runBin, SHIPPED_VERSION,
+  storeRow, tableCounts, withRaw, writeInterlock,
+} from '../helpers/storage.js';
 
 // OPERATIONS.md §4.2: factlane-admin restore --from FILE --db PATH.
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 const records = (path: string) => withRaw(path, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
 const meta = (path: string) => withRaw(path, (db) => db.prepare('SELECT key, value FROM adapter_meta ORDER BY key').all());

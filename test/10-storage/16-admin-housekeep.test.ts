@@ -1,7 +1,5 @@
 import t, { type Test } from 'tap';
-import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { auditDatabase } from '../../src/maintenance/audit-operation.js';
 import { housekeep, type HousekeepProbes, type HousekeepRequest } from '../../src/maintenance/housekeep-operation.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
@@ -10,13 +8,14 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { readCapacity } from '../../src/storage/status-repository.js';
 import { WriteConnection } from '../../src/storage/write-connection.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { migrationsDir, nextMigration, RawDatabase, REPO_ROOT, sqliteVec, withRaw, writeInterlock } from '../helpers/storage.js';
+import {
+  ADMIN_BIN, migrationsDir, nextMigration, RawDatabase, runBin, sqliteVec, withRaw, writeInterlock,
+} from '../helpers/storage.js';
 import { currentRequest, derivedRows, diskState, openWriteBench, reverifyRequest, store, update, type Json, type WriteBench } from '../helpers/writes.js';
 
 // OPERATIONS.md §3 (housekeeping) and STORAGE.md §8 (compaction of one record).
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'src/cli/factlane-admin.ts'), ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 const GLOBAL = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null } as const;
 const NEVER_ENOUGH = Number.MAX_SAFE_INTEGER;
 const REPORT_KEYS = [

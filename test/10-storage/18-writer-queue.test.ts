@@ -10,11 +10,11 @@ import {
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
 import type { Logger } from '../../src/core/logger.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import {
-  candidateRow, openEngine, REPO_ROOT, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine,
+  ADMIN_BIN, candidateRow, openEngine, REPO_ROOT, runBin, spawnTsHelper, storeRow, tableCounts, unitVector,
+  waitForLine,
 } from '../helpers/storage.js';
 
 const require = createRequire(import.meta.url);
@@ -268,9 +268,7 @@ t.test('a process killed with SIGKILL while it holds the writer lock blocks nobo
   t.equal(probe(sidecar), 'free');
 });
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const ADMIN = join(REPO_ROOT, 'src/cli/factlane-admin.ts');
-const admin = (...args: string[]) => spawnSync(process.execPath, ['--import', TS_IMPORT, ADMIN, ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stale one refuses no restore', async (t) => {
   const dir = t.testdir();

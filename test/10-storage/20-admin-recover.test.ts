@@ -13,18 +13,16 @@ import { padScope, scopeTuple } from '../helpers/reads.js';
 import {
   adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
 } from '../helpers/recovery.js';
-import { RawDatabase, REPO_ROOT, SHIPPED_MIGRATIONS, sqliteVec, withRaw } from '../helpers/storage.js';
+import {
+  ADMIN_BIN, MIGRATE_BIN, RawDatabase, REPO_ROOT, runBin, SHIPPED_MIGRATIONS, sqliteVec, withRaw,
+} from '../helpers/storage.js';
 import type { Json } from '../helpers/writes.js';
 
 // factlane-admin recover (OPERATIONS.md §5): the purge, the sealed image, the receipt, the plan helper, the command.
 
 const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
-const ADMIN_CLI = join(REPO_ROOT, 'src/cli/factlane-admin.ts');
-const admin = (...args: string[]) =>
-  spawnSync(process.execPath, ['--import', TS_IMPORT, ADMIN_CLI, ...args], { encoding: 'utf8' });
-const MIGRATE_CLI = join(REPO_ROOT, 'src/cli/factlane-migrate.ts');
-const migrate = (...args: string[]) =>
-  spawnSync(process.execPath, ['--import', TS_IMPORT, MIGRATE_CLI, ...args], { encoding: 'utf8' });
+const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
+const migrate = (...args: string[]) => runBin(MIGRATE_BIN, args);
 
 /** The vector bytes (fact_vec and eligible forms) of each record, read raw. */
 function vectorBlobs(dbPath: string, recordIds: readonly string[]): Buffer[] {
