@@ -147,7 +147,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
   }
   await assertRecordFitsBudget(publicRecord({ ...successor, row_id: 0 } as RecordRow));
   const embedding = await embedDocument(deps, successor.fact, runtime.fingerprint);
-  codeAheadOfWrite(scopeDigest(scope), embedding); // the successor is current
+  codeAheadOfWrite(successor.scope_key, embedding); // the successor is current
 
   const outcome = await writeOrReplay(deps, idempotencyKey, fingerprint, () => deps.engine.write(async (trx) => {
     const lockedReplay = await idempotencyDecision(trx, idempotencyKey, fingerprint);

@@ -26,10 +26,9 @@ const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
 
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
- * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations`
- * row. Runs nothing
- * outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each file,
- * `onRebuilt` the derived rows rebuilt of the total as a rebuild goes (rebuildEligibleVectors).
+ * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations` row. Runs
+ * nothing outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each
+ * file, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes (rebuildEligibleVectors).
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
