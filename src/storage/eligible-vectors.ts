@@ -166,20 +166,72 @@ export async function keepEligibleFormsOnInsert(
 
 /**
  * Adds the eligible forms of every VALIDATED_CURRENT record of a scope that has none yet, in row id order, from their
- * `fact_vec` floats; a scope without a current record gets an empty shard, the mark that it is coded.
+ * `fact_vec` floats (codeNewScope).
  */
 async function codeScope(trx: Transaction<DB>, scopeKey: string): Promise<void> {
   // A join of a vec0 table by rowid has no Kysely builder (fact_vec has no generated rowid column), hence raw SQL.
   const { rows } = await sql<{ row_id: number; embedding: Uint8Array }>`
     SELECT r.row_id, v.embedding FROM adapter_records r JOIN fact_vec v ON v.rowid = r.row_id
     WHERE r.scope_key = ${scopeKey} AND r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`.execute(trx);
-  for (const row of rows) await addEligibleVector(trx, BigInt(row.row_id), scopeKey, floatVector(row.embedding));
-  if (rows.length === 0) await openEmptyShard(trx, scopeKey);
+  await codeNewScope(trx, scopeKey, rows.map((row) => ({ rowId: row.row_id, embedding: floatVector(row.embedding) })));
 }
 
-/** The empty shard 0 that marks a coded scope without a current record. */
-async function openEmptyShard(trx: Transaction<DB>, scopeKey: string): Promise<void> {
-  await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${scopeKey}, 0, 0)`.execute(trx);
+/**
+ * The shard of each of `count` vectors added one at a time, in order, to a scope without shards, exactly as
+ * addEligibleVector chooses it (the least-filled shard, lowest first, while it holds less than shardCapacity of the
+ * new total; else a new shard), and each shard's size after the last.
+ */
+export function shardsOfNewScope(count: number): { shards: readonly number[]; sizes: readonly number[] } {
+  const shards: number[] = [];
+  const sizes: number[] = [];
+  for (let added = 0; added < count; added += 1) {
+    let least = -1;
+    for (let shard = 0; shard < sizes.length; shard += 1) {
+      if (least === -1 || sizes[shard]! < sizes[least]!) least = shard;
+    }
+    const shard = least !== -1 && sizes[least]! < shardCapacity(added + 1) ? least : sizes.length;
+    sizes[shard] = (sizes[shard] ?? 0) + 1;
+    shards.push(shard);
+  }
+  return { shards, sizes };
+}
+
+/** A current record's vector as codeNewScope takes it. */
+interface NewScopeVector {
+  readonly rowId: number;
+  readonly embedding: Float32Array;
+}
+
+/** Most vectors one statement of codeNewScope adds (4 bound values each). */
+const NEW_SCOPE_BATCH_ROWS = 128;
+
+/**
+ * Codes a scope that has no eligible form yet, inside the caller's write transaction: the forms of `vectors` (its
+ * VALIDATED_CURRENT records, in row id order) in the shards addEligibleVector would have put them in one by one
+ * (shardsOfNewScope), the same rows and the same order in each vec0 partition, written a batch per statement instead
+ * of four statements per vector; a scope without a current record gets an empty shard 0, the mark that it is coded.
+ * `onAdded` hears each batch's size once it is written.
+ */
+async function codeNewScope(
+  trx: Transaction<DB>, scopeKey: string, vectors: readonly NewScopeVector[], onAdded?: (count: number) => void,
+  batchEnd = (start: number) => start + NEW_SCOPE_BATCH_ROWS,
+): Promise<void> {
+  sawCoded(scopeKey);
+  const { shards, sizes } = shardsOfNewScope(vectors.length);
+  const shardRows = sizes.length === 0 ? [sql`(${scopeKey}, 0, 0)`]
+    : sizes.map((size, shard) => sql`(${scopeKey}, ${shard}, ${size})`);
+  await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ${sql.join(shardRows)}`.execute(trx);
+  for (let start = 0; start < vectors.length;) {
+    const end = Math.min(vectors.length, Math.max(start + 1, batchEnd(start)));
+    const batch = vectors.slice(start, end).map((vector, offset) => ({ ...vector, shard: shards[start + offset]! }));
+    await sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES ${sql.join(batch.map((v) =>
+      sql`(${BigInt(v.rowId)}, ${scopeKey}, ${v.shard}, ${vectorBytes(v.embedding)})`))}`.execute(trx);
+    // vec0 refuses a REAL rowid: bind BigInt.
+    await sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES ${sql.join(batch.map((v) =>
+      sql`(${BigInt(v.rowId)}, ${`${scopeKey}/${v.shard}`}, vec_bit(${eligibleCode(v.embedding)}))`))}`.execute(trx);
+    onAdded?.(batch.length);
+    start = end;
+  }
 }
 
 /** Removes the eligible forms of one record (if it has any) inside the caller's write transaction. */
@@ -196,9 +248,10 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
 
 /**
  * Rebuilds every eligible form from the float source inside the caller's write transaction: empties the three
- * tables, then codes each scope of more than UNCODED_SCOPE_MAX_RECORDS records, adding each of its `fact_vec` rows
- * whose `is_current` is 1 in row id order (so a rebuild is deterministic), and an empty shard for a coded scope without
- * one. Used by `factlane-migrate up` (schemas 2 and 3) and by the reembed switch. Returns how many vectors it added.
+ * tables, then codes each scope of more than UNCODED_SCOPE_MAX_RECORDS records as the insert that takes a scope past
+ * it does (codeNewScope): its `fact_vec` rows whose `is_current` is 1, in row id order (so a rebuild is deterministic),
+ * and an empty shard for a coded scope without one. Used by `factlane-migrate up` (schemas 2 and 3) and by the reembed
+ * switch. Returns how many vectors it added.
  * `onRows` hears the vectors added of the total every REBUILD_REPORT_ROWS vectors and once at the end.
  */
 export async function rebuildEligibleVectors(
@@ -214,12 +267,17 @@ export async function rebuildEligibleVectors(
   const { rows } = await sql<{ rowid: number; scope_key: string; embedding: Uint8Array }>`
     SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n}
       AND scope_key IN (SELECT value FROM json_each(${JSON.stringify(coded)})) ORDER BY rowid`.execute(trx);
-  for (const [index, row] of rows.entries()) {
-    await addEligibleVector(trx, BigInt(row.rowid), row.scope_key, floatVector(row.embedding));
-    if ((index + 1) % REBUILD_REPORT_ROWS === 0 && index + 1 < rows.length) onRows?.(index + 1, rows.length);
-  }
-  const withVectors = new Set(rows.map((row) => row.scope_key));
-  for (const scopeKey of coded) if (!withVectors.has(scopeKey)) await openEmptyShard(trx, scopeKey);
+  const byScope = new Map<string, NewScopeVector[]>(coded.map((key) => [key, []]));
+  for (const row of rows) byScope.get(row.scope_key)!.push({ rowId: row.rowid, embedding: floatVector(row.embedding) });
+  // Batches end at each multiple of REBUILD_REPORT_ROWS of the vectors added, so progress is heard at exactly those.
+  let added = 0;
+  const onAdded = (count: number) => {
+    added += count;
+    if (added % REBUILD_REPORT_ROWS === 0 && added < rows.length) onRows?.(added, rows.length);
+  };
+  const toNextReport = (start: number) =>
+    start + Math.min(NEW_SCOPE_BATCH_ROWS, REBUILD_REPORT_ROWS - (added % REBUILD_REPORT_ROWS));
+  for (const [scopeKey, vectors] of byScope) await codeNewScope(trx, scopeKey, vectors, onAdded, toNextReport);
   onRows?.(rows.length, rows.length);
   return rows.length;
 }

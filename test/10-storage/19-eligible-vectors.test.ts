@@ -13,7 +13,8 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
-  codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, shardCapacity,
+  codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, rebuildEligibleVectors, shardCapacity,
+  shardsOfNewScope,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
@@ -213,6 +214,39 @@ t.test('shard capacity grows with the scope, as 8·√total within its bounds', 
   t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400), 'at most 400 shards: one UNION ALL arm each');
   const sizes = expectedShards(2053);
   t.ok(sizes.length > 1 && Math.max(...sizes) - Math.min(...sizes) <= 1, `2,053 vectors: ${sizes.length} balanced shards`);
+});
+
+/** Each code's place in vec0: its partition, the rank of its chunk among the partition's chunks, its offset there. */
+function codePlaces(dbPath: string): string[] {
+  return withRaw(dbPath, (db) => (db.prepare(`SELECT r.rowid, c.partition00 AS part, r.chunk_offset,
+      (SELECT count(*) FROM eligible_codes_chunks o WHERE o.partition00 = c.partition00 AND o.chunk_id < c.chunk_id) AS rank
+    FROM eligible_codes_rowids r JOIN eligible_codes_chunks c ON c.chunk_id = r.chunk_id ORDER BY r.rowid`).all() as
+    { rowid: number; part: string; chunk_offset: number; rank: number }[])
+    .map((p) => `${p.rowid} ${p.part} ${p.rank} ${p.chunk_offset}`));
+}
+
+t.test('coding a scope in batches puts every vector where adding them one at a time does', async (t) => {
+  for (const count of [0, 1, 255, 256, 257, 1000, 2053, 5000]) {
+    t.strictSame([...shardsOfNewScope(count).sizes], expectedShards(count), `${count} vectors: the sizes of the rule`);
+  }
+  const shards = shardsOfNewScope(600).shards;
+  t.ok(shards.slice(0, 256).every((shard) => shard === 0) && shards[256] === 1, 'shard 0 fills to capacity, then shard 1 opens');
+  // The record past the threshold codes 257 current records in batches; the next 1,796 are added one at a time. A
+  // rebuild then codes all 2,053 in batches: each form, its shard and its place in vec0 come out the same.
+  const dbPath = join(t.testdir(), 'batches.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const fixtures = Array.from({ length: 2053 }, (_, i) => ({ row: fixtureRow(SCOPE, `fact ${i} of the batch test`) }));
+  await insertFixtures(engine, fixtures);
+  const incremental = readVectorForms(dbPath);
+  const places = codePlaces(dbPath);
+  t.equal(await engine.write((trx) => rebuildEligibleVectors(trx)), 2053);
+  const rebuilt = readVectorForms(dbPath);
+  t.strictSame(rebuilt.shards, incremental.shards, 'the same shard sizes');
+  const shardOf = (forms: typeof rebuilt) => forms.records.map((r) => [r.recordId, r.eligible?.shard]);
+  t.strictSame(shardOf(rebuilt), shardOf(incremental), 'each vector in the same shard');
+  t.strictSame(codePlaces(dbPath), places, 'each code at the same place of its partition');
+  assertLifecycleTable(t, dbPath, 'after the batched rebuild');
 });
 
 t.test('shards fill the least-filled first and shrink when records stop being current', async (t) => {
