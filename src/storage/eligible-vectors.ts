@@ -300,20 +300,22 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   if (limit <= 0) return [];
   type Shard = { shard: number; size: number };
-  const allShards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
+  const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
     SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
   // Not coded when read. Another process may code the scope before the next statement: fact_vec still holds every
   // vector, and that statement is exact on it, so the answer is the same either way.
-  if (allShards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
+  if (shards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   sawCoded(scopeKey);
-  const shards = allShards.filter((shard) => shard.size > 0);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
+  // No current vector when the sizes were read: the answer of that moment.
   if (total === 0) return [];
   const code = simhashCode(embedding);
-  // The sizes were read by a statement of their own, and another process may have added vectors since: a small scope
-  // asks each shard for EXACT_SCOPE_ROWS (vec0 returns every row of a smaller partition), so none is left out.
+  // The sizes were read by a statement of their own, and another commit may have changed them before the KNN below:
+  // an update that takes a vector out of one shard puts its successor in the least-filled one, which may have been
+  // empty or smaller when read. So every shard is asked, an empty one too, and never for fewer than MIN_SHARD_K
+  // (vec0 returns every row of a smaller partition); a small scope asks each for EXACT_SCOPE_ROWS. None is left out.
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
-    : Math.min(size, Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total))));
+    : Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total)));
   const passes = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5

@@ -1,5 +1,6 @@
 import t, { type Test } from 'tap';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
+import type { CompiledQuery } from 'kysely';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
+import { tombstoneColumns } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
   codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, rebuildEligibleVectors, shardCapacity,
@@ -21,6 +23,9 @@ import { compiledShapes } from '../../src/storage/statement-shapes.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
+import { findRecord, insertRecordUnchecked, supersedeRecord } from '../../src/storage/record-repository.js';
+import type { NewRecordRow } from '../../src/storage/record-rows.js';
+import { purgeRecord } from '../../src/storage/recovery-repository.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import {
@@ -288,6 +293,66 @@ t.test('a coded scope of few current vectors is searched whole even when its sha
   t.equal(neighbours.length, 20, 'every vector of the shard is re-scored, not the 3 the sizes said');
   t.strictSame(neighbours.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 20 }, (_, i) => Number((0.1 + i * 0.02).toFixed(2))),
     'nearest first, exact distances');
+});
+
+/**
+ * The neighbours of `q` in SCOPE, with a REVERIFY of `record` (its successor at `vector`) committed between the
+ * search's two statements, the shard-size read and the KNN, as another server could commit it.
+ */
+async function searchAcrossReverify(engine: SQLiteVecEngine, q: Float32Array, record: NewRecordRow, vector: Float32Array) {
+  let statements = 0;
+  return engine.read((db) => eligibleNeighbours(new Proxy(db, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(target) : value;
+      return async (query: CompiledQuery) => {
+        const result = await target.executeQuery(query);
+        statements += 1;
+        if (statements === 1) {
+          await engine.write(async (trx) => {
+            await supersedeRecord(trx, (await findRecord(trx, record.record_id))!);
+            const successor = fixtureRow(SCOPE, record.fact, { memoryId: record.memory_id, revision: 2, parentRecordId: record.record_id });
+            await insertRecordUnchecked(trx, successor, { searchText: successor.fact, embedding: vector });
+          });
+        }
+        return result;
+      };
+    },
+  }), scopeDigest(SCOPE), q, 3));
+}
+
+t.test('a REVERIFY committed between the shard sizes and the KNN never hides the record it moves', async (t) => {
+  const q = queryVector('which port does the metrics exporter listen on');
+  const far = (i: number) => ({ row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i) });
+  await t.test('first pass: the successor goes to a shard read with one vector', async (t) => {
+    const dbPath = join(t.testdir(), 'moved.sqlite3');
+    const engine = await openLocalHash(dbPath);
+    t.teardown(() => engine.close());
+    // 257 current records: X and 255 far ones fill shard 0; Y, the query's own vector, opens shard 1.
+    const x = { row: fixtureRow(SCOPE, 'X second nearest'), vector: vectorAtDistance(q, 0.05, 1) };
+    await insertFixtures(engine, [x, ...Array.from({ length: 255 }, (_, i) => far(i)), { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }]);
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [256, 1]);
+    const found = await searchAcrossReverify(engine, q, x.row, x.vector);
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 2], 'the successor went to shard 1');
+    t.strictSame(found.map((n) => n.distance.toFixed(2)), ['0.00', '0.05', '0.60'], 'Y, then X\'s successor');
+  });
+  await t.test('exact: the successor goes to a shard read empty', async (t) => {
+    const dbPath = join(t.testdir(), 'emptied.sqlite3');
+    const engine = await openLocalHash(dbPath);
+    t.teardown(() => engine.close());
+    const x = { row: fixtureRow(SCOPE, 'X nearest'), vector: vectorAtDistance(q, 0.05, 1) };
+    const z = { row: fixtureRow(SCOPE, 'Z in shard 1'), vector: vectorAtDistance(q, 0.7, 5) };
+    const fixtures = [x, ...Array.from({ length: 255 }, (_, i) => far(i)), z];
+    await insertFixtures(engine, fixtures);
+    // Recovery purges Z and a far fact (their records stay, as tombstones): 255 current vectors, shard 1 empty.
+    await engine.write(async (trx) => {
+      for (const f of [z, fixtures[1]!]) await purgeRecord(trx, (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
+    });
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 0]);
+    const found = await searchAcrossReverify(engine, q, x.row, x.vector);
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [254, 1], 'the successor went to shard 1');
+    t.equal(found[0]?.distance.toFixed(2), '0.05', 'X\'s successor first');
+  });
 });
 
 /**
