@@ -16,12 +16,14 @@ type DerivedRebuild = (trx: Transaction<DB>, onRows?: (done: number, total: numb
 
 /**
  * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
- * vector forms come from fact_vec through the seeded SimHash projection (schema 2), and schema 3 recreates fact_vec
- * and keeps them for large scopes only. A rebuild that a later pending file repeats runs once, after that file.
+ * vector forms come from fact_vec through the seeded SimHash projection (schema 2), schema 3 recreates fact_vec and
+ * keeps them for large scopes only, and schema 4 recreates the codes' table in larger chunks. A rebuild that a later
+ * pending file repeats runs once, after that file.
  */
 const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
   ['0002_eligible_vectors.sql', rebuildEligibleVectors],
   ['0003_small_scope_vectors.sql', rebuildEligibleVectors],
+  ['0004_code_chunks.sql', rebuildEligibleVectors],
 ]);
 
 /**

@@ -33,8 +33,8 @@ import {
   type Json,
 } from '../helpers/reads.js';
 import {
-  candidateRow, downgradeToSchemaOne, downgradeToSchemaTwo, openEngine, queryPlan, RawDatabase, REPO_ROOT, sqliteVec, storeRow,
-  withRaw,
+  candidateRow, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo, openEngine, queryPlan, RawDatabase,
+  REPO_ROOT, sqliteVec, storeRow, withRaw,
 } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
 import { assertLifecycleTable, readVectorForms } from '../helpers/vector-forms.js';
@@ -610,11 +610,13 @@ t.test('a schema-1 database with records in every lifecycle migrates and answers
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 
-t.test('a schema-2 database migrates to schema 3: fact_vec re-chunked, small scopes lose their forms, coded ones keep them', async (t) => {
+/** The chunk size of the vec0 table `table` as the file defines it. */
+const chunkOf = (dbPath: string, table = 'fact_vec') => withRaw(dbPath, (db) => db
+  .prepare('SELECT sql FROM sqlite_master WHERE name = ?').pluck().get(table) as string).match(/chunk_size=(\d+)/)![1];
+
+t.test('a schema-2 database migrates: fact_vec re-chunked, only coded scopes keep their forms', async (t) => {
   const dir = t.testdir();
   const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaTwo);
-  const chunkOf = (dbPath: string) => withRaw(dbPath, (db) => db.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'")
-    .pluck().get() as string).match(/chunk_size=(\d+)/)![1];
   t.equal(chunkOf(oldPath), '16', 'schema 2 kept fact_vec at chunk size 16');
   const oldForms = readVectorForms(oldPath).records.filter((r) => r.eligible);
   t.ok(oldForms.some((r) => !r.scopeCoded) && oldForms.some((r) => r.scopeCoded), 'schema 2 gave forms to small and coded scopes alike');
@@ -622,12 +624,30 @@ t.test('a schema-2 database migrates to schema 3: fact_vec re-chunked, small sco
     'audit reads a schema-2 database by the schema-2 rule');
 
   const report = await migrateWithBackup(dir, oldPath);
-  t.strictSame(report.applied.map((step) => step.version), [3]);
+  t.strictSame(report.applied.map((step) => step.version), [3, 4]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath), '8', 'fact_vec is re-chunked');
+  t.equal(chunkOf(oldPath, 'eligible_codes'), '512', 'and so are the codes');
   assertLifecycleTable(t, oldPath, 'migrated from schema 2');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms equal those written fresh, shard for shard');
+  await assertAnswersAlike(t, oldPath, freshPath);
+});
+
+t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every form as fresh', async (t) => {
+  const dir = t.testdir();
+  const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaThree);
+  t.equal(chunkOf(oldPath, 'eligible_codes'), '128', 'schema 3 kept the codes in chunks of 128');
+  t.equal(chunkOf(freshPath, 'eligible_codes'), '512', 'this release writes them in chunks of 512');
+  t.ok(readVectorForms(oldPath).records.some((r) => r.code), 'a coded scope to move');
+  const report = await migrateWithBackup(dir, oldPath);
+  t.strictSame(report.applied.map((step) => step.version), [4]);
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
+  t.equal(chunkOf(oldPath, 'eligible_codes'), '512');
+  assertLifecycleTable(t, oldPath, 'migrated from schema 3');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
+  t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 

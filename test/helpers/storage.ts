@@ -164,13 +164,18 @@ export function writeInterlock(dbPath: string): void {
 }
 
 
+/** The shipped definition of the vec0 table `table`, at `chunkSize`. */
+function definitionAt(raw: InstanceType<typeof RawDatabase>, table: string, chunkSize: number): string {
+  return (raw.prepare('SELECT sql FROM sqlite_master WHERE name = ?').pluck().get(table) as string)
+    .replace(/chunk_size=\d+/, `chunk_size=${chunkSize}`);
+}
+
 /**
- * Recreates `fact_vec` as `chunkSize` makes it (schemas 1 and 2: 16; schema 3: 8), rows and bytes kept, on a raw
+ * Recreates `fact_vec` as `chunkSize` makes it (schemas 1 and 2: 16; since schema 3: 8), rows and bytes kept, on a raw
  * connection inside the caller's transaction; the definition is the shipped one at that chunk size.
  */
 function rechunkFactVec(raw: InstanceType<typeof RawDatabase>, chunkSize: number): void {
-  const definition = (raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string)
-    .replace(/chunk_size=\d+/, `chunk_size=${chunkSize}`);
+  const definition = definitionAt(raw, 'fact_vec', chunkSize);
   raw.exec(`${definition.replace('fact_vec', 'fact_vec_old_layout')};
     INSERT INTO fact_vec_old_layout (rowid, scope_key, is_current, embedding)
       SELECT rowid, scope_key, is_current, embedding FROM fact_vec ORDER BY rowid;
@@ -178,6 +183,19 @@ function rechunkFactVec(raw: InstanceType<typeof RawDatabase>, chunkSize: number
     INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
       SELECT rowid, scope_key, is_current, embedding FROM fact_vec_old_layout ORDER BY rowid;
     DROP TABLE fact_vec_old_layout;`);
+}
+
+/**
+ * Recreates `eligible_codes` at `chunkSize` (schemas 2 and 3: 128; since schema 4: 512) with the same codes, in row id
+ * order. Each code is bound again through vec_bit: INSERT … SELECT would lose the bit subtype vec0 asks for.
+ */
+function rechunkCodes(raw: InstanceType<typeof RawDatabase>, chunkSize: number): void {
+  const definition = definitionAt(raw, 'eligible_codes', chunkSize);
+  const codes = raw.prepare('SELECT rowid, shard_key, simhash_v1 FROM eligible_codes ORDER BY rowid').all() as
+    { rowid: number; shard_key: string; simhash_v1: Buffer }[];
+  raw.exec(`DROP TABLE eligible_codes; ${definition}`);
+  const insert = raw.prepare('INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (?, ?, vec_bit(?))');
+  for (const code of codes) insert.run(BigInt(code.rowid), code.shard_key, code.simhash_v1);
 }
 
 /**
@@ -194,13 +212,15 @@ export function downgradeToSchemaOne(dbPath: string): void {
 }
 
 /**
- * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16 and the eligible
- * forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what schema 2 wrote for
- * a scope of at most MIN_SHARD_ROWS current records; a larger one is refused), and the ledger back at version 2.
+ * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16, `eligible_codes` at
+ * 128, the eligible forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what
+ * schema 2 wrote for a scope of at most MIN_SHARD_ROWS current records; a larger one is refused), and the ledger back
+ * at version 2.
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
     rechunkFactVec(raw, 16);
+    rechunkCodes(raw, 128);
     raw.exec('DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards;');
     const current = raw.prepare(`SELECT r.row_id, r.scope_key, v.embedding FROM adapter_records r
       JOIN fact_vec v ON v.rowid = r.row_id WHERE r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`).all() as
@@ -218,6 +238,17 @@ export function downgradeToSchemaTwo(dbPath: string): void {
       raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
     }
     raw.exec('DELETE FROM schema_migrations WHERE version > 2');
+  });
+}
+
+/**
+ * Turns a database of this release back into what schema 3 made: `eligible_codes` back at chunk size 128 with the
+ * same codes, and the ledger back at version 3.
+ */
+export function downgradeToSchemaThree(dbPath: string): void {
+  inGatedTransaction(dbPath, (raw) => {
+    rechunkCodes(raw, 128);
+    raw.exec('DELETE FROM schema_migrations WHERE version > 3');
   });
 }
 
