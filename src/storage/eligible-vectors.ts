@@ -173,7 +173,7 @@ async function codeScope(trx: Transaction<DB>, scopeKey: string): Promise<void> 
   const { rows } = await sql<{ row_id: number; embedding: Uint8Array }>`
     SELECT r.row_id, v.embedding FROM adapter_records r JOIN fact_vec v ON v.rowid = r.row_id
     WHERE r.scope_key = ${scopeKey} AND r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`.execute(trx);
-  await codeNewScope(trx, scopeKey, rows.map((row) => ({ rowId: row.row_id, embedding: floatVector(row.embedding) })));
+  await codeNewScope(trx, scopeKey, rows.map((row) => ({ rowId: row.row_id, bytes: row.embedding })));
 }
 
 /**
@@ -196,10 +196,13 @@ export function shardsOfNewScope(count: number): { shards: readonly number[]; si
   return { shards, sizes };
 }
 
-/** A current record's vector as codeNewScope takes it. */
+/**
+ * A current record's vector as codeNewScope takes it: its `fact_vec` blob as read, copied as it is into
+ * `eligible_vectors` and turned into floats only for its code, a batch at a time (a rebuild holds every coded vector).
+ */
 interface NewScopeVector {
   readonly rowId: number;
-  readonly embedding: Float32Array;
+  readonly bytes: Uint8Array;
 }
 
 /** Most vectors one statement of codeNewScope adds (4 bound values each). */
@@ -225,10 +228,11 @@ async function codeNewScope(
     const end = Math.min(vectors.length, Math.max(start + 1, batchEnd(start)));
     const batch = vectors.slice(start, end).map((vector, offset) => ({ ...vector, shard: shards[start + offset]! }));
     await sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES ${sql.join(batch.map((v) =>
-      sql`(${BigInt(v.rowId)}, ${scopeKey}, ${v.shard}, ${vectorBytes(v.embedding)})`))}`.execute(trx);
+      sql`(${BigInt(v.rowId)}, ${scopeKey}, ${v.shard}, ${v.bytes})`))}`.execute(trx);
     // vec0 refuses a REAL rowid: bind BigInt.
     await sql`INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES ${sql.join(batch.map((v) =>
-      sql`(${BigInt(v.rowId)}, ${`${scopeKey}/${v.shard}`}, vec_bit(${eligibleCode(v.embedding)}))`))}`.execute(trx);
+      sql`(${BigInt(v.rowId)}, ${`${scopeKey}/${v.shard}`}, vec_bit(${simhashCode(floatVector(v.bytes))}))`))}`
+      .execute(trx);
     onAdded?.(batch.length);
     start = end;
   }
@@ -268,7 +272,7 @@ export async function rebuildEligibleVectors(
     SELECT rowid, scope_key, embedding FROM fact_vec WHERE is_current = ${1n}
       AND scope_key IN (SELECT value FROM json_each(${JSON.stringify(coded)})) ORDER BY rowid`.execute(trx);
   const byScope = new Map<string, NewScopeVector[]>(coded.map((key) => [key, []]));
-  for (const row of rows) byScope.get(row.scope_key)!.push({ rowId: row.rowid, embedding: floatVector(row.embedding) });
+  for (const row of rows) byScope.get(row.scope_key)!.push({ rowId: row.rowid, bytes: row.embedding });
   // Batches end at each multiple of REBUILD_REPORT_ROWS of the vectors added, so progress is heard at exactly those.
   let added = 0;
   const onAdded = (count: number) => {
