@@ -23,7 +23,7 @@ type DerivedRebuild = (trx: Transaction<DB>, onRows?: (done: number, total: numb
 const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
   ['0002_eligible_vectors.sql', rebuildEligibleVectors],
   ['0003_small_scope_vectors.sql', rebuildEligibleVectors],
-  ['0004_code_chunks.sql', rebuildEligibleVectors],
+  ['0004_vec0_chunks.sql', rebuildEligibleVectors],
 ]);
 
 /**

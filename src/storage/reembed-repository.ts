@@ -30,6 +30,10 @@ export interface VectorDocument extends VectorRow {
 export interface VectorTableDefinitions {
   readonly current: string;
   readonly next: string;
+  /** The indexes the shipped files create on `fact_vec`'s shadow tables (schema 4: its chunks by partition). */
+  readonly currentIndexes: readonly string[];
+  /** The same indexes on `fact_vec_next`'s shadow tables. */
+  readonly nextIndexes: readonly string[];
 }
 
 /** What a switch attempt found: switched, or the rows that changed since they were filled. */
@@ -44,13 +48,21 @@ export interface VectorChanges {
 /**
  * The `fact_vec` definition exactly as the shipped migrations 1…`schemaVersion` create it at `dimension`
  * (built in an in-memory reference database, as `verify` builds its reference), and the same definition
- * named `fact_vec_next`. Throws SCHEMA_MISMATCH when the shipped files define no `fact_vec`.
+ * named `fact_vec_next`, each with the indexes the shipped files put on its shadow tables (`fact_vec_chunks`…;
+ * the next table's are named `…fact_vec_next…`). Throws SCHEMA_MISMATCH when the shipped files define no `fact_vec`.
  */
 export function vectorTableDefinitions(shipped: readonly MigrationFile[], schemaVersion: number, dimension: number): VectorTableDefinitions {
-  const current = referenceObjects(shipped, schemaVersion, dimension).objects.get('fact_vec')?.sql ?? undefined;
+  const { objects } = referenceObjects(shipped, schemaVersion, dimension);
+  const current = objects.get('fact_vec')?.sql ?? undefined;
   const head = /^CREATE VIRTUAL TABLE fact_vec\b/;
   if (!current || !head.test(current)) throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
-  return { current, next: current.replace(head, `CREATE VIRTUAL TABLE ${NEXT_VECTOR_TABLE}`) };
+  const currentIndexes = [...objects.values()]
+    .filter((object) => object.type === 'index' && object.sql !== null && object.tbl_name.startsWith('fact_vec_'))
+    .map((object) => object.sql!);
+  return {
+    current, next: current.replace(head, `CREATE VIRTUAL TABLE ${NEXT_VECTOR_TABLE}`),
+    currentIndexes, nextIndexes: currentIndexes.map((index) => index.replaceAll('fact_vec_', `${NEXT_VECTOR_TABLE}_`)),
+  };
 }
 
 /**
@@ -84,10 +96,14 @@ export function readDocuments(connection: SqliteConnection, rows: readonly Vecto
   });
 }
 
-/** Drops any leftover `fact_vec_next` and creates it empty from `definitions.next`; inside the caller's write. */
+/**
+ * Drops any leftover `fact_vec_next` and creates it empty from `definitions.next`, with its indexes (so each batch
+ * finds a partition's last chunk by index); inside the caller's write.
+ */
 export function recreateNextTable(connection: SqliteConnection, definitions: VectorTableDefinitions): void {
   connection.exec(`DROP TABLE IF EXISTS ${NEXT_VECTOR_TABLE}`);
   connection.exec(definitions.next);
+  for (const index of definitions.nextIndexes) connection.exec(index);
 }
 
 /** Writes one batch into `fact_vec_next` (replacing rows of the same id) and drops `remove`; inside the caller's write. */
@@ -137,6 +153,7 @@ export async function switchVectorTable(trx: Transaction<DB>, connection: Sqlite
   // sqlite-vec 0.1.9 cannot rename a vec0 table (its shadow tables keep the old name): drop, recreate, copy.
   connection.exec('DROP TABLE fact_vec');
   connection.exec(input.definitions.current);
+  for (const index of input.definitions.currentIndexes) connection.exec(index);
   connection.exec(`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
     SELECT rowid, scope_key, is_current, embedding FROM ${NEXT_VECTOR_TABLE}`);
   connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);

@@ -610,6 +610,11 @@ t.test('a schema-1 database with records in every lifecycle migrates and answers
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 
+/** How SQLite runs vec0's chunk lookup of one partition (its KNN and its insert) on each vec0 table of the file. */
+const chunkLookups = (dbPath: string) => withRaw(dbPath, (db) => ['fact_vec', 'eligible_codes'].map((table) =>
+  (db.prepare(`EXPLAIN QUERY PLAN SELECT chunk_id, validity, rowids FROM ${table}_chunks WHERE partition00 = ?`)
+    .all('x') as { detail: string }[]).map((row) => row.detail).join(' ')));
+
 /** The chunk size of the vec0 table `table` as the file defines it. */
 const chunkOf = (dbPath: string, table = 'fact_vec') => withRaw(dbPath, (db) => db
   .prepare('SELECT sql FROM sqlite_master WHERE name = ?').pluck().get(table) as string).match(/chunk_size=(\d+)/)![1];
@@ -638,12 +643,16 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   const dir = t.testdir();
   const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaThree);
   t.equal(chunkOf(oldPath, 'eligible_codes'), '128', 'schema 3 kept the codes in chunks of 128');
+  t.strictSame(chunkLookups(oldPath), ['SCAN fact_vec_chunks', 'SCAN eligible_codes_chunks'],
+    'schema 3: vec0 scanned every chunk of the file to find a partition\'s');
   t.equal(chunkOf(freshPath, 'eligible_codes'), '512', 'this release writes them in chunks of 512');
   t.ok(readVectorForms(oldPath).records.some((r) => r.code), 'a coded scope to move');
   const report = await migrateWithBackup(dir, oldPath);
   t.strictSame(report.applied.map((step) => step.version), [4]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath, 'eligible_codes'), '512');
+  t.strictSame(chunkLookups(oldPath), ['SEARCH fact_vec_chunks USING INDEX idx_fact_vec_chunks_partition (partition00=?)',
+    'SEARCH eligible_codes_chunks USING INDEX idx_eligible_codes_chunks_partition (partition00=?)'], 'now by index');
   assertLifecycleTable(t, oldPath, 'migrated from schema 3');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
@@ -714,6 +723,7 @@ t.test('reembed rebuilds the eligible forms from the new float vectors in its sw
   t.ok(before.every((r) => r.eligible!.bytes.length === 8 * 4));
   const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
   t.equal(report.switched, true);
+  t.match(chunkLookups(dbPath)[0], /USING INDEX idx_fact_vec_chunks_partition/, 'the new fact_vec keeps its chunk index');
   const after = readVectorForms(dbPath).records.filter((r) => r.eligible);
   t.strictSame(after.map((r) => r.recordId), before.map((r) => r.recordId), 'the same records keep eligible forms');
   t.ok(after.every((r) => r.eligible!.bytes.length === 384 * 4), 'now of the new dimension, equal to fact_vec');

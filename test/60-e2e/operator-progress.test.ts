@@ -192,13 +192,13 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   t.match(lines[7], { done: 1, total: 3, version: 2, name: 'eligible_vectors' });
   t.match(lines[8], { done: 2, total: 3, version: 3, name: 'small_scope_vectors' });
   t.match(lines[9], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
-  t.match(lines[10], { done: 3, total: 3, version: 4, name: 'code_chunks' });
+  t.match(lines[10], { done: 3, total: 3, version: 4, name: 'vec0_chunks' });
   t.match(lines.at(-1), { failed_checks: 0 });
   t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }, { version: 4 }], schema_version: 4 });
 
   const plain = migrate('up', '--db', plainPath, '--no-backup');
   t.equal(plain.status, 0, plain.stderr);
-  t.equal(plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_code_chunks']
+  t.equal(plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks']
     .map((name) => `factlane-migrate: applying ${name}\n`).join(''), 'the lines it printed before, only');
   t.match(plain.stdout, /^applied 3 migration\(s\); schema version 4\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');

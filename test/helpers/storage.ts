@@ -243,11 +243,12 @@ export function downgradeToSchemaTwo(dbPath: string): void {
 
 /**
  * Turns a database of this release back into what schema 3 made: `eligible_codes` back at chunk size 128 with the
- * same codes, and the ledger back at version 3.
+ * same codes (its index goes with the old table), no index on `fact_vec_chunks`, and the ledger back at version 3.
  */
 export function downgradeToSchemaThree(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
     rechunkCodes(raw, 128);
+    raw.exec('DROP INDEX idx_fact_vec_chunks_partition');
     raw.exec('DELETE FROM schema_migrations WHERE version > 3');
   });
 }
