@@ -254,8 +254,8 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
  * Rebuilds every eligible form from the float source inside the caller's write transaction: empties the three
  * tables, then codes each scope of more than UNCODED_SCOPE_MAX_RECORDS records as the insert that takes a scope past
  * it does (codeNewScope): its `fact_vec` rows whose `is_current` is 1, in row id order (so a rebuild is deterministic),
- * and an empty shard for a coded scope without one. Used by `factlane-migrate up` (schemas 2 and 3) and by the reembed
- * switch. Returns how many vectors it added.
+ * and an empty shard for a coded scope without one. Used by `factlane-migrate up` (schemas 2, 3 and 4) and by the
+ * reembed switch. Returns how many vectors it added.
  * `onRows` hears the vectors added of the total every REBUILD_REPORT_ROWS vectors and once at the end.
  */
 export async function rebuildEligibleVectors(

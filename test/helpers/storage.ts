@@ -220,8 +220,9 @@ export function downgradeToSchemaOne(dbPath: string): void {
 export function downgradeToSchemaTwo(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
     rechunkFactVec(raw, 16);
-    rechunkCodes(raw, 128);
-    raw.exec('DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards;');
+    // The codes are written again below: their table is recreated empty at schema 2's chunk size.
+    const codes = definitionAt(raw, 'eligible_codes', 128);
+    raw.exec(`DROP TABLE eligible_codes; ${codes}; DELETE FROM eligible_vectors; DELETE FROM eligible_shards;`);
     const current = raw.prepare(`SELECT r.row_id, r.scope_key, v.embedding FROM adapter_records r
       JOIN fact_vec v ON v.rowid = r.row_id WHERE r.lifecycle_state = 'VALIDATED_CURRENT' ORDER BY r.row_id`).all() as
       { row_id: number; scope_key: string; embedding: Buffer }[];
