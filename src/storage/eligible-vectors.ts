@@ -297,30 +297,50 @@ export async function rebuildEligibleVectors(
  * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
  * A search always takes the FIRST_PASS sizes; the search bench varies `firstPass` to print its recall / latency
  * frontier.
+ * The shards are read by one statement and searched by another, so both run in one read transaction on the held
+ * connection (or in the caller's transaction): between two statements other commits could open a shard and move a
+ * record into it, and a search that never asked that shard would miss the record in every state the database was in.
  */
 export async function eligibleNeighbours<const C extends readonly (keyof RecordRow)[] = []>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
   firstPass: FirstPass = FIRST_PASS,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   if (limit <= 0) return [];
+  const search = (db: Reader) => neighboursInSnapshot(db, scopeKey, embedding, limit, columns, firstPass);
+  if (reader.isTransaction) return search(reader);
+  // A deferred BEGIN: the snapshot starts at the first read, and writers of other processes go on meanwhile. The
+  // connection stays held until COMMIT, so no write of this process runs in between either.
+  return reader.connection().execute(async (db) => {
+    await sql`begin`.execute(db);
+    try {
+      const rows = await search(db);
+      await sql`commit`.execute(db);
+      return rows;
+    } catch (error) {
+      // Ends the snapshot; fails only when BEGIN did, and then there is nothing to end.
+      await sql`rollback`.execute(db).catch(() => undefined);
+      throw error;
+    }
+  });
+}
+
+async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]>(
+  reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C, firstPass: FirstPass,
+): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   type Shard = { shard: number; size: number };
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
     SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
-  // Not coded when read. Another process may code the scope before the next statement: fact_vec still holds every
-  // vector, and that statement is exact on it, so the answer is the same either way.
   if (shards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   sawCoded(scopeKey);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
-  // No current vector when the sizes were read: the answer of that moment.
   if (total === 0) return [];
   const code = simhashCode(embedding);
-  // The sizes were read by a statement of their own, and another commit may have changed them before the KNN below:
-  // an update that takes a vector out of one shard puts its successor in the least-filled one, which may have been
-  // empty or smaller when read. So every shard is asked, an empty one too, and never for fewer than MIN_SHARD_K
-  // (vec0 returns every row of a smaller partition); a small scope asks each for EXACT_SCOPE_ROWS. None is left out.
+  // The sizes are those of the snapshot the KNN reads, so an empty shard holds nothing to ask for. A small scope
+  // asks each shard for EXACT_SCOPE_ROWS, every vector it holds (vec0 returns all the rows of a smaller partition).
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
     : Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total)));
-  const passes = shards.map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
+  const passes = shards.filter(({ size }) => size > 0)
+    .map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
   // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
   // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
   // rule 2), the same distance vec0 computes.

@@ -1,9 +1,10 @@
 import t, { type Test } from 'tap';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import type { CompiledQuery } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
 import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { DB } from '../../generated/db.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { scopeDigest } from '../../src/adapter/request-scope.js';
 import { freshBindingJson } from '../../src/embedding/embedding-binding.js';
@@ -296,29 +297,55 @@ t.test('a coded scope of few current vectors is searched whole even when its sha
 });
 
 /**
- * The neighbours of `q` in SCOPE, with a REVERIFY of `record` (its successor at `vector`) committed between the
- * search's two statements, the shard-size read and the KNN, as another server could commit it.
+ * `db` for one search, which runs `commit` once, right after the statement that reads the scope's shards: the
+ * moment another server could commit between that read and the KNN. A search takes its statements from the
+ * connection it holds (`connection()`), so that connection's queries are watched too.
  */
-async function searchAcrossReverify(engine: SQLiteVecEngine, q: Float32Array, record: NewRecordRow, vector: Float32Array) {
-  let statements = 0;
-  return engine.read((db) => eligibleNeighbours(new Proxy(db, {
-    get(target, property) {
-      const value: unknown = Reflect.get(target, property, target);
-      if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(target) : value;
+function committingAfterShardRead(db: Kysely<DB>, commit: () => Promise<void>): Kysely<DB> {
+  let committed = false;
+  const watched = (target: Kysely<DB>): Kysely<DB> => new Proxy(target, {
+    get(inner, property) {
+      const value: unknown = Reflect.get(inner, property, inner);
+      if (property === 'connection') {
+        return () => ({ execute: <T>(work: (held: Kysely<DB>) => Promise<T>) => inner.connection().execute((held) => work(watched(held))) });
+      }
+      if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(inner) : value;
       return async (query: CompiledQuery) => {
-        const result = await target.executeQuery(query);
-        statements += 1;
-        if (statements === 1) {
-          await engine.write(async (trx) => {
-            await supersedeRecord(trx, (await findRecord(trx, record.record_id))!);
-            const successor = fixtureRow(SCOPE, record.fact, { memoryId: record.memory_id, revision: 2, parentRecordId: record.record_id });
-            await insertRecordUnchecked(trx, successor, { searchText: successor.fact, embedding: vector });
-          });
+        const result = await inner.executeQuery(query);
+        if (!committed && /FROM eligible_shards/.test(query.sql)) {
+          committed = true;
+          await commit();
         }
         return result;
       };
     },
+  });
+  return watched(db);
+}
+
+/** A REVERIFY of `record` (its successor at `vector`), committed through `writer`. */
+async function reverify(writer: SQLiteVecEngine, record: NewRecordRow, vector: Float32Array): Promise<void> {
+  await writer.write(async (trx) => {
+    await supersedeRecord(trx, (await findRecord(trx, record.record_id))!);
+    const successor = fixtureRow(SCOPE, record.fact, { memoryId: record.memory_id, revision: 2, parentRecordId: record.record_id });
+    await insertRecordUnchecked(trx, successor, { searchText: successor.fact, embedding: vector });
+  });
+}
+
+/**
+ * The neighbours of `q` in SCOPE, with `commits` made between the search's two statements (the shard read and the
+ * KNN) through a second engine on the same file: another server's connection.
+ */
+async function searchAcross(t: Test, engine: SQLiteVecEngine, dbPath: string, q: Float32Array, commits: (writer: SQLiteVecEngine) => Promise<void>) {
+  const writer = await openLocalHash(dbPath);
+  t.teardown(() => writer.close());
+  let committed = false;
+  const found = await engine.read((db) => eligibleNeighbours(committingAfterShardRead(db, async () => {
+    await commits(writer);
+    committed = true;
   }), scopeDigest(SCOPE), q, 3));
+  t.ok(committed, 'the commits ran between the shard read and the KNN');
+  return found;
 }
 
 t.test('a REVERIFY committed between the shard sizes and the KNN never hides the record it moves', async (t) => {
@@ -332,9 +359,9 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
     const x = { row: fixtureRow(SCOPE, 'X second nearest'), vector: vectorAtDistance(q, 0.05, 1) };
     await insertFixtures(engine, [x, ...Array.from({ length: 255 }, (_, i) => far(i)), { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }]);
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [256, 1]);
-    const found = await searchAcrossReverify(engine, q, x.row, x.vector);
+    const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 2], 'the successor went to shard 1');
-    t.strictSame(found.map((n) => n.distance.toFixed(2)), ['0.00', '0.05', '0.60'], 'Y, then X\'s successor');
+    t.strictSame(found.map((n) => n.distance.toFixed(2)), ['0.00', '0.05', '0.60'], 'Y, then X (or its successor)');
   });
   await t.test('exact: the successor goes to a shard read empty', async (t) => {
     const dbPath = join(t.testdir(), 'emptied.sqlite3');
@@ -349,10 +376,34 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
       for (const f of [z, fixtures[1]!]) await purgeRecord(trx, (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
     });
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 0]);
-    const found = await searchAcrossReverify(engine, q, x.row, x.vector);
+    const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [254, 1], 'the successor went to shard 1');
-    t.equal(found[0]?.distance.toFixed(2), '0.05', 'X\'s successor first');
+    t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
   });
+  for (const [path, far] of [['exact', 255], ['first pass', 511]] as const) {
+    await t.test(`${path}: a store opens a shard and the successor goes there`, async (t) => {
+      const dbPath = join(t.testdir(), `opened-${far}.sqlite3`);
+      const engine = await openLocalHash(dbPath);
+      t.teardown(() => engine.close());
+      // 257 Candidates code the scope; X and the far facts then fill every shard to its capacity.
+      await padScope(engine, SCOPE);
+      const x = { row: fixtureRow(SCOPE, 'X nearest'), vector: vectorAtDistance(q, 0.05, 1) };
+      await insertFixtures(engine, [x, ...Array.from({ length: far }, (_, i) => ({
+        row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i),
+      }))]);
+      const before = readVectorForms(dbPath).shards.map((s) => s.size);
+      t.ok(before.every((size) => size === shardCapacity(far + 1)), `every shard full: ${before}`);
+      const found = await searchAcross(t, engine, dbPath, q, async (writer) => {
+        // A current store opens a new shard, then a REVERIFY moves X's successor into it, the least filled.
+        await insertFixtures(writer, [{ row: fixtureRow(SCOPE, 'R far'), vector: vectorAtDistance(q, 0.9, 7) }]);
+        await reverify(writer, x.row, x.vector);
+      });
+      const after = readVectorForms(dbPath).shards.map((s) => s.size);
+      t.equal(after.length, before.length + 1, 'the store opened a shard');
+      t.equal(after.at(-1), 2, 'the new record and X\'s successor are in it');
+      t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
+    });
+  }
 });
 
 /**
