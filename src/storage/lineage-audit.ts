@@ -4,6 +4,7 @@ import {
 import type { SqliteConnection } from './native.js';
 import { floatVector } from './eligible-vectors.js';
 import { simhashCode } from './simhash-projection.js';
+import { sqliteCode } from './sqlite-errors.js';
 
 /** One audit check: PASS/FAIL, how many violations, and up to 20 samples (record ids, or table:rowid). */
 export interface AuditCheck {
@@ -26,15 +27,28 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2).
  */
 export function runLineageAudit(connection: SqliteConnection, schemaVersion: number): AuditCheck[] {
-  const samplesOf = (query: string) => connection.prepare(query).pluck().all() as string[];
+  const samplesOf = (query: string) => readSamples(() => connection.prepare(query).pluck().all() as string[]);
   const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
   const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
   if (layout.get() !== undefined) {
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
     const rule = since ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
-    checks.push(checkOf('eligible_forms', [...samplesOf(rule), ...wrongCodes(connection)]));
+    checks.push(checkOf('eligible_forms', [...samplesOf(rule), ...readSamples(() => wrongCodes(connection))]));
   }
   return checks;
+}
+
+/**
+ * What `read` finds; or, when SQLite cannot run it (a raw writer deleted rows of a vec0 shadow table, or dropped one),
+ * one sample naming the error: the check FAILs, and the audit goes on to report every other check (exit 3, not 1).
+ */
+function readSamples(read: () => string[]): string[] {
+  try {
+    return read();
+  } catch (error) {
+    if (sqliteCode(error) === undefined) throw error;
+    return [`unreadable: ${(error as Error).message}`];
+  }
 }
 
 /** `eligible_codes:ROWID` for every stored code that is not the SimHash of its eligible float vector. */

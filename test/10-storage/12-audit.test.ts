@@ -6,6 +6,7 @@ import {
   ADMIN_BIN, candidateRow, downgradeToSchemaOne, openEngine, RawDatabase, runBin, sqliteVec,
   storeRow, writeInterlock,
 } from '../helpers/storage.js';
+import { fixtureRow, insertFixtures, padScope, scopeTuple } from '../helpers/reads.js';
 import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
 
 // factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
@@ -122,6 +123,35 @@ t.test('fences, schema and the interlock', async (t) => {
   t.ok('fences_present' in failures);
   t.ok('interlock_absent' in failures);
   t.notOk('schema_current' in failures);
+});
+
+t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still reports every check', async (t) => {
+  for (const [damage, statement] of [
+    ['a chunk row deleted', 'DELETE FROM fact_vec_chunks WHERE rowid = (SELECT max(rowid) FROM fact_vec_chunks)'],
+    ['the codes\' chunk table dropped', 'DROP TABLE eligible_codes_chunks'],
+  ] as const) {
+    await t.test(damage, async (t) => {
+      const { dbPath, close } = await lineage(t);
+      await close();
+      // A coded scope too (eligible codes), so every vec0 table is read.
+      const engine = await openEngine(dbPath);
+      const scope = scopeTuple('PROJECT', { project_id: 'coded' });
+      await padScope(engine, scope);
+      await insertFixtures(engine, [{ row: fixtureRow(scope, 'The coded scope holds one current fact') }]);
+      await engine.close();
+      // As the sqlite3 CLI would: no sqlite-vec, no writer function; shadow tables carry no fence.
+      const raw = new RawDatabase(dbPath);
+      raw.exec(statement);
+      raw.close();
+      const report = auditFile(dbPath, shipped());
+      t.same(report.checks.map((c) => c.name), ALL_CHECKS, 'every check reported');
+      const unreadable = report.checks.filter((c) => c.samples.some((sample) => sample.startsWith('unreadable: ')));
+      t.ok(unreadable.length > 0 && unreadable.every((c) => c.status === 'FAIL'), `failed: ${unreadable.map((c) => c.name)}`);
+      const cli = admin('audit', '--db', dbPath, '--json');
+      t.equal(cli.status, 3, cli.stderr);
+      t.equal(JSON.parse(cli.stdout).ok, false);
+    });
+  }
 });
 
 t.test('a backup manifest records the audit', async (t) => {
