@@ -1,8 +1,19 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
 import { MigrationFileError } from '../storage/migration-files.js';
 
 /** Exit codes shared by the operator commands (STORAGE.md §12.3, OPERATIONS.md §1). */
 export const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, PROBLEMS: 3 });
+
+/**
+ * How a backup's line begins: "backup written and verified", or, when its verification or audit recorded failed
+ * checks (OPERATIONS.md §4.1 step 3 keeps such a copy), "backup written; its checks FAILED: ..." with their names.
+ */
+export function backupLine(manifest: BackupManifest): string {
+  const problems = backupProblems(manifest);
+  if (problems.length === 0) return 'backup written and verified';
+  return `backup written; its checks FAILED: ${problems.join(', ')} (restore refuses a copy that fails verify)`;
+}
 
 /** A usage error: printed with the command's usage text, exit 2. */
 export class UsageError extends Error {

@@ -14,7 +14,7 @@ import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-pl
 import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
 import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
-import { EXIT, UsageError, runCommand } from './cli-support.js';
+import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
@@ -241,7 +241,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     }
     const manifest = await progress('backup').run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep));
     if (wantsJson()) process.stdout.write(`${JSON.stringify({ db_identity: target.dbIdentity, manifest }, null, 2)}\n`);
-    else process.stdout.write(`backup written and verified: ${manifest.file_bytes} bytes, sha256 ${manifest.file_sha256}\n`);
+    else process.stdout.write(`${backupLine(manifest)}: ${manifest.file_bytes} bytes, sha256 ${manifest.file_sha256}\n`);
     return EXIT.OK;
   } finally {
     target.close();

@@ -4,7 +4,7 @@ import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
-import { EXIT, UsageError, runCommand } from './cli-support.js';
+import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { operationProgress } from './operation-progress.js';
 
 const USAGE = `usage:
@@ -59,7 +59,7 @@ function printStatus(report: StatusReport): void {
 function printUp(report: UpReport): void {
   if (report.skipped_reason) process.stdout.write(`nothing to do: ${report.skipped_reason}; schema version ${report.schema_version}\n`);
   else process.stdout.write(`applied ${report.applied.length} migration(s); schema version ${report.schema_version}\n`);
-  if (report.backup) process.stdout.write(`backup written and verified (sha256 ${report.backup.file_sha256})\n`);
+  if (report.backup) process.stdout.write(`${backupLine(report.backup)} (sha256 ${report.backup.file_sha256})\n`);
   process.stdout.write('verification:\n');
   printChecks(report.verification);
 }

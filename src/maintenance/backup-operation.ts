@@ -32,6 +32,17 @@ export interface BackupManifest {
 }
 
 /**
+ * The checks a backup's verification or audit failed (OPERATIONS.md §4.1 step 3 records them without refusing the
+ * copy), by name; empty when the copy passed them all. A copy that fails a verify check is refused by `restore`.
+ */
+export function backupProblems(manifest: BackupManifest): string[] {
+  return [
+    ...manifest.verification.checks.filter((check) => check.status === 'FAIL').map((check) => `verify ${check.name}`),
+    ...manifest.audit.checks.filter((check) => check.status === 'FAIL').map((check) => `audit ${check.name}`),
+  ];
+}
+
+/**
  * Verifies a fresh copy as OPERATIONS.md §4.1 step 3 asks: integrity_check must be `ok` (else VERIFY_FAILED);
  * the verify checks run and are returned, not enforced, so a damaged database can still be copied.
  */

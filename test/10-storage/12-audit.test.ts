@@ -164,3 +164,16 @@ t.test('a backup manifest records the audit', async (t) => {
   t.equal(manifest.audit.ok, true);
   t.same(manifest.audit.checks.map((c: { name: string }) => c.name), ALL_CHECKS);
 });
+
+t.test('a backup whose checks failed says so, and names them', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  const raw = new RawDatabase(dbPath);
+  raw.exec('DROP INDEX idx_fact_vec_chunks_partition');
+  raw.close();
+  const out = join(dirname(dbPath), 'backup.sqlite3');
+  const result = admin('backup', '--db', dbPath, '--out', out);
+  t.equal(result.status, 0, 'recorded, not fatal (OPERATIONS.md 4.1 step 3)');
+  t.match(result.stdout, /^backup written; its checks FAILED: verify schema_objects \(restore refuses a copy that fails verify\): \d+ bytes/);
+  t.notMatch(result.stdout, /verified/);
+});
