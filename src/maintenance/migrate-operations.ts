@@ -63,6 +63,8 @@ export interface UpReport {
   readonly backup: BackupManifest | null;
   readonly skipped_reason: string | null;
   readonly schema_version: number;
+  /** The work table of a reembed that did not finish was dropped (applyPending); run reembed again. */
+  readonly reembed_work_discarded: boolean;
   readonly verification: readonly CheckResult[];
 }
 
@@ -94,7 +96,8 @@ export async function migrateUp(
   if (before.state === 'UP_TO_DATE') {
     return {
       db_identity: target.dbIdentity, state_before: before.state, applied: [], backup: null,
-      skipped_reason: 'nothing pending', schema_version: before.schema_version, verification: verified(),
+      skipped_reason: 'nothing pending', schema_version: before.schema_version, reembed_work_discarded: false,
+      verification: verified(),
     };
   }
   const backupStep: StepListener = (step) => onStep({ ...step, step: `backup_${step.step}` });
@@ -102,7 +105,7 @@ export async function migrateUp(
     : await writeVerifiedBackup(target, options.backupFile, options.clock, backupStep);
   // Counted by position, not by call: a transaction retried after BACKEND_BUSY reports its files again.
   const pending = target.pending.map((file) => file.version);
-  const steps = await target.applyPending({
+  const { steps, reembedWorkDiscarded } = await target.applyPending({
     clock: options.clock, appliedBy: PACKAGE_LABEL,
     onStep: ({ version, name }) => onStep({
       step: 'migration_applied', done: pending.indexOf(version) + 1, total: pending.length, fields: { version, name },
@@ -117,6 +120,7 @@ export async function migrateUp(
     backup,
     skipped_reason: null,
     schema_version: target.findings.schemaVersion,
+    reembed_work_discarded: reembedWorkDiscarded,
     verification: verified(),
   };
 }

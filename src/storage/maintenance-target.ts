@@ -8,6 +8,7 @@ import { DatabaseLease, type LeaseMode } from './database-lease.js';
 import { applyMigrations, type AppliedStep } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
+import { dropNextVectorTable } from './reembed-repository.js';
 import { probeRuntime, type RuntimeProbeOptions } from './runtime-probe.js';
 import { inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
@@ -106,10 +107,13 @@ export class MaintenanceTarget {
    * Applies every pending migration in one BEGIN IMMEDIATE transaction with the writer gate open, runs
    * the verify checks inside it and commits only when they all pass; otherwise rolls back and throws
    * VERIFY_FAILED. Needs the exclusive lease. A failure leaves the database exactly as it was.
+   * The work table of a reembed that did not finish is dropped first, in the same transaction: it was built for the
+   * schema being left, a rerun of reembed drops it anyway (OPERATIONS.md §7), and kept it would fail the verification
+   * while reembed refuses the old schema, so neither command could go on. `reembedWorkDiscarded` says so.
    */
   async applyPending(options: {
     clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
-  }): Promise<AppliedStep[]> {
+  }): Promise<{ steps: AppliedStep[]; reembedWorkDiscarded: boolean }> {
     if (this.#lease.mode !== 'exclusive') throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
     const connection = WriteConnection.open({ path: this.path, retry: this.#retry });
     try {
@@ -118,6 +122,7 @@ export class MaintenanceTarget {
         const pending = this.shipped.filter((file) => file.version > before.schemaVersion);
         const dimension = before.vectorDimension;
         if (dimension === null) throw new AdapterError('SCHEMA_MISMATCH', 'the database has no vector table; it is not a FactLane database');
+        const reembedWorkDiscarded = dropNextVectorTable(raw);
         const applied = await applyMigrations(trx, raw, pending, {
           vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
           onStep: options.onStep, onRebuilt: options.onRebuilt,
@@ -126,7 +131,7 @@ export class MaintenanceTarget {
         if (failed.length > 0) {
           throw new AdapterError('VERIFY_FAILED', `verification before commit failed (${failed.map((c) => c.name).join(', ')}); nothing was changed`);
         }
-        return applied;
+        return { steps: applied, reembedWorkDiscarded };
       });
       this.#findings = withReadOnly(this.path, (ro) => inspectSchema(ro, this.shipped));
       return steps;

@@ -97,11 +97,21 @@ export function readDocuments(connection: SqliteConnection, rows: readonly Vecto
 }
 
 /**
+ * Drops a leftover `fact_vec_next`, the work table of a reembed that did not finish (its shadow tables and their
+ * indexes go with it); inside the caller's write. True when there was one.
+ */
+export function dropNextVectorTable(connection: SqliteConnection): boolean {
+  const present = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(NEXT_VECTOR_TABLE);
+  if (present !== undefined) connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);
+  return present !== undefined;
+}
+
+/**
  * Drops any leftover `fact_vec_next` and creates it empty from `definitions.next`, with its indexes (so each batch
  * finds a partition's last chunk by index); inside the caller's write.
  */
 export function recreateNextTable(connection: SqliteConnection, definitions: VectorTableDefinitions): void {
-  connection.exec(`DROP TABLE IF EXISTS ${NEXT_VECTOR_TABLE}`);
+  dropNextVectorTable(connection);
   connection.exec(definitions.next);
   for (const index of definitions.nextIndexes) connection.exec(index);
 }

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { CompiledQuery, Kysely } from 'kysely';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DB } from '../../generated/db.js';
@@ -709,6 +709,28 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
   t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');
   await assertAnswersAlike(t, oldPath, freshPath);
+});
+
+t.test('migrate up drops the work table of a reembed that did not finish, which would otherwise stop it', async (t) => {
+  const dir = t.testdir();
+  const { oldPath } = await freshAndOlder(dir, downgradeToSchemaThree);
+  // What a reembed of the schema-3 release leaves when it is killed: fact_vec_next, partly filled.
+  const raw = new RawDatabase(oldPath);
+  sqliteVec.load(raw);
+  const definition = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string;
+  raw.exec(definition.replace(/^CREATE VIRTUAL TABLE fact_vec\b/, 'CREATE VIRTUAL TABLE fact_vec_next'));
+  raw.exec('INSERT INTO fact_vec_next (rowid, scope_key, is_current, embedding) SELECT rowid, scope_key, is_current, embedding FROM fact_vec LIMIT 5');
+  raw.close();
+  const report = await migrateWithBackup(dir, oldPath);
+  t.strictSame(report.applied.map((step) => step.version), [4]);
+  t.equal(report.reembed_work_discarded, true, 'the report says so');
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
+  t.strictSame(withRaw(oldPath, (db) => db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fact_vec_next%'").pluck().all()), [],
+    'no table or index of it is left');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes');
+  const cli = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', oldPath, '--no-backup'], { encoding: 'utf8' });
+  t.equal(cli.status, 0, cli.stderr);
+  t.notMatch(cli.stdout, /fact_vec_next/, 'nothing left to drop on a second run');
 });
 
 t.test('a migration killed midway leaves the schema-1 database usable, and a rerun completes', async (t) => {
