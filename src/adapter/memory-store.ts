@@ -65,18 +65,29 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const replayEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true, embeddingCalls: 0 });
   const duplicateEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'DUPLICATE', record: row, withSummary: false, embeddingCalls: 0 });
 
-  // Pre-check on current state; replay and DUPLICATE return here without an embedding call.
-  const replay = await deps.engine.read((db) => idempotencyDecision(db, idempotencyKey, fingerprint));
-  if (replay) return replayEnvelope(replay);
-  if (current) {
+  const admit = () => {
+    if (!current) return;
     if (sourceTimestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'a current fact needs source_timestamp');
     if (lastVerifiedAt === null) throw new AdapterError('UNVERIFIED_CURRENT', 'a current fact needs last_verified_at');
     if (!isFresh({ verified_by: input.authorization.verifiedBy, last_verified_at: lastVerifiedAt, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
       throw new AdapterError('UNVERIFIED_CURRENT', 'the fact is already stale at admission; re-verify it (last_verified_at, freshness_policy)');
     }
-  }
-  const duplicate = await deps.engine.read((db) => findDuplicate(db, scope, contentHash));
-  if (duplicate) return duplicateEnvelope(duplicate);
+  };
+
+  // Pre-check on current state, one snapshot of it: read one by one, a store another process commits in between
+  // could be missed by the idempotency read and then found as a duplicate, so a retry of that very store would get
+  // DUPLICATE instead of its replay. Replay and DUPLICATE return here without an embedding call.
+  const pre = await deps.engine.readSnapshot(async (db) => {
+    const replay = await idempotencyDecision(db, idempotencyKey, fingerprint);
+    if (replay) return { replay };
+    admit();
+    const duplicate = await findDuplicate(db, scope, contentHash);
+    if (duplicate) return { duplicate };
+    return { conflictBefore: (await findCurrentWithKey(db, scope, key, contentHash, false)) !== undefined };
+  });
+  if (pre.replay) return replayEnvelope(pre.replay);
+  if (pre.duplicate) return duplicateEnvelope(pre.duplicate);
+  const conflictBefore = pre.conflictBefore!;
 
   // One pair of ids for the pre-check and the locked write, so the record measured is the record written.
   const ids = { record_id: mintUuid(), memory_id: mintUuid() };
@@ -97,7 +108,6 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     payload_fingerprint: fingerprint, idempotency_key: idempotencyKey, embedding_profile_id: deps.provider.profile.profileId,
     embedding_model_digest: modelDigest, embedding_output_dimension: deps.provider.profile.outputDimension,
   });
-  const conflictBefore = (await deps.engine.read((db) => findCurrentWithKey(db, scope, key, contentHash, false))) !== undefined;
   await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore, runtime.digest), row_id: 0 }));
   const embedding = await embedDocument(deps, fact, runtime.fingerprint);
   if (current) codeAheadOfWrite(stored.scope_key, embedding);

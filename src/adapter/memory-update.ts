@@ -125,23 +125,32 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     replacement: mode === 'REPLACE' ? payload : {}, scope: envelopeScope(scope), verification: mode === 'REVERIFY' ? payload : {},
   });
   const replayEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true, embeddingCalls: 0 });
-  const replay = await deps.engine.read((db) => idempotencyDecision(db, idempotencyKey, fingerprint));
-  if (replay) return replayEnvelope(replay);
-
   const now = contractNow(deps.clock());
-  const live = await deps.engine.read((db) => targetRecord(db, scope, memoryId, expectedRevision, expectedRecordId));
-  const decision = await deps.engine.read((db) => promotionDecision(db, scope, live, mode, expectedRecordId));
-  if (decision.kind === 'already_current') {
-    return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: decision.row, withSummary: false, embeddingCalls: 0 });
+  // Pre-check on current state, one snapshot of it (CONTRACT.md §13.1 step 2): read one by one, an update another
+  // process commits in between could be missed by the idempotency read and then seen as a moved target, so a retry
+  // of that very update would get VERSION_CONFLICT instead of its replay (and a reader who then retried would apply
+  // it twice); promotion and contradiction answers could likewise mix two states.
+  const pre = await deps.engine.readSnapshot(async (db) => {
+    const replay = await idempotencyDecision(db, idempotencyKey, fingerprint);
+    if (replay) return { replay };
+    const live = await targetRecord(db, scope, memoryId, expectedRevision, expectedRecordId);
+    const decision = await promotionDecision(db, scope, live, mode, expectedRecordId);
+    if (decision.kind === 'already_current') return { alreadyCurrent: decision.row };
+    const successor = buildSuccessor({ live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest });
+    // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction, admission freshness.
+    const provenance = JSON.parse(successor.source_provenance) as SourceProvenance;
+    const freshness = JSON.parse(successor.freshness_policy) as FreshnessPolicy;
+    if (scope.scope === 'CROSS_PROJECT_WORKFLOW') checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
+    checkOnChange(freshness, provenance);
+    if (successor.source_timestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
+    await assertNoContradiction(db, scope, live, successor);
+    return { live, successor, provenance, freshness };
+  });
+  if (pre.replay) return replayEnvelope(pre.replay);
+  if (pre.alreadyCurrent) {
+    return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: pre.alreadyCurrent, withSummary: false, embeddingCalls: 0 });
   }
-  const successor = buildSuccessor({ live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest });
-  // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction, admission freshness.
-  const provenance = JSON.parse(successor.source_provenance) as SourceProvenance;
-  const freshness = JSON.parse(successor.freshness_policy) as FreshnessPolicy;
-  if (scope.scope === 'CROSS_PROJECT_WORKFLOW') checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
-  checkOnChange(freshness, provenance);
-  if (successor.source_timestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
-  await deps.engine.read((db) => assertNoContradiction(db, scope, live, successor));
+  const { live, successor, provenance, freshness } = pre as Required<typeof pre>;
   if (!isFresh({ verified_by: successor.verified_by, last_verified_at: successor.last_verified_at, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
     throw new AdapterError('UNVERIFIED_CURRENT', 'the successor would be stale at admission; check last_verified_at and freshness_policy');
   }

@@ -2,6 +2,7 @@ import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import { CODED_SCOPE_KEYS_QUERY, UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { RecordRow } from './record-rows.js';
 import type { DB } from '../../generated/db.js';
+import { inSnapshot } from './read-snapshot.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
 
@@ -297,31 +298,16 @@ export async function rebuildEligibleVectors(
  * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
  * A search always takes the FIRST_PASS sizes; the search bench varies `firstPass` to print its recall / latency
  * frontier.
- * The shards are read by one statement and searched by another, so both run in one read transaction on the held
- * connection (or in the caller's transaction): between two statements other commits could open a shard and move a
- * record into it, and a search that never asked that shard would miss the record in every state the database was in.
+ * The shards are read by one statement and searched by another, so both run on one snapshot (inSnapshot): between
+ * two snapshots other commits could open a shard and move a record into it, and a search that never asked that shard
+ * would miss the record in every state the database was in.
  */
 export async function eligibleNeighbours<const C extends readonly (keyof RecordRow)[] = []>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C = [] as unknown as C,
   firstPass: FirstPass = FIRST_PASS,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   if (limit <= 0) return [];
-  const search = (db: Reader) => neighboursInSnapshot(db, scopeKey, embedding, limit, columns, firstPass);
-  if (reader.isTransaction) return search(reader);
-  // A deferred BEGIN: the snapshot starts at the first read, and writers of other processes go on meanwhile. The
-  // connection stays held until COMMIT, so no write of this process runs in between either.
-  return reader.connection().execute(async (db) => {
-    await sql`begin`.execute(db);
-    try {
-      const rows = await search(db);
-      await sql`commit`.execute(db);
-      return rows;
-    } catch (error) {
-      // Ends the snapshot; fails only when BEGIN did, and then there is nothing to end.
-      await sql`rollback`.execute(db).catch(() => undefined);
-      throw error;
-    }
-  });
+  return inSnapshot(reader, (db) => neighboursInSnapshot(db, scopeKey, embedding, limit, columns, firstPass));
 }
 
 async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]>(

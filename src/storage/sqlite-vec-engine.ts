@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
@@ -12,6 +12,7 @@ import { DatabaseLease } from './database-lease.js';
 import { createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
+import { inSnapshot } from './read-snapshot.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import { inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
 import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
@@ -206,6 +207,11 @@ export class SQLiteVecEngine {
   read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     this.#assertOpen();
     return this.#connection.read(work);
+  }
+
+  /** A read whose statements all see one snapshot of the database (inSnapshot), with read's retries. */
+  readSnapshot<T>(work: (db: Kysely<DB> | Transaction<DB>) => Promise<T>): Promise<T> {
+    return this.read((db) => inSnapshot(db, work));
   }
 
   /**

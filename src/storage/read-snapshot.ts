@@ -1,0 +1,33 @@
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { DB } from '../../generated/db.js';
+
+type Reader = Kysely<DB> | Transaction<DB>;
+
+// Handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that snapshot.
+const SNAPSHOTS = new WeakSet<Reader>();
+
+/**
+ * Runs `work` on one snapshot of the database: a deferred BEGIN ... COMMIT on the connection, held for the whole of
+ * `work`, so every statement of it reads the same committed state and no write of this process runs in between
+ * (writers of other processes go on: WAL). Statements each on their own snapshot could mix two states, and an answer
+ * built from them may be one the database was never in. In the caller's transaction, or nested in another snapshot,
+ * `work` simply runs there.
+ */
+export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promise<T>): Promise<T> {
+  if (reader.isTransaction || SNAPSHOTS.has(reader)) return work(reader);
+  return reader.connection().execute(async (db) => {
+    await sql`begin`.execute(db);
+    SNAPSHOTS.add(db);
+    try {
+      const result = await work(db);
+      await sql`commit`.execute(db);
+      return result;
+    } catch (error) {
+      // Ends the snapshot; fails only when BEGIN did, and then there is nothing to end.
+      await sql`rollback`.execute(db).catch(() => undefined);
+      throw error;
+    } finally {
+      SNAPSHOTS.delete(db);
+    }
+  });
+}
