@@ -1,10 +1,14 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
 // Handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that snapshot.
 const SNAPSHOTS = new WeakSet<Reader>();
+// Compiled once: a search and a write's pre-check each run these.
+const BEGIN = CompiledQuery.raw('begin');
+const COMMIT = CompiledQuery.raw('commit');
+const ROLLBACK = CompiledQuery.raw('rollback');
 
 /**
  * Runs `work` on one snapshot of the database: a deferred BEGIN ... COMMIT on the connection, held for the whole of
@@ -16,15 +20,15 @@ const SNAPSHOTS = new WeakSet<Reader>();
 export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promise<T>): Promise<T> {
   if (reader.isTransaction || SNAPSHOTS.has(reader)) return work(reader);
   return reader.connection().execute(async (db) => {
-    await sql`begin`.execute(db);
+    await db.executeQuery(BEGIN);
     SNAPSHOTS.add(db);
     try {
       const result = await work(db);
-      await sql`commit`.execute(db);
+      await db.executeQuery(COMMIT);
       return result;
     } catch (error) {
       // Ends the snapshot; fails only when BEGIN did, and then there is nothing to end.
-      await sql`rollback`.execute(db).catch(() => undefined);
+      await db.executeQuery(ROLLBACK).catch(() => undefined);
       throw error;
     } finally {
       SNAPSHOTS.delete(db);
