@@ -25,8 +25,15 @@ export function isIdempotencyKeyViolation(error: unknown): boolean {
     String((error as Error).message).endsWith('adapter_records.idempotency_key');
 }
 
-/** The message sqlite-vec gives when a vec0 shadow table row it needs is missing or unreadable. */
-const VEC0_DAMAGE = /^could not open \w+ blob\b/i;
+/**
+ * The messages sqlite-vec (0.1.9) gives when a vec0 shadow table, or a row of one it needs, is missing or unreadable:
+ * a chunk, rowids, vector or metadata blob it cannot open or read, a rowid it cannot find, a shadow table it cannot
+ * prepare a statement on.
+ */
+const VEC0_DAMAGE = new RegExp([
+  '^could not (open|fetch|extract|find|write to|mark) ', '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
+  '^vectors blob read error', '^chunks iter error', '^internal sqlite-vec error', '^(chunk )?(validity|rowids) size doesn\'t match',
+].join('|'), 'i');
 
 /**
  * Translates a foreign SQLite error into its governed code (STORAGE.md §6), once, at the storage floor.

@@ -11,6 +11,15 @@ t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain
   t.ok(damaged instanceof AdapterError && damaged.code === 'BACKEND_CORRUPT', 'a damaged vector chunk');
   const metadata = translateSqliteError(sqliteError('SQLITE_ERROR', 'Could not open metadata blob for chunk 3'));
   t.ok(metadata instanceof AdapterError && metadata.code === 'BACKEND_CORRUPT', 'a damaged metadata chunk');
+  // The other messages of sqlite-vec 0.1.9 for a shadow table or row a raw writer deleted or dropped.
+  for (const message of [
+    'Could not fetch vector data for 1, opening blob failed', 'Could not extract metadata value for column is_current at rowid 1',
+    'Could not find a row with rowid 7', 'Error preparing rowid scan: no such table: main.eligible_codes_rowids',
+    'Error preparing stmtChunk: no such table: main.fact_vec_chunks', 'Internal sqlite-vec error', "rowids size doesn't match",
+  ]) {
+    const translated = translateSqliteError(sqliteError('SQLITE_ERROR', message));
+    t.ok(translated instanceof AdapterError && translated.code === 'BACKEND_CORRUPT', message);
+  }
   const plain = sqliteError('SQLITE_ERROR', 'no such table: fact_vec');
   t.equal(translateSqliteError(plain), plain, 'a programming error is not relabelled');
   const corrupt = translateSqliteError(sqliteError('SQLITE_CORRUPT', 'database disk image is malformed'));
