@@ -2,7 +2,7 @@ import { searchText, tokenRuns } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { contradictionSummary } from '../storage/record-repository.js';
+import { contradictionSummary, type Reader } from '../storage/record-repository.js';
 import {
   exactHits, keywordHits, resultRecords, scopeHasHistorical, semanticHits, type CandidateRow, type ChannelHit,
 } from '../storage/retrieval-repository.js';
@@ -18,8 +18,11 @@ import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js
 
 interface Scored { row: CandidateRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
 
-/** Candidates of the plan's channel(s), scored (CONTRACT.md §12.2) and sorted by score desc, then record_id. */
-async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider }, plan: SearchPlan, scope: ScopeTuple): Promise<{ scored: Scored[]; embeddingCalls: number }> {
+/**
+ * Candidates of the plan's channel(s), scored (CONTRACT.md §12.2), read on `db` (the search's snapshot), with the
+ * query's embedding computed before it when the plan uses vectors.
+ */
+async function scoredCandidates(db: Reader, plan: SearchPlan, scope: ScopeTuple, embedding: Float32Array | null): Promise<Scored[]> {
   const currentOnly = plan.mode === 'CURRENT';
   const scores = new Map<number, { row: CandidateRow; vector?: number; keyword?: number }>();
   const add = (hits: ChannelHit[], channel: 'vector' | 'keyword') => {
@@ -29,25 +32,21 @@ async function scoredCandidates(deps: { engine: SQLiteVecEngine; provider: Embed
       scores.set(hit.row.row_id, entry);
     }
   };
-  let embeddingCalls = 0;
   if (plan.kind === 'EXACT') {
-    const hits = await deps.engine.read((db) => exactHits(db, scope, nativeContentHash(scope, plan.query), currentOnly, plan.pool));
-    return { scored: hits.map((hit) => scoredOf(hit.row, 1)), embeddingCalls };
+    const hits = await exactHits(db, scope, nativeContentHash(scope, plan.query), currentOnly, plan.pool);
+    return hits.map((hit) => scoredOf(hit.row, 1));
   }
-  if (plan.usesVectors) {
-    // The compatibility step precedes any retrieval (CONTRACT.md §11); the embedding runs outside storage.
-    const runtime = await requireCompatible(deps);
-    const embedding = await embedUnderRuntime(deps, runtime.fingerprint, () => deps.provider.embedQuery(plan.query));
-    embeddingCalls = 1;
-    add(await deps.engine.read((db) => semanticHits(db, scopeDigest(scope), embedding, currentOnly, plan.pool)), 'vector');
-  }
+  if (embedding !== null) add(await semanticHits(db, scopeDigest(scope), embedding, currentOnly, plan.pool), 'vector');
   if (plan.kind === 'KEYWORD' || plan.kind === 'HYBRID') {
-    const terms = tokenRuns(searchText(plan.query));
-    add(await deps.engine.read((db) => keywordHits(db, scope, terms, currentOnly, plan.pool)), 'keyword');
+    add(await keywordHits(db, scope, tokenRuns(searchText(plan.query)), currentOnly, plan.pool), 'keyword');
   }
-  const scored = [...scores.values()].map(({ row, vector, keyword }) => scoredOf(row,
+  return [...scores.values()].map(({ row, vector, keyword }) => scoredOf(row,
     vector !== undefined && keyword !== undefined ? 0.6 * vector + 0.4 * keyword : (vector ?? keyword ?? 0)));
-  return { scored, embeddingCalls };
+}
+
+/** VALIDATED_CURRENT and not in an open contradiction: what CURRENT retrieval may return (freshness aside). */
+function currentAndValid(row: CandidateRow): boolean {
+  return row.lifecycle_state === 'VALIDATED_CURRENT' && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
 }
 
 function scoredOf(row: CandidateRow, score: number): Scored {
@@ -72,37 +71,48 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
     };
   }
   const now = contractNow(deps.clock());
-  const { scored, embeddingCalls } = await scoredCandidates(deps, plan, scope);
-  scored.sort((a, b) => b.score - a.score || (a.row.record_id < b.row.record_id ? -1 : a.row.record_id > b.row.record_id ? 1 : 0));
-  let staleDropped = 0;
-  const currentAndValid = (row: CandidateRow) => row.lifecycle_state === 'VALIDATED_CURRENT' && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
-  const eligible = plan.mode === 'REVIEW_HISTORY' ? scored : scored.filter(({ row }) => {
-    if (!currentAndValid(row)) return false;
-    if (rowIsFresh(row, now.epochMicros)) return true;
-    staleDropped += 1;
-    return false;
+  let embedding: Float32Array | null = null;
+  if (plan.kind !== 'EXACT' && plan.usesVectors) {
+    // The compatibility step precedes any retrieval (CONTRACT.md §11); the embedding runs outside storage.
+    const runtime = await requireCompatible(deps);
+    embedding = await embedUnderRuntime(deps, runtime.fingerprint, () => deps.provider.embedQuery(plan.query));
+  }
+  // Every read of the search (channels, the results' full records, the contradiction summary, the history check) sees
+  // one snapshot: read one by one, another server's commit in between could drop a record from the answer while its
+  // successor was never read, or pair an empty answer with a contradiction summary, a state the database was never in.
+  const read = await deps.engine.readSnapshot(async (db) => {
+    const scored = await scoredCandidates(db, plan, scope, embedding);
+    scored.sort((a, b) => b.score - a.score || (a.row.record_id < b.row.record_id ? -1 : a.row.record_id > b.row.record_id ? 1 : 0));
+    let staleDropped = 0;
+    const eligible = plan.mode === 'REVIEW_HISTORY' ? scored : scored.filter(({ row }) => {
+      if (!currentAndValid(row)) return false;
+      if (rowIsFresh(row, now.epochMicros)) return true;
+      staleDropped += 1;
+      return false;
+    });
+    const diversify = plan.mode === 'CURRENT' && plan.usesVectors;
+    const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
+    // The full records of the results only; the same snapshot, so each is as its channel read it.
+    const records = await resultRecords(db, selected.map((candidate) => candidate.row.row_id));
+    const results = selected.flatMap((candidate) => {
+      const row = records.get(candidate.row.row_id);
+      return row === undefined ? [] : [{ row, score: candidate.score }];
+    }).map(({ row, score }, index) => publicRecord(row, { relevance_score: score, retrieval_rank: index + 1 }));
+    const contradictions = await contradictionSummary(db, scopeDigest(scope));
+    const historical = plan.mode === 'REVIEW_HISTORY' && plan.usesVectors && (await scopeHasHistorical(db, scope));
+    return { results, staleDropped, contradictions, historical };
   });
-  const diversify = plan.mode === 'CURRENT' && plan.usesVectors;
-  const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
-  // The full records of the results only. A record another process changed since the channel read it is checked
-  // again, so a CURRENT search never returns one that stopped being eligible in between.
-  const records = await deps.engine.read((db) => resultRecords(db, selected.map((candidate) => candidate.row.row_id)));
-  const results = selected.flatMap((candidate) => {
-    const row = records.get(candidate.row.row_id);
-    if (row === undefined || (plan.mode !== 'REVIEW_HISTORY' && !(currentAndValid(row) && rowIsFresh(row, now.epochMicros)))) return [];
-    return [{ row, score: candidate.score }];
-  }).map(({ row, score }, index) => publicRecord(row, { relevance_score: score, retrieval_rank: index + 1 }));
+  const { results, staleDropped, contradictions } = read;
   const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens);
-  const contradictions = await deps.engine.read((db) => contradictionSummary(db, scopeDigest(scope)));
   let status = 'OK';
   let degradation: string | null = null;
   if (results.length === 0 && staleDropped > 0) [status, degradation] = ['DEGRADED', 'STALE_ONLY'];
   else if (results.length === 0 && contradictions.length > 0) [status, degradation] = ['CONTRADICTION', 'CONTRADICTION_UNRESOLVED'];
-  else if (plan.mode === 'REVIEW_HISTORY' && plan.usesVectors && (await deps.engine.read((db) => scopeHasHistorical(db, scope)))) [status, degradation] = ['DEGRADED', 'HISTORY_SEMANTIC_PARTIAL'];
+  else if (read.historical) [status, degradation] = ['DEGRADED', 'HISTORY_SEMANTIC_PARTIAL'];
   if (fitted.truncated && degradation === null) [status, degradation] = ['DEGRADED', 'BUDGET_EXCEEDED'];
   return {
     status, memory_needed: true, scope: envelopeScope(scope), results: fitted.results, contradictions,
     budget: { requested_top_k: plan.topK, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes, serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated, max_bytes: plan.maxBytes, max_tokens: plan.maxTokens },
-    degradation, audit: adapterAudit('memory_search', input.requestId, scope, embeddingCalls),
+    degradation, audit: adapterAudit('memory_search', input.requestId, scope, embedding === null ? 0 : 1),
   };
 }

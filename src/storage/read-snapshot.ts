@@ -3,8 +3,9 @@ import type { DB } from '../../generated/db.js';
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
-// Handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that snapshot.
-const SNAPSHOTS = new WeakSet<Reader>();
+// The executors of handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that
+// snapshot. Kept by executor, not by handle, so a wrapper of the handle (a Proxy) is still seen as inside.
+const SNAPSHOTS = new WeakSet<object>();
 // Compiled once: a search and a write's pre-check each run these.
 const BEGIN = CompiledQuery.raw('begin');
 const COMMIT = CompiledQuery.raw('commit');
@@ -18,10 +19,10 @@ const ROLLBACK = CompiledQuery.raw('rollback');
  * `work` simply runs there.
  */
 export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promise<T>): Promise<T> {
-  if (reader.isTransaction || SNAPSHOTS.has(reader)) return work(reader);
+  if (reader.isTransaction || SNAPSHOTS.has(reader.getExecutor())) return work(reader);
   return reader.connection().execute(async (db) => {
     await db.executeQuery(BEGIN);
-    SNAPSHOTS.add(db);
+    SNAPSHOTS.add(db.getExecutor());
     try {
       const result = await work(db);
       await db.executeQuery(COMMIT);
@@ -31,7 +32,7 @@ export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promis
       await db.executeQuery(ROLLBACK).catch(() => undefined);
       throw error;
     } finally {
-      SNAPSHOTS.delete(db);
+      SNAPSHOTS.delete(db.getExecutor());
     }
   });
 }

@@ -5,7 +5,7 @@ import { scopeDigest } from '../../src/adapter/request-scope.js';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import type { RuntimeProvenance } from '../../src/embedding/embedding-provider.js';
 import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
-import { connectClient, sortedJson } from '../helpers/mcp.js';
+import { connectClient, openLocalHashEngine, sortedJson } from '../helpers/mcp.js';
 import {
   candidateStore, currentStore, factsOf, fixtureRow, hex64, insertFixtures, openReadBench, provenance, queryVector, rankedOf, READ_NOW,
   refusedWith, scopeRequest, scopeTuple, search, vectorAtDistance, type Json, type ReadBench,
@@ -688,35 +688,54 @@ t.test('the success envelope: keys, public records, audit', async (t) => {
   }
 });
 
-t.test('a result another writer superseded after the channels read it is not returned (re-checked on the full record)', async (t) => {
+t.test('a search reads one snapshot: a REPLACE another server commits meanwhile gives the answer of one state', async (t) => {
   const forward = <T extends object>(target: T, key: string | symbol) => {
     const value = Reflect.get(target, key, target) as unknown;
     return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
   };
   for (const kind of ['SEMANTIC', 'KEYWORD', 'HYBRID', 'EXACT'] as const) {
-    const bench = await openReadBench(t, `race-${kind}.sqlite3`);
-    const old = await storeCurrent(bench, 'The CI runs on Node 18');
-    const replace = () => bench.owner.execute('memory_update', {
-      ...scopeRequest(SCOPE), memory_id: old.memory_id, expected_revision: 1, mode: 'REPLACE', idempotency_key: 'race-1',
-      replacement: { fact: 'The build image pins Python 3.12', source_provenance: provenance({ source_ref: 'ci.yml' }), freshness_policy: { kind: 'never' }, source_timestamp: '2026-11-20T00:00:00Z' },
-    });
-    // The engine as the adapter sees it: the replacement lands just before the results' full records are read.
-    let raced = false;
-    const racing = new Proxy(bench.engine, {
-      get: (engine, key) => key !== 'read' ? forward(engine, key) : (work: (db: unknown) => Promise<unknown>) => engine.read((db) => work(new Proxy(db, {
+    for (const moment of ['after the channels', 'before the full records'] as const) {
+      const bench = await openReadBench(t, `race-${kind}-${moment.replaceAll(' ', '-')}.sqlite3`);
+      const old = await storeCurrent(bench, 'The CI runs on Node 18');
+      // A contradiction elsewhere in the scope: an empty answer would come back as CONTRADICTION.
+      await storeCurrent(bench, 'The deploy target is eu-west-1', { subject: 'deploy' });
+      await bench.delegate.execute('memory_store', {
+        ...scopeRequest(SCOPE), fact: 'The deploy target is us-east-1', memory_type: 'PROJECT_LEARNED_FACT', subject: 'deploy',
+        source_provenance: provenance({ source_ref: 'deploy.md' }), freshness_policy: { kind: 'never' }, source_timestamp: '2026-11-20T00:00:00Z',
+        idempotency_key: `contradiction-${kind}-${moment.replaceAll(' ', '-')}`,
+      });
+      // Another server on the same file, with its own connection.
+      const otherEngine = await openLocalHashEngine(bench.dbPath);
+      t.teardown(() => otherEngine.close());
+      const other = new MemoryAdapter({ engine: otherEngine, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h2', clock: bench.clock });
+      const replace = () => other.execute('memory_update', {
+        ...scopeRequest(SCOPE), memory_id: old.memory_id, expected_revision: 1, mode: 'REPLACE', idempotency_key: `race-${kind}-${moment.replaceAll(' ', '-')}`,
+        replacement: { fact: 'The build image pins Python 3.12', source_provenance: provenance({ source_ref: 'ci.yml' }), freshness_policy: { kind: 'never' }, source_timestamp: '2026-11-20T00:00:00Z' },
+      });
+      // The REPLACE commits right after the first channel statement, or just before the results' full records.
+      const trigger = moment === 'after the channels' ? /fact_fts|eligible_shards|fact_vec|native_content_hash/ : /^select \* from "adapter_records" where "row_id" in/;
+      let raced = false;
+      const watch = (db: object): object => new Proxy(db, {
         get: (real, name) => name !== 'executeQuery' ? forward(real, name) : async (compiled: { sql: string }) => {
-          if (!raced && compiled.sql.startsWith('select * from "adapter_records" where "row_id" in')) {
+          const result = await (real as { executeQuery: (q: unknown) => Promise<unknown> }).executeQuery(compiled);
+          if (!raced && trigger.test(compiled.sql)) {
             raced = true;
-            t.equal(((await replace()) as Json).status, 'OK', `${kind}: the replacement is written in between`);
+            t.equal(((await replace()) as Json).status, 'OK', `${kind}, ${moment}: the replacement is written in between`);
           }
-          return real.executeQuery(compiled as never);
+          return result;
         },
-      }))),
-    });
-    const adapter = new MemoryAdapter({ engine: racing, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h', clock: bench.clock });
-    const envelope = await search(adapter, req(kind === 'EXACT' ? 'The CI runs on Node 18' : 'CI Node', { retrieval_mode_kind: kind }));
-    t.ok(raced, `${kind}: the race ran`);
-    t.strictSame(envelope.results, [], `${kind}: the superseded record is not returned`);
-    t.equal(envelope.status, 'OK', `${kind}: status`);
+      });
+      const racing = new Proxy(bench.engine, {
+        get: (engine, key) => key !== 'read' && key !== 'readSnapshot' ? forward(engine, key)
+          : (work: (db: unknown) => Promise<unknown>) => (engine[key] as (w: (db: unknown) => Promise<unknown>) => Promise<unknown>)((db) => work(watch(db as object))),
+      });
+      const adapter = new MemoryAdapter({ engine: racing, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h', clock: bench.clock });
+      const envelope = await search(adapter, req(kind === 'EXACT' ? 'The CI runs on Node 18' : 'CI Node', { retrieval_mode_kind: kind }));
+      t.ok(raced, `${kind}, ${moment}: the race ran`);
+      t.equal(envelope.status, 'OK', `${kind}, ${moment}: not CONTRADICTION`);
+      const facts = (envelope.results as Json[]).map((r) => r.fact);
+      t.equal(facts[0], 'The CI runs on Node 18', `${kind}, ${moment}: the record as it was before the REPLACE`);
+      t.notOk(facts.includes('The build image pins Python 3.12'), `${kind}, ${moment}: not its successor`);
+    }
   }
 });
