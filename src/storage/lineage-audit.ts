@@ -42,12 +42,14 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
  * What `read` finds; or, when SQLite cannot run it (a raw writer deleted rows of a vec0 shadow table, or dropped one),
  * one sample naming the error: the check FAILs, and the audit goes on to report every other check (exit 3, not 1).
  */
+const UNREADABLE = 'unreadable: ';
+
 function readSamples(read: () => string[]): string[] {
   try {
     return read();
   } catch (error) {
     if (sqliteCode(error) === undefined) throw error;
-    return [`unreadable: ${(error as Error).message}`];
+    return [`${UNREADABLE}${(error as Error).message}`];
   }
 }
 
@@ -81,17 +83,25 @@ export interface HealthReading {
   readonly integrityCheck: 'PASS' | 'FAIL';
 }
 
-/** Reads the health of a whole database on a connection with sqlite-vec loaded; read-only. */
+/**
+ * Reads the health of a whole database on a connection with sqlite-vec loaded; read-only. A reading SQLite cannot
+ * take (a raw writer dropped or emptied a vec0 shadow table) fails integrity, so housekeeping blocks on it
+ * (BLOCKED_DATABASE_INTEGRITY) instead of stopping with an internal error.
+ */
 export function readHealth(connection: SqliteConnection): HealthReading {
-  const violations = (query: string) => connection.prepare(query).pluck().all().length;
+  let unreadable = false;
+  const violations = (query: string) => {
+    const samples = readSamples(() => connection.prepare(query).pluck().all() as string[]);
+    if (!samples[0]?.startsWith(UNREADABLE)) return samples.length;
+    unreadable = true;
+    return 0;
+  };
   const answersOk = (pragma: string) => {
-    const rows = connection.prepare(pragma).pluck().all();
+    const rows = readSamples(() => connection.prepare(pragma).pluck().all() as string[]);
     return rows.length === 1 && rows[0] === 'ok' ? 'PASS' : 'FAIL';
   };
-  return {
-    vectorOrphans: violations(LINEAGE_AUDIT_QUERIES.no_orphans) + violations(ELIGIBLE_ORPHANS_QUERY),
-    currentLineageForks: violations(LINEAGE_AUDIT_QUERIES.no_current_forks) + violations(LINEAGE_AUDIT_QUERIES.single_successor),
-    quickCheck: answersOk('PRAGMA quick_check'),
-    integrityCheck: answersOk('PRAGMA integrity_check'),
-  };
+  const vectorOrphans = violations(LINEAGE_AUDIT_QUERIES.no_orphans) + violations(ELIGIBLE_ORPHANS_QUERY);
+  const currentLineageForks = violations(LINEAGE_AUDIT_QUERIES.no_current_forks) + violations(LINEAGE_AUDIT_QUERIES.single_successor);
+  const integrityCheck = answersOk('PRAGMA integrity_check');
+  return { vectorOrphans, currentLineageForks, quickCheck: answersOk('PRAGMA quick_check'), integrityCheck: unreadable ? 'FAIL' : integrityCheck };
 }

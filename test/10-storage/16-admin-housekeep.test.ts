@@ -265,6 +265,33 @@ t.test('compacting one record follows the STORAGE.md §8 table and rolls back on
   await refuse(oldest!, 'COMPACTION_STATE_INVALID', 'a HISTORICAL record that holds a vector again');
 });
 
+t.test('a vec0 shadow table a raw writer damaged blocks the run on integrity, or refuses it governed', async (t) => {
+  // Dropped: the health reading cannot be taken (step 5), BLOCKED_DATABASE_INTEGRITY.
+  const dropped = await openWriteBench(t);
+  await supersededHistory(dropped);
+  await dropped.engine.close();
+  const raw = new RawDatabase(dropped.dbPath); // as the sqlite3 CLI would: no sqlite-vec, and shadow tables have no fence
+  raw.exec('DROP TABLE eligible_codes_rowids');
+  raw.close();
+  const before = tableRows(dropped.dbPath);
+  const report = await housekeep(await openTarget(t, dropped.dbPath), request(4, NEVER_ENOUGH));
+  t.match(report, {
+    outcome: 'BLOCKED_DATABASE_INTEGRITY', next_action: 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION', mutation: 'NONE', integrity_check_after: 'FAIL',
+  });
+  t.same(tableRows(dropped.dbPath), before, 'nothing changed');
+  // A metadata chunk row deleted: the scope's counts cannot be read (step 1), a governed BACKEND_CORRUPT refusal.
+  const emptied = await openWriteBench(t);
+  await supersededHistory(emptied);
+  await emptied.engine.close();
+  const rawEmptied = new RawDatabase(emptied.dbPath);
+  rawEmptied.exec('DELETE FROM fact_vec_metadatachunks00 WHERE rowid = 1');
+  rawEmptied.close();
+  const cli = admin('housekeep', '--db', emptied.dbPath, '--scope', 'GLOBAL_USER', '--max-records', '2', '--required-free-bytes', String(NEVER_ENOUGH));
+  t.equal(cli.status, 1);
+  t.match(cli.stderr, /^factlane-admin: BACKEND_CORRUPT: /, 'a governed refusal, not an internal error');
+  t.notMatch(cli.stderr, /internal error|\n\s+at /, 'no stack trace');
+});
+
 t.test('a database this release cannot write is refused before anything runs', async (t) => {
   const bench = await openWriteBench(t);
   await supersededHistory(bench);
