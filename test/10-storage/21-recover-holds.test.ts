@@ -390,6 +390,16 @@ t.test('check 10: a schema other than this release\'s holds with HOLD_SCHEMA_MIS
       () => recover(s.dir, s.dbPath, planPath));
     t.match(outcome.message, /schema_objects/);
   });
+  t.test('the work table of a reembed that did not finish', async (t) => {
+    const s = await scenario(t);
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    gatedRaw(s.dbPath, (db) => {
+      const definition = db.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string;
+      db.exec(definition.replace(/^CREATE VIRTUAL TABLE fact_vec\b/, 'CREATE VIRTUAL TABLE fact_vec_next'));
+    });
+    const outcome = await assertHeld(t, s, 'HOLD_SCHEMA_MISMATCH_NO_MUTATION', () => recover(s.dir, s.dbPath, planPath));
+    t.match(outcome.message, /fact_vec_next is the work table of a reembed that did not finish: run factlane-admin reembed to completion/);
+  });
   t.test('a schema older than the release', async (t) => {
     const s = await scenario(t);
     const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
