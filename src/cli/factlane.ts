@@ -116,6 +116,9 @@ async function serve(options: LaunchOptions): Promise<void> {
     process.exit(0);
   };
   process.stdin.on('end', shutdown);
+  // A host that goes away closes its end of stdout, and the next answer fails with EPIPE: the end of the session,
+  // as closing stdin is (CONTRACT.md §16.2), not a fault. In-flight calls finish, storage closes, exit 0.
+  process.stdout.on('error', shutdown);
   process.on('SIGINT', shutdown);
   process.on('SIGTERM', shutdown);
 }
@@ -123,6 +126,7 @@ async function serve(options: LaunchOptions): Promise<void> {
 /** Resolves once the pending microtasks and I/O callbacks ran and stdout flushed what was written before. */
 async function answersWritten(): Promise<void> {
   for (let turn = 0; turn < 3; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+  if (process.stdout.destroyed) return;
   await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
 }
 

@@ -87,18 +87,27 @@ export class EnvelopeStdioTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     return new Promise((resolve) => {
+      // The host closed its end of stdout (it went away): no answer can be delivered any more.
+      if (this.#stdout.destroyed) {
+        resolve();
+        return;
+      }
       if (this.#stdout.write(stdioFrame(message))) {
         resolve();
         return;
       }
-      // Backpressure: read no more requests until the client has taken the answers already written.
+      // Backpressure: read no more requests until the client has taken the answers already written, or is gone.
       this.#waitingForDrain += 1;
       this.#stdin.pause();
-      this.#stdout.once('drain', () => {
+      const taken = () => {
+        this.#stdout.off('drain', taken);
+        this.#stdout.off('close', taken);
         this.#waitingForDrain -= 1;
         if (this.#waitingForDrain === 0 && !this.#closed) this.#stdin.resume();
         resolve();
-      });
+      };
+      this.#stdout.on('drain', taken);
+      this.#stdout.on('close', taken);
     });
   }
 
