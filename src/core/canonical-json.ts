@@ -81,3 +81,36 @@ function quotedKey(key: string): string {
 export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** How deep a tool request may nest: the contract's own fields take a few levels (source_provenance, tags). */
+export const MAX_REQUEST_DEPTH = 32;
+
+/** What walkJson found: how deep the value nests (capped at the limit asked for), and the first non-finite number. */
+export interface JsonWalk {
+  readonly deeperThan: boolean;
+  /** The JSON pointer of the first number that is not finite (JSON.parse reads 1e400 as Infinity), or null. */
+  readonly nonFinite: string | null;
+}
+
+/**
+ * Walks a parsed JSON value without recursion (a request can nest thousands of levels in a few kilobytes), down to
+ * `maxDepth` levels: whether it nests deeper, and where its first non-finite number is.
+ */
+export function walkJson(value: unknown, maxDepth: number): JsonWalk {
+  const stack: [unknown, string, number][] = [[value, '', 0]];
+  let deeperThan = false;
+  let nonFinite: string | null = null;
+  while (stack.length > 0) {
+    const [item, pointer, depth] = stack.pop()!;
+    if (typeof item === 'number' && !Number.isFinite(item) && nonFinite === null) nonFinite = pointer;
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth >= maxDepth) {
+      deeperThan = true;
+      continue;
+    }
+    for (const [key, child] of Object.entries(item)) {
+      stack.push([child, `${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, depth + 1]);
+    }
+  }
+  return { deeperThan, nonFinite };
+}

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
+import { MAX_REQUEST_DEPTH, walkJson } from '../core/canonical-json.js';
 import type { Logger } from '../core/logger.js';
 import {
   TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
@@ -64,6 +65,9 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
       }
     }
     if (typeof request !== 'object' || request === null || Array.isArray(request)) return schemaViolation(`${name}: invalid arguments: /request must be an object`);
+    // JSON.parse reads a number too large for a double (1e400) as Infinity, which Ajv then takes for an integer.
+    const { nonFinite } = walkJson(request, MAX_REQUEST_DEPTH);
+    if (nonFinite !== null) return schemaViolation(`${name}: invalid arguments: /request${nonFinite} must be a finite number`);
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {
       return envelopeResult(await options.gateway.handle(name, request));

@@ -183,3 +183,27 @@ t.test('memory_status OK reports the exact-scope counts and the launcher', async
   t.match(await counts({ scope: 'PROJECT', project_id: 'p2' }), { CANDIDATE: 0, VALIDATED_CURRENT: 0 });
   t.notMatch(JSON.stringify(global), 'x.sqlite3', 'no database path reported');
 });
+
+t.test('a number JSON cannot hold as a double is a schema violation, not an internal error', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  // Sent as a JSON string request, parsed once by the server: 1e400 becomes Infinity, which Ajv took for an integer.
+  const update = `{"scope":"GLOBAL_USER","memory_id":"${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}","mode":"REVERIFY",`
+    + '"expected_revision":1e400,"idempotency_key":"k1","verification":{}}';
+  const text = schemaError(t, await call(client, 'memory_update', { request: update }), '/request/expected_revision');
+  t.match(text, /must be a finite number/);
+  schemaError(t, await call(client, 'memory_search', { request: `{"scope":"GLOBAL_USER","query":"x","max_memories":-1e999}` }), '/request/max_memories');
+});
+
+t.test('a request nested thousands of levels deep is BLOCKED INVALID_ENVELOPE, and the server goes on', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  let deep: unknown = 'bottom';
+  for (let level = 0; level < 4000; level += 1) deep = [deep];
+  for (const [tool, request] of [
+    ['memory_status', { scope: 'GLOBAL_USER', junk: deep }],
+    ['memory_search', { ...SEARCH, junk: deep }],
+  ] as const) {
+    const envelope = blocked(t, await call(client, tool, { request }), 'INVALID_ENVELOPE');
+    t.match(envelope.message, /nests deeper than 32 levels/, tool);
+  }
+  t.notOk((await call(client, 'memory_status', { request: GLOBAL })).isError, 'the next call is served');
+});
