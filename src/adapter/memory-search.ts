@@ -22,7 +22,9 @@ interface Scored { row: CandidateRow; score: number; source: { source_class: str
  * Candidates of the plan's channel(s), scored (CONTRACT.md §12.2), read on `db` (the search's snapshot), with the
  * query's embedding computed before it when the plan uses vectors.
  */
-async function scoredCandidates(db: Reader, plan: SearchPlan, scope: ScopeTuple, embedding: Float32Array | null): Promise<Scored[]> {
+async function scoredCandidates(
+  db: Reader, plan: SearchPlan, scope: ScopeTuple, embedding: Float32Array | null,
+): Promise<Scored[]> {
   const currentOnly = plan.mode === 'CURRENT';
   const scores = new Map<number, { row: CandidateRow; vector?: number; keyword?: number }>();
   const add = (hits: ChannelHit[], channel: 'vector' | 'keyword') => {
@@ -46,7 +48,8 @@ async function scoredCandidates(db: Reader, plan: SearchPlan, scope: ScopeTuple,
 
 /** VALIDATED_CURRENT and not in an open contradiction: what CURRENT retrieval may return (freshness aside). */
 function currentAndValid(row: CandidateRow): boolean {
-  return row.lifecycle_state === 'VALIDATED_CURRENT' && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
+  return row.lifecycle_state === 'VALIDATED_CURRENT'
+    && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
 }
 
 function scoredOf(row: CandidateRow, score: number): Scored {
@@ -82,7 +85,9 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
   // successor was never read, or pair an empty answer with a contradiction summary, a state the database was never in.
   const read = await deps.engine.readSnapshot(async (db) => {
     const scored = await scoredCandidates(db, plan, scope, embedding);
-    scored.sort((a, b) => b.score - a.score || (a.row.record_id < b.row.record_id ? -1 : a.row.record_id > b.row.record_id ? 1 : 0));
+    const byRecordId = (a: Scored, b: Scored) => (a.row.record_id < b.row.record_id ? -1
+      : a.row.record_id > b.row.record_id ? 1 : 0);
+    scored.sort((a, b) => b.score - a.score || byRecordId(a, b));
     let staleDropped = 0;
     const eligible = plan.mode === 'REVIEW_HISTORY' ? scored : scored.filter(({ row }) => {
       if (!currentAndValid(row)) return false;

@@ -136,19 +136,29 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     const live = await targetRecord(db, scope, memoryId, expectedRevision, expectedRecordId);
     const decision = await promotionDecision(db, scope, live, mode, expectedRecordId);
     if (decision.kind === 'already_current') return { alreadyCurrent: decision.row };
-    const successor = buildSuccessor({ live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest });
-    // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction, admission freshness.
+    const successor = buildSuccessor({
+      live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest,
+    });
+    // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction,
+    // admission freshness.
     const provenance = JSON.parse(successor.source_provenance) as SourceProvenance;
     const freshness = JSON.parse(successor.freshness_policy) as FreshnessPolicy;
-    if (scope.scope === 'CROSS_PROJECT_WORKFLOW') checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
+    if (scope.scope === 'CROSS_PROJECT_WORKFLOW') {
+      checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
+    }
     checkOnChange(freshness, provenance);
-    if (successor.source_timestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
+    if (successor.source_timestamp === null) {
+      throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
+    }
     await assertNoContradiction(db, scope, live, successor);
     return { live, successor, provenance, freshness };
   });
   if (pre.replay) return replayEnvelope(pre.replay);
   if (pre.alreadyCurrent) {
-    return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: pre.alreadyCurrent, withSummary: false, embeddingCalls: 0 });
+    return writeEnvelope({
+      deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: pre.alreadyCurrent,
+      withSummary: false, embeddingCalls: 0,
+    });
   }
   const { live, successor, provenance, freshness } = pre as Required<typeof pre>;
   if (!isFresh({ verified_by: successor.verified_by, last_verified_at: successor.last_verified_at, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {

@@ -61,7 +61,8 @@ function printUp(report: UpReport): void {
   else process.stdout.write(`applied ${report.applied.length} migration(s); schema version ${report.schema_version}\n`);
   if (report.backup) process.stdout.write(`${backupLine(report.backup)} (sha256 ${report.backup.file_sha256})\n`);
   if (report.reembed_work_discarded) {
-    process.stdout.write('dropped fact_vec_next, the work table of a reembed that did not finish; run factlane-admin reembed again\n');
+    process.stdout.write('dropped fact_vec_next, the work table of a reembed that did not finish; '
+      + 'run factlane-admin reembed again\n');
   }
   process.stdout.write('verification:\n');
   printChecks(report.verification);

@@ -220,9 +220,11 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
       failed.push('schema not current (run factlane-migrate up)');
     }
     // The work table of a reembed that did not finish holds vectors too; reembed run to completion drops it.
-    const leftover = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(NEXT_VECTOR_TABLE);
+    const leftover = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+      .get(NEXT_VECTOR_TABLE);
     if (failed.includes('schema_objects') && leftover !== undefined) {
-      failed.push(`${NEXT_VECTOR_TABLE} is the work table of a reembed that did not finish: run factlane-admin reembed to completion first`);
+      failed.push(`${NEXT_VECTOR_TABLE} is the work table of a reembed that did not finish: `
+        + 'run factlane-admin reembed to completion first');
     }
     if (failed.length > 0) {
       throw hold('HOLD_SCHEMA_MISMATCH_NO_MUTATION', `the schema is not this release's: ${failed.join(', ')}`);

@@ -67,7 +67,9 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
     if (typeof request !== 'object' || request === null || Array.isArray(request)) return schemaViolation(`${name}: invalid arguments: /request must be an object`);
     // JSON.parse reads a number too large for a double (1e400) as Infinity, which Ajv then takes for an integer.
     const { nonFinite } = walkJson(request, MAX_REQUEST_DEPTH);
-    if (nonFinite !== null) return schemaViolation(`${name}: invalid arguments: /request${nonFinite} must be a finite number`);
+    if (nonFinite !== null) {
+      return schemaViolation(`${name}: invalid arguments: /request${nonFinite} must be a finite number`);
+    }
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {
       return envelopeResult(await options.gateway.handle(name, request));

@@ -101,7 +101,9 @@ export function readHealth(connection: SqliteConnection): HealthReading {
     return rows.length === 1 && rows[0] === 'ok' ? 'PASS' : 'FAIL';
   };
   const vectorOrphans = violations(LINEAGE_AUDIT_QUERIES.no_orphans) + violations(ELIGIBLE_ORPHANS_QUERY);
-  const currentLineageForks = violations(LINEAGE_AUDIT_QUERIES.no_current_forks) + violations(LINEAGE_AUDIT_QUERIES.single_successor);
+  const currentLineageForks = violations(LINEAGE_AUDIT_QUERIES.no_current_forks)
+    + violations(LINEAGE_AUDIT_QUERIES.single_successor);
   const integrityCheck = answersOk('PRAGMA integrity_check');
-  return { vectorOrphans, currentLineageForks, quickCheck: answersOk('PRAGMA quick_check'), integrityCheck: unreadable ? 'FAIL' : integrityCheck };
+  const quickCheck = answersOk('PRAGMA quick_check');
+  return { vectorOrphans, currentLineageForks, quickCheck, integrityCheck: unreadable ? 'FAIL' : integrityCheck };
 }

@@ -101,7 +101,8 @@ export function readDocuments(connection: SqliteConnection, rows: readonly Vecto
  * indexes go with it); inside the caller's write. True when there was one.
  */
 export function dropNextVectorTable(connection: SqliteConnection): boolean {
-  const present = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(NEXT_VECTOR_TABLE);
+  const present = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
+    .get(NEXT_VECTOR_TABLE);
   if (present !== undefined) connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);
   return present !== undefined;
 }

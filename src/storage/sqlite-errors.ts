@@ -32,7 +32,8 @@ export function isIdempotencyKeyViolation(error: unknown): boolean {
  */
 const VEC0_DAMAGE = new RegExp([
   '^could not (open|fetch|extract|find|write to|mark) ', '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
-  '^vectors blob read error', '^chunks iter error', '^internal sqlite-vec error', '^(chunk )?(validity|rowids) size doesn\'t match',
+  '^vectors blob read error', '^chunks iter error', '^internal sqlite-vec error',
+  '^(chunk )?(validity|rowids) size doesn\'t match',
 ].join('|'), 'i');
 
 /**
