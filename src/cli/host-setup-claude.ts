@@ -63,8 +63,8 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null 
 
 /**
  * Configures Claude Code. With `claude` on the PATH: reads the user-scope entry from `.claude.json`; the same entry
- * is "already configured" and changes nothing; a different one is TARGET_EXISTS without `force`, else it is
- * removed with `claude mcp remove --scope user` first; the file is backed up, `claude mcp add --scope user` runs,
+ * is "already configured" and changes nothing; a different one is TARGET_EXISTS without `force` (with `claude` on
+ * the PATH or not), else it is removed with `claude mcp remove --scope user` first; the file is backed up, `claude mcp add --scope user` runs,
  * and the file is read again to check the entry is there (VERIFY_FAILED otherwise, or when a `claude` command
  * fails). Without `claude` on the PATH: prints the command(s) to run and changes nothing. Returns exit code 0.
  */
@@ -78,15 +78,16 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
     );
     return 0;
   }
+  // A different entry needs --force whether or not claude is on the PATH: the commands printed below would remove it.
+  if (state === 'different' && !force) {
+    throw new AdapterError('TARGET_EXISTS', `${file.path} already has a different user-scope MCP server ` +
+      `${ENTRY_NAME}; left as it was: rerun with --force to replace it`);
+  }
   const claude = findOnPath('claude', env);
   if (claude === null) {
     say('factlane setup: claude is not on the PATH, so nothing was changed; to configure Claude Code, run:');
     for (const line of commandLines(entry, state)) say(`  ${line}`);
     return 0;
-  }
-  if (state === 'different' && !force) {
-    throw new AdapterError('TARGET_EXISTS', `${file.path} already has a different user-scope MCP server ` +
-      `${ENTRY_NAME}; left as it was: rerun with --force to replace it`);
   }
   const backup = file.text === null ? null : backupConfigFile(file, options.now);
   const kept = backup === null ? '' : `; the previous file is kept as ${backup}`;

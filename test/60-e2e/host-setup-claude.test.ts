@@ -143,7 +143,14 @@ t.test('claude-code not on the PATH: the exact command is printed, exit 0, nothi
   t.same(box.snapshot(), before, 'nothing created');
 
   writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: { command: '/old', args: [] } } }));
-  const different = box.run(['claude-code']);
+  const kept = box.snapshot();
+  // A different entry needs --force here too: the commands printed would remove it.
+  const refused = box.run(['claude-code']);
+  t.equal(refused.status, 1);
+  t.match(refused.stderr, /^factlane setup: TARGET_EXISTS: .* already has a different user-scope MCP server factlane; left as it was: rerun with --force/);
+  t.equal(refused.stdout, '', 'no command to run');
+  t.same(box.snapshot(), kept, 'untouched');
+  const different = box.run(['claude-code', '--force']);
   t.equal(different.status, 0);
   t.match(different.stdout, /run:\n {2}claude mcp remove --scope user factlane\n {2}claude mcp add --scope user factlane -- /, 'remove first');
 
