@@ -91,8 +91,12 @@ function candidateBlock(entry: CandidateEntry): string {
     lines.push(`  the same fact is already current as memory ${memoryId}: promote answers ALREADY_CURRENT`);
   }
   if (entry.source_timestamp === null) lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
-  const blocked = entry.contradiction_state === 'UNRESOLVED' || entry.contradiction_state === 'QUARANTINED';
-  if (blocked || entry.contradicts.length > 0) {
+  // Two different refusals (CONTRACT.md §13.4 step 2): stored as a contradiction, it is never promoted; otherwise a
+  // live conflict refuses it only while the conflicting current fact stands.
+  if (entry.contradiction_state === 'UNRESOLVED' || entry.contradiction_state === 'QUARANTINED') {
+    lines.push('  it was stored as a contradiction: promote always refuses it with CONTRADICTION; to make its fact '
+      + 'current, REPLACE the current fact with it, or store it again');
+  } else if (entry.contradicts.length > 0) {
     lines.push('  promote refuses it with CONTRADICTION while it contradicts a current fact');
   }
   return `${lines.join('\n')}\n`;

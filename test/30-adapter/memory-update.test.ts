@@ -140,7 +140,8 @@ t.test('promotion of a Candidate in UNRESOLVED contradiction is CONTRADICTION', 
   const conflict = await store(bench.adapter('delegated-candidate'), storeRequest({ ...PROJECT, fact: 'The build uses Node 22', subject: 'node version' }));
   t.equal(conflict.status, 'CONTRADICTION');
   const cand = conflict.results[0];
-  await refused(t, bench, () => update(owner, reverifyRequest(cand, { expected_record_id: cand.record_id, verification: { source_timestamp: NOW } })), 'CONTRADICTION', undefined, 'UNRESOLVED Candidate');
+  await refused(t, bench, () => update(owner, reverifyRequest(cand, { expected_record_id: cand.record_id, verification: { source_timestamp: NOW } })), 'CONTRADICTION',
+    /was stored as a contradiction and is never promoted; to make its fact current, REPLACE the current fact/, 'UNRESOLVED Candidate');
 });
 
 t.test('an update that would leave two current records with one key and different facts is CONTRADICTION', async (t) => {

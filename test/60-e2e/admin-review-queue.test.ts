@@ -301,14 +301,22 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.equal(entry.contradicts.length, 1);
   const human = admin('candidates', '--db', dbPath).stdout;
   t.match(human, `would contradict current memory ${current.memory_id} revision 1: The build uses Node 20`);
-  t.match(human, 'promote refuses it with CONTRADICTION');
+  t.match(human, 'it was stored as a contradiction: promote always refuses it with CONTRADICTION');
+  t.notMatch(human, 'while it contradicts a current fact', 'one line, for the state it was stored in');
 
   const before = rows(dbPath);
   const refused = admin(...promoteArgs(dbPath, candidate));
   t.equal(refused.code, 1);
-  t.match(refused.stderr, /CONTRADICTION: .*\nfactlane-admin: hint: it contradicts a current fact of its scope/);
+  t.match(refused.stderr, /CONTRADICTION: this Candidate was stored as a contradiction and is never promoted.*\nfactlane-admin: hint: /);
   t.same(rows(dbPath), before, 'nothing changed');
   t.equal(admin('audit', '--db', dbPath).code, 0);
+
+  // The current fact moves to another subject: no live conflict is left, and the Candidate is still never promoted.
+  await owner.call('memory_update', replaceRequest(current, { fact: 'The build image is Debian 12', subject: 'base image' }));
+  const after = admin('candidates', '--db', dbPath).stdout;
+  t.notMatch(after, 'would contradict current memory', 'no conflicting fact is listed');
+  t.match(after, 'it was stored as a contradiction: promote always refuses it with CONTRADICTION');
+  t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
 t.test('a Candidate whose fact became current elsewhere is listed as such; promote answers ALREADY_CURRENT', async (t) => {
