@@ -72,8 +72,8 @@ async function promotionDecision(reader: Reader, scope: ScopeTuple, live: Record
     if (mode === 'REPLACE') throw new AdapterError('CANDIDATE_REPLACE_DENIED', 'a Candidate cannot be replaced; promote it with REVERIFY or store a new fact');
     if (expectedRecordId === null) throw new AdapterError('INVALID_ENVELOPE', 'promoting a Candidate needs expected_record_id');
     if (live.contradiction_state === 'UNRESOLVED' || live.contradiction_state === 'QUARANTINED') {
-      throw new AdapterError('CONTRADICTION', 'this Candidate was stored as a contradiction and is never promoted; to make '
-        + 'its fact current, REPLACE the current fact with it, or store it again once no current fact conflicts');
+      throw new AdapterError('CONTRADICTION', 'this Candidate was stored as a contradiction and is never promoted; '
+        + 'to make its fact current, REPLACE the current fact with it, or store it again once no current fact conflicts');
     }
     const equivalent = await findCurrentWithKey(reader, scope, live.contradiction_key, live.native_content_hash, true);
     if (equivalent) return { kind: 'already_current', row: equivalent };

@@ -64,9 +64,10 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null 
 /**
  * Configures Claude Code. With `claude` on the PATH: reads the user-scope entry from `.claude.json`; the same entry
  * is "already configured" and changes nothing; a different one is TARGET_EXISTS without `force` (with `claude` on
- * the PATH or not), else it is removed with `claude mcp remove --scope user` first; the file is backed up, `claude mcp add --scope user` runs,
- * and the file is read again to check the entry is there (VERIFY_FAILED otherwise, or when a `claude` command
- * fails). Without `claude` on the PATH: prints the command(s) to run and changes nothing. Returns exit code 0.
+ * the PATH or not), else it is removed with `claude mcp remove --scope user` first; the file is backed up,
+ * `claude mcp add --scope user` runs, and the file is read again to check the entry is there (VERIFY_FAILED
+ * otherwise, or when a `claude` command fails). Without `claude` on the PATH: prints the command(s) to run and
+ * changes nothing. Returns exit code 0.
  */
 export function setupClaudeCode(options: ClaudeSetupOptions): number {
   const { entry, force, env, say } = options;
