@@ -16,7 +16,7 @@ import {
 } from '../storage/recovery-repository.js';
 import { RuntimeRefusal, probeRuntime, type RuntimeProbeOptions } from '../storage/runtime-probe.js';
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
-import { NEXT_VECTOR_TABLE } from '../storage/reembed-repository.js';
+import { hasNextVectorTable, NEXT_VECTOR_TABLE } from '../storage/reembed-repository.js';
 import { verifySchema } from '../storage/schema-verification.js';
 import { WriteConnection, withReadOnly } from '../storage/write-connection.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
@@ -220,9 +220,7 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
       failed.push('schema not current (run factlane-migrate up)');
     }
     // The work table of a reembed that did not finish holds vectors too; reembed run to completion drops it.
-    const leftover = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-      .get(NEXT_VECTOR_TABLE);
-    if (failed.includes('schema_objects') && leftover !== undefined) {
+    if (failed.includes('schema_objects') && hasNextVectorTable(connection)) {
       failed.push(`${NEXT_VECTOR_TABLE} is the work table of a reembed that did not finish: `
         + 'run factlane-admin reembed to completion first');
     }

@@ -38,12 +38,13 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
   return checks;
 }
 
+/** How a sample that is an SQLite error, not a violation, begins (readSamples). */
+const UNREADABLE = 'unreadable: ';
+
 /**
  * What `read` finds; or, when SQLite cannot run it (a raw writer deleted rows of a vec0 shadow table, or dropped one),
  * one sample naming the error: the check FAILs, and the audit goes on to report every other check (exit 3, not 1).
  */
-const UNREADABLE = 'unreadable: ';
-
 function readSamples(read: () => string[]): string[] {
   try {
     return read();

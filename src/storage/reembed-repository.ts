@@ -101,10 +101,15 @@ export function readDocuments(connection: SqliteConnection, rows: readonly Vecto
  * indexes go with it); inside the caller's write. True when there was one.
  */
 export function dropNextVectorTable(connection: SqliteConnection): boolean {
-  const present = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?")
-    .get(NEXT_VECTOR_TABLE);
-  if (present !== undefined) connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);
-  return present !== undefined;
+  const present = hasNextVectorTable(connection);
+  if (present) connection.exec(`DROP TABLE ${NEXT_VECTOR_TABLE}`);
+  return present;
+}
+
+/** True when the file holds `fact_vec_next`, the work table of a reembed that did not finish. */
+export function hasNextVectorTable(connection: SqliteConnection): boolean {
+  return connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(NEXT_VECTOR_TABLE)
+    !== undefined;
 }
 
 /**
