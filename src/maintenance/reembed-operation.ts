@@ -10,7 +10,7 @@ import {
   readDocuments, readVectorRows, recreateNextTable, switchVectorTable, vectorTableDefinitions, writeNextVectors,
   type VectorChanges, type VectorDocument, type VectorRow,
 } from '../storage/reembed-repository.js';
-import { bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
+import { assertVectorTablesWhole, bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
@@ -113,6 +113,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     }
     const refusal = schemaRefusal(findings, target.shipped, null);
     if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
+    assertVectorTablesWhole(findings);
     const startProvenance = await provider.statusCheck();
     const fingerprint = runtimeFingerprint(startProvenance);
     onStep({ step: 'provider_checked', fields: { profile: profile.profileId } });

@@ -3,6 +3,7 @@ import {
 } from '@factlane/schema';
 import type { SqliteConnection } from './native.js';
 import { floatVector } from './eligible-vectors.js';
+import { damagedVectorTables, vectorDamageText } from './schema-inspection.js';
 import { simhashCode } from './simhash-projection.js';
 import { sqliteCode } from './sqlite-errors.js';
 
@@ -27,19 +28,37 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2).
  */
 export function runLineageAudit(connection: SqliteConnection, schemaVersion: number): AuditCheck[] {
-  const samplesOf = (query: string) => readSamples(() => connection.prepare(query).pluck().all() as string[]);
+  const unsafe = unsafeToQuery(connection);
+  const samplesOf = (query: string) =>
+    unsafe(query) ?? readSamples(() => connection.prepare(query).pluck().all() as string[]);
   const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
   const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
   if (layout.get() !== undefined) {
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
     const rule = since ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
-    checks.push(checkOf('eligible_forms', [...samplesOf(rule), ...readSamples(() => wrongCodes(connection))]));
+    // The rule reads every table wrongCodes reads: when it cannot be run, neither can wrongCodes.
+    const samples = samplesOf(rule);
+    const unreadable = samples[0]?.startsWith(UNREADABLE) === true;
+    const codes = unreadable ? [] : readSamples(() => wrongCodes(connection));
+    checks.push(checkOf('eligible_forms', [...samples, ...codes]));
   }
   return checks;
 }
 
 /** How a sample that is an SQLite error, not a violation, begins (readSamples). */
 const UNREADABLE = 'unreadable: ';
+
+/**
+ * For a query text, the one sample that says it cannot be run, when it names a vec0 table that lost a shadow table
+ * (damagedVectorTables: sqlite-vec could crash the process on it); undefined when the query is safe to run.
+ */
+function unsafeToQuery(connection: SqliteConnection): (query: string) => string[] | undefined {
+  const damaged = damagedVectorTables(connection);
+  return (query) => {
+    const hit = damaged.filter((d) => new RegExp(`\\b${d.table}\\b`).test(query));
+    return hit.length === 0 ? undefined : [`${UNREADABLE}${vectorDamageText(hit)}`];
+  };
+}
 
 /**
  * What `read` finds; or, when SQLite cannot run it (a raw writer deleted rows of a vec0 shadow table, or dropped one),
@@ -91,8 +110,9 @@ export interface HealthReading {
  */
 export function readHealth(connection: SqliteConnection): HealthReading {
   let unreadable = false;
+  const unsafe = unsafeToQuery(connection);
   const violations = (query: string) => {
-    const samples = readSamples(() => connection.prepare(query).pluck().all() as string[]);
+    const samples = unsafe(query) ?? readSamples(() => connection.prepare(query).pluck().all() as string[]);
     if (!samples[0]?.startsWith(UNREADABLE)) return samples.length;
     unreadable = true;
     return 0;

@@ -10,7 +10,7 @@ import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { dropNextVectorTable } from './reembed-repository.js';
 import { probeRuntime, type RuntimeProbeOptions } from './runtime-probe.js';
-import { inspectSchema, type SchemaFindings } from './schema-inspection.js';
+import { assertVectorTablesWhole, inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
 import { WriteConnection, withReadOnly } from './write-connection.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
@@ -119,6 +119,7 @@ export class MaintenanceTarget {
     try {
       const steps = await connection.write(async (trx, raw) => {
         const before = inspectSchema(raw, this.shipped);
+        assertVectorTablesWhole(before);
         const pending = this.shipped.filter((file) => file.version > before.schemaVersion);
         const dimension = before.vectorDimension;
         if (dimension === null) throw new AdapterError('SCHEMA_MISMATCH', 'the database has no vector table; it is not a FactLane database');
@@ -152,5 +153,8 @@ export class MaintenanceTarget {
 }
 
 function inspectEmpty(): SchemaFindings {
-  return { kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null, interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null };
+  return {
+    kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null, interlockPresent: false,
+    bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
+  };
 }

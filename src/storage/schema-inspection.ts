@@ -1,6 +1,7 @@
 import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
+import { AdapterError } from '../core/adapter-error.js';
 import type { MigrationFile } from './migration-files.js';
-import type { SqliteConnection } from './native.js';
+import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 
 /** One applied migration as recorded in `schema_migrations`, compared with the shipped file. */
 export interface AppliedMigration {
@@ -27,6 +28,75 @@ export interface SchemaFindings {
   readonly meta: Readonly<Record<string, string>>;
   /** Dimension declared by the `fact_vec` table definition, or null when absent. */
   readonly vectorDimension: number | null;
+  /** The vec0 tables that miss a shadow table of their own (missingShadowTables); empty when every one is whole. */
+  readonly damagedVectorTables: readonly DamagedVectorTable[];
+}
+
+/** A vec0 table whose definition makes shadow tables the file no longer has. */
+export interface DamagedVectorTable {
+  readonly table: string;
+  readonly missing: readonly string[];
+}
+
+const VEC0_TABLE = /^CREATE\s+VIRTUAL\s+TABLE\s+"?(\w+)"?\s+USING\s+vec0\s*\(/i;
+const SHADOW_TABLES = new Map<string, readonly string[]>();
+
+/**
+ * The shadow tables sqlite-vec creates for one vec0 definition, learnt by running the definition in an in-memory
+ * database (sqlite-vec's own rule, whatever columns the table has); remembered per definition.
+ */
+function shadowTablesOf(createSql: string, table: string): readonly string[] {
+  let names = SHADOW_TABLES.get(createSql);
+  if (names === undefined) {
+    const scratch = new Database(':memory:');
+    try {
+      loadSqliteVec(scratch);
+      scratch.exec(createSql);
+      names = scratch.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> ? ORDER BY name").pluck()
+        .all(table) as string[];
+    } finally {
+      scratch.close();
+    }
+    SHADOW_TABLES.set(createSql, names);
+  }
+  return names;
+}
+
+/**
+ * The vec0 tables of a file that miss shadow tables (a raw writer dropped one). sqlite-vec does not check them when it
+ * connects, and a point lookup on a table without its `_rowids` ends the process with a segmentation fault, so
+ * nothing may query such a table: the file is damaged (`BACKEND_CORRUPT`, assertVectorTablesWhole).
+ */
+export function damagedVectorTables(connection: SqliteConnection): DamagedVectorTable[] {
+  return missingShadowTables(connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as SchemaRow[]);
+}
+
+type SchemaRow = { type: string; name: string; sql: string | null };
+
+function missingShadowTables(objects: readonly SchemaRow[]): DamagedVectorTable[] {
+  const tables = new Set(objects.filter((o) => o.type === 'table').map((o) => o.name));
+  const damaged: DamagedVectorTable[] = [];
+  for (const object of objects) {
+    const table = object.type === 'table' && object.sql !== null ? VEC0_TABLE.exec(object.sql)?.[1] : undefined;
+    if (table === undefined) continue;
+    const missing = shadowTablesOf(object.sql!, table).filter((name) => !tables.has(name));
+    if (missing.length > 0) damaged.push({ table, missing });
+  }
+  return damaged.sort((a, b) => a.table.localeCompare(b.table));
+}
+
+/** What a damaged vector table lacks, for a message or an audit sample: `fact_vec (fact_vec_rowids missing)`. */
+export function vectorDamageText(damaged: readonly DamagedVectorTable[]): string {
+  return damaged.map((d) => `${d.table} (${d.missing.join(', ')} missing)`).join('; ');
+}
+
+/** BACKEND_CORRUPT when a vec0 table of the file misses a shadow table: querying it could crash the process. */
+export function assertVectorTablesWhole(findings: SchemaFindings): void {
+  if (findings.damagedVectorTables.length === 0) return;
+  const damage = vectorDamageText(findings.damagedVectorTables);
+  throw new AdapterError('BACKEND_CORRUPT',
+    `a vector table lost a shadow table: ${damage}; run factlane-admin verify, then restore a backup `
+    + '(factlane-admin restore)');
 }
 
 /** Reads the vector dimension from a `CREATE VIRTUAL TABLE … vec0(… float[D] …)` statement. */
@@ -40,11 +110,11 @@ export function vectorDimensionOf(createSql: string | null | undefined): number 
  * raw SQLite error for a file that is not a database; callers translate it.
  */
 export function inspectSchema(connection: SqliteConnection, shipped: readonly MigrationFile[]): SchemaFindings {
-  const objects = connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as { type: string; name: string; sql: string | null }[];
+  const objects = connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as SchemaRow[];
   const names = new Set(objects.map((o) => o.name));
   const empty: SchemaFindings = {
     kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null,
-    interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null,
+    interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
   };
   if (objects.length === 0) return empty;
   if (!names.has('schema_migrations') || !names.has('adapter_meta')) return { ...empty, kind: 'FOREIGN' };
@@ -64,6 +134,7 @@ export function inspectSchema(connection: SqliteConnection, shipped: readonly Mi
     bindingText: meta.embedding_profile ?? null,
     meta,
     vectorDimension: vectorDimensionOf(vecSql),
+    damagedVectorTables: missingShadowTables(objects),
   };
 }
 

@@ -14,7 +14,7 @@ import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
-import { inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
+import { assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
 import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
 import { WRITER_SIDECAR_SUFFIX, type WriterQueueTurns } from './writer-queue.js';
 import type { Logger } from '../core/logger.js';
@@ -140,6 +140,7 @@ export class SQLiteVecEngine {
       if (statSync(path).size > 0) {
         const findings = inspectExistingFile(path, shipped);
         if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
+        assertVectorTablesWhole(findings);
         if (findings.interlockPresent && ownsLease) {
           throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
         }

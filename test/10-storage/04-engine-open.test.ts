@@ -98,6 +98,25 @@ t.test('foreign, non-SQLite and non-regular files are refused and left as they w
   await t.rejects(openEngine(join(dir, 'a-directory')), { code: 'BACKEND_UNAVAILABLE' });
 });
 
+t.test('a vector table that lost a shadow table is refused (BACKEND_CORRUPT), named, the file unchanged', async (t) => {
+  // sqlite-vec does not check its shadow tables when it connects; a point lookup on a vec0 table without its
+  // `_rowids` ends the process (a segmentation fault), so such a file is damaged and never served.
+  for (const dropped of ['fact_vec_rowids', 'eligible_codes_chunks', 'fact_vec_metadatachunks00']) {
+    const dbPath = join(t.testdir(), `${dropped}.sqlite3`);
+    const engine = await openEngine(dbPath);
+    await storeRow(engine, candidateRow({ fact: 'the build uses node 20' }));
+    await engine.close();
+    const raw = new RawDatabase(dbPath); // as the sqlite3 CLI would: shadow tables carry no fence
+    raw.exec(`DROP TABLE ${dropped}`);
+    raw.close();
+    const before = readFileSync(dbPath);
+    const table = dropped.startsWith('fact_vec') ? 'fact_vec' : 'eligible_codes';
+    const named = new RegExp(`${table} \\(${dropped} missing\\)`);
+    await t.rejects(openEngine(dbPath), { code: 'BACKEND_CORRUPT', message: named });
+    t.ok(readFileSync(dbPath).equals(before), `${dropped}: file unchanged`);
+  }
+});
+
 t.test('an empty SQLite file (no schema objects) is created in place', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'empty.sqlite3');

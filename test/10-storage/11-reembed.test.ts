@@ -10,7 +10,7 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
 import { FaultyProvider, fixture, rawWrite, readDb, storedEmbedding } from '../helpers/reembed.js';
 import {
-  ADMIN_BIN, candidateRow, openEngine, runBin, storeRow, TEST_BINDING, unitVector, writeInterlock,
+  ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow, TEST_BINDING, unitVector, writeInterlock,
 } from '../helpers/storage.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
@@ -62,6 +62,19 @@ t.test('a running engine or the recovery interlock refuses reembed with MAINTENA
   writeInterlock(dbPath);
   const bytes = readFileSync(dbPath);
   await t.rejects(reembedDatabase({ dbPath, provider: new LocalHashProvider() }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  t.ok(readFileSync(dbPath).equals(bytes), 'nothing changed');
+});
+
+t.test('a vector table that lost a shadow table refuses reembed (BACKEND_CORRUPT), nothing changed', async (t) => {
+  const dbPath = join(t.testdir(), 'db.sqlite3');
+  await fixture(dbPath);
+  const raw = new RawDatabase(dbPath); // as the sqlite3 CLI would: shadow tables carry no fence
+  raw.exec('DROP TABLE fact_vec_rowids');
+  raw.close();
+  const bytes = readFileSync(dbPath);
+  // Reading its vectors could end the process: sqlite-vec does not check its shadow tables.
+  await t.rejects(reembedDatabase({ dbPath, provider: new LocalHashProvider() }),
+    { code: 'BACKEND_CORRUPT', message: /fact_vec \(fact_vec_rowids missing\)/ });
   t.ok(readFileSync(dbPath).equals(bytes), 'nothing changed');
 });
 

@@ -129,6 +129,9 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
   for (const [damage, statement] of [
     ['a chunk row deleted', 'DELETE FROM fact_vec_chunks WHERE rowid = (SELECT max(rowid) FROM fact_vec_chunks)'],
     ['the codes\' chunk table dropped', 'DROP TABLE eligible_codes_chunks'],
+    // sqlite-vec ends the process on a point lookup without `_rowids`: such tables are named, not queried.
+    ['the vectors\' rowid table dropped', 'DROP TABLE fact_vec_rowids'],
+    ['the codes\' rowid table dropped', 'DROP TABLE eligible_codes_rowids'],
   ] as const) {
     await t.test(damage, async (t) => {
       const { dbPath, close } = await lineage(t);
@@ -147,6 +150,11 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
       t.same(report.checks.map((c) => c.name), ALL_CHECKS, 'every check reported');
       const unreadable = report.checks.filter((c) => c.samples.some((sample) => sample.startsWith('unreadable: ')));
       t.ok(unreadable.length > 0 && unreadable.every((c) => c.status === 'FAIL'), `failed: ${unreadable.map((c) => c.name)}`);
+      const dropped = /^DROP TABLE (\w+)$/.exec(statement)?.[1];
+      if (dropped !== undefined) {
+        const named = new RegExp(`^unreadable: \\w+ \\(${dropped} missing\\)$`);
+        t.ok(unreadable.every((c) => c.count === 1 && named.test(c.samples[0]!)), `${dropped} named once per check`);
+      }
       const cli = admin('audit', '--db', dbPath, '--json');
       t.equal(cli.status, 3, cli.stderr);
       t.equal(JSON.parse(cli.stdout).ok, false);
