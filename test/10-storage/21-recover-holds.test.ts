@@ -4,10 +4,10 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
   chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, readSync, renameSync,
-  writeSync,
+  writeFileSync, writeSync,
 } from 'node:fs';
-import { join } from 'node:path';
-import { recoverDatabase, type RecoveryOutcome } from '../../src/maintenance/recover-operation.js';
+import { basename, join } from 'node:path';
+import { recoverDatabase, type RecoverOptions, type RecoveryOutcome } from '../../src/maintenance/recover-operation.js';
 import { RECOVERY_HOLD_CODES, type RecoveryHoldCode } from '../../src/maintenance/recovery-hold.js';
 import { planSha256, tombstoneColumns, type RecoveryPlan } from '../../src/maintenance/recovery-plan.js';
 import { writeRecoveryState } from '../../src/maintenance/recovery-state.js';
@@ -195,6 +195,41 @@ t.test('check 2: an invalid plan holds with HOLD_PLAN_INVALID_NO_MUTATION', asyn
     await assertHeld(t, s, 'HOLD_PLAN_INVALID_NO_MUTATION', () => recoverDatabase(request));
   });
 });
+
+t.test('check 2: a receipt or state path that would overwrite something holds with HOLD_PLAN_INVALID_NO_MUTATION',
+  async (t) => {
+    // The receipt is written over its path once the purge is verified: over the database it destroyed the store.
+    const cases: [string, (s: Scenario, planPath: string) => Partial<RecoverOptions>, RegExp][] = [
+      ['the database as --receipt', (s) => ({ receiptPath: s.dbPath, statePath: join(s.dir, 'state.json') }),
+        /--receipt names the database;/],
+      ['the database through another spelling',
+        (s) => ({ receiptPath: join(s.dir, '.', 'sub', '..', basename(s.dbPath)) }), /--receipt names the database;/],
+      ['the database\'s -wal as --state', (s) => ({ statePath: `${s.dbPath}-wal` }),
+        /--state names the database's -wal/],
+      ['the plan as --receipt', (s, planPath) => ({ receiptPath: planPath, statePath: join(s.dir, 'state.json') }),
+        /--receipt names the plan/],
+      ['one file as both', (s) => ({ statePath: join(s.dir, 'receipt.json') }), /--receipt and --state name one file/],
+      ['a directory that is not there', (s) => ({ receiptPath: join(s.dir, 'missing', 'receipt.json'),
+        statePath: join(s.dir, 'state.json') }), /directory of --receipt does not exist/],
+      ['an existing file that is no receipt', (s) => {
+        writeFileSync(join(s.dir, 'notes.json'), '{"mine":true}\n');
+        return { receiptPath: join(s.dir, 'notes.json'), statePath: join(s.dir, 'state.json') };
+      }, /existing file that is not this operation's receipt/],
+    ];
+    for (const [name, options, message] of cases) {
+      await t.test(name, async (t) => {
+        const s = await scenario(t);
+        mkdirSync(join(s.dir, 'sub'));
+        const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+        const planBytes = readFileSync(planPath);
+        const chosen = options(s, planPath);
+        const outcome = await assertHeld(t, s, 'HOLD_PLAN_INVALID_NO_MUTATION',
+          () => recover(s.dir, s.dbPath, planPath, chosen), { statePath: chosen.statePath });
+        t.match(outcome.message, message);
+        t.ok(readFileSync(planPath).equals(planBytes), 'the plan is unchanged');
+      });
+    }
+  });
 
 t.test('checks 2 and 5: missing authorization holds with HOLD_AUTHORIZATION_MISSING_NO_MUTATION', async (t) => {
   t.test('--confirm differs from operation_id', async (t) => {
