@@ -4,8 +4,8 @@ import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import type { DatabaseLease } from '../storage/database-lease.js';
 import { writePrivateFileAtomic } from '../storage/durable-files.js';
 import {
-  ftsCommands, purgeRecord, readDerivedRows, readRecordsById, recordDigests, rowsHoldingContent, writeInterlock,
-  type RecoveryInterlock,
+  ftsCommands, keptPlacesHoldingContent, purgeRecord, readDerivedRows, readRecordsById, recordDigests,
+  rowsHoldingContent, writeInterlock, type RecoveryInterlock,
 } from '../storage/recovery-repository.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
@@ -14,7 +14,9 @@ import { MATERIALIZATION_CLASSES, isTombstoneOf, tombstoneColumns, type Recovery
 import {
   runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
 } from './recovery-preflight.js';
-import { SealingFailure, runPostflight, sealDatabase, type ResidualScan, type SealStep } from './recovery-sealing.js';
+import {
+  SealingFailure, runPostflight, sealDatabase, textsNotSpelledBy, type ResidualScan, type SealStep,
+} from './recovery-sealing.js';
 import { phaseReached, writeRecoveryState, type RecoveryPhase, type RecoveryState } from './recovery-state.js';
 
 // `factlane-admin recover` (OPERATIONS.md §5): preflight, inspection, one purge transaction, sealing, postflight.
@@ -170,6 +172,15 @@ async function purge(
     if (leftovers.length > 0 || derived.length > 0 || untombstoned.length > 0) {
       throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED',
         'target content remained after the purge; it was rolled back');
+    }
+    // What the purge cannot remove, and the residual byte scan (§5.6) would find in the file after the commit.
+    const unspelled = textsNotSpelledBy(inspection.needles.texts, [...tombstones.values()]);
+    const kept = keptPlacesHoldingContent(raw, unspelled, targetRows);
+    if (kept.length > 0) {
+      const tables = [...new Set(kept.map((place) => place.split(':')[0]))].join(', ');
+      throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED', `a target's text is also in what the purge keeps `
+        + `(in ${tables}: a tombstone's ids or idempotency_key, a meta value or the schema); the residual byte scan `
+        + 'would fail after the commit, so it was rolled back');
     }
     check();
     await writeInterlock(trx, interlock);

@@ -88,13 +88,16 @@ function fileContainsAny(path: string, needles: readonly Buffer[]): boolean {
  * such as `operator-recovery`) cannot be told from them and is left out.
  */
 function byteNeedles(needles: RecoveryNeedles, tombstones: readonly RecordRow[]): Buffer[] {
+  const forms = needles.texts.flatMap((text) => [text, JSON.stringify(text).slice(1, -1)]);
+  const texts = new Set(textsNotSpelledBy(forms, tombstones));
+  return [...[...texts].map((text) => Buffer.from(text, 'utf8')), ...needles.blobs];
+}
+
+/** The texts the tombstones' own fact, provenance, freshness and tags do not spell (the residual scan's needles). */
+export function textsNotSpelledBy(texts: readonly string[], tombstones: readonly RecordRow[]): string[] {
   const tombstoneText = tombstones
     .map((row) => `${row.fact}${row.source_provenance}${row.freshness_policy}${row.tags}`).join('');
-  const texts = new Set<string>();
-  for (const text of needles.texts) {
-    for (const form of [text, JSON.stringify(text).slice(1, -1)]) if (!tombstoneText.includes(form)) texts.add(form);
-  }
-  return [...[...texts].map((text) => Buffer.from(text, 'utf8')), ...needles.blobs];
+  return texts.filter((text) => !tombstoneText.includes(text));
 }
 
 /** §5.6 step 3: the image verified on its own connection, then its bytes scanned. Returns the scan's outcome. */

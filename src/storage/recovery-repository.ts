@@ -124,23 +124,22 @@ export interface ContentNeedles {
 
 /**
  * Every row holding target content (OPERATIONS.md §5.4 completeness, §5.5 and §5.6 verification): a record whose
- * fact folds to a target's, or whose fact, tags, provenance or freshness contain a target text; an FTS row containing
- * one; a vector, eligible vector or code equal to a target blob. Rows of records `skip` names (by row_id) are left
- * out. Returns `table:rowid` samples; reads every row, so it costs one pass over the database.
+ * fact folds to a target's, or any of whose text values contains a target text; an FTS row containing one; a vector,
+ * eligible vector or code equal to a target blob. Rows of records `skip` names (by row_id) are left out. Returns
+ * `table:rowid` samples; reads every row, so it costs one pass over the database.
+ * §5.4 names the fact, search_text, tags, provenance and freshness; every text value is read, the `idempotency_key`
+ * and the scope's ids too, because the residual byte scan of §5.6 reads the whole file: a target text in another
+ * record's key passed the checks before the commit and failed that scan after it, on every rerun.
  */
 export function rowsHoldingContent(
   connection: SqliteConnection, needles: ContentNeedles, skip: ReadonlySet<number> = new Set(),
 ): string[] {
   const found: string[] = [];
   const containsText = (value: string) => needles.texts.some((text) => value.includes(text));
-  type ContentRow = { row_id: number; fact: string; tags: string; source_provenance: string; freshness_policy: string };
-  const records = connection.prepare(`SELECT row_id, fact, tags, source_provenance, freshness_policy
-    FROM adapter_records`).iterate() as Iterable<ContentRow>;
+  const records = connection.prepare('SELECT * FROM adapter_records').iterate() as Iterable<RecordRow>;
   for (const row of records) {
     if (skip.has(row.row_id)) continue;
-    // The JSON columns are searched by their string values: a fact holding `"` or `\` is stored there escaped.
-    const texts = [row.fact, ...[row.tags, row.source_provenance, row.freshness_policy].flatMap(jsonStrings)];
-    if (needles.foldKeys.has(foldKey(row.fact)) || texts.some(containsText)) {
+    if (needles.foldKeys.has(foldKey(row.fact)) || textValues(row).some(containsText)) {
       found.push(`adapter_records:${row.row_id}`);
     }
   }
@@ -162,6 +161,36 @@ export function rowsHoldingContent(
     }
   }
   return found;
+}
+
+/**
+ * Where a purge leaves `texts` (target texts the tombstones do not spell) although it removed every target row's
+ * content: in the columns a tombstone keeps (its ids, scope and `idempotency_key`, §5.2) of the rows `targets` names,
+ * in `adapter_meta`, and in the schema's text. Checked before the commit (§5.5): the residual byte scan of §5.6 would
+ * find them in the file after it, on every rerun. Returns `table:rowid` (or `table:name`) samples.
+ */
+export function keptPlacesHoldingContent(
+  connection: SqliteConnection, texts: readonly string[], targets: ReadonlySet<number>,
+): string[] {
+  const contains = (value: string) => texts.some((text) => value.includes(text));
+  const found: string[] = [];
+  const records = connection.prepare('SELECT * FROM adapter_records').iterate() as Iterable<RecordRow>;
+  for (const row of records) {
+    if (targets.has(row.row_id) && textValues(row).some(contains)) found.push(`adapter_records:${row.row_id}`);
+  }
+  const named = (query: string, table: string) => {
+    for (const row of connection.prepare(query).iterate() as Iterable<{ name: string; text: string | null }>) {
+      if (row.text !== null && jsonStrings(row.text).some(contains)) found.push(`${table}:${row.name}`);
+    }
+  };
+  named('SELECT key AS name, value AS text FROM adapter_meta', 'adapter_meta');
+  named('SELECT name, sql AS text FROM sqlite_master', 'sqlite_master');
+  return found;
+}
+
+/** Every text value of a record row, with the strings inside its JSON columns (stored there escaped). */
+function textValues(row: RecordRow): string[] {
+  return Object.values(row).flatMap((value) => (typeof value === 'string' ? jsonStrings(value) : []));
 }
 
 /** Every string value (and key) inside a JSON text, with the text itself; the text alone when it is not JSON. */

@@ -709,6 +709,41 @@ t.test('a forged tombstone holding the secret makes the purge verification fail 
   t.notOk(existsSync(join(s.dir, 'receipt.json')), 'no receipt');
 });
 
+t.test('a target text in what the purge keeps holds before the commit, never fails the byte scan after it',
+  async (t) => {
+    // §5.4 names the fact, tags, provenance and freshness, but the residual byte scan of §5.6 reads the whole file:
+    // a target text in an idempotency_key or a meta value passed every check, committed, then failed the scan on
+    // every rerun while the interlock blocked every start.
+    const cases: [string, RecoveryHoldCode, (s: Scenario, db: InstanceType<typeof RawDatabase>) => void][] = [
+      ['another record\'s idempotency_key', 'HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', (s, db) => {
+        db.prepare('UPDATE adapter_records SET idempotency_key = ? WHERE record_id = ?')
+          .run(`note-${s.secretFact}`, s.replacementId);
+      }],
+      ['the target\'s own idempotency_key, which its tombstone keeps', 'HOLD_LOGICAL_PURGE_VERIFY_FAILED', (s, db) => {
+        db.prepare('UPDATE adapter_records SET idempotency_key = ? WHERE record_id = ?')
+          .run(s.secretFact, s.targetIds[1]);
+      }],
+      ['a meta value', 'HOLD_LOGICAL_PURGE_VERIFY_FAILED', (s, db) => {
+        db.prepare("INSERT INTO adapter_meta (key, value) VALUES ('owner_note', ?)").run(s.secretFact);
+      }],
+    ];
+    for (const [name, code, plant] of cases) {
+      await t.test(name, async (t) => {
+        const s = await scenario(t);
+        gatedRaw(s.dbPath, (db) => plant(s, db));
+        const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+        const before = snapshot(s.dbPath, 'records');
+        const outcome = await recover(s.dir, s.dbPath, planPath);
+        t.match(outcome, { exit: 3, hold: code, result: 'HELD_NO_MUTATION' });
+        t.strictSame(snapshot(s.dbPath, 'records'), before, 'every row as it was');
+        const interlock = withRaw(s.dbPath, (db) => db.prepare('SELECT value FROM adapter_meta WHERE key = ?')
+          .get(INTERLOCK_KEY));
+        t.equal(interlock, undefined, 'no interlock: every runtime still starts');
+        t.notOk(existsSync(join(s.dir, 'receipt.json')), 'no receipt');
+      });
+    }
+  });
+
 t.test('every hold code is reached above', async (t) => {
   // Only meaningful on a full run of this file (a --grep run leaves holds unreached).
   t.strictSame([...reached].sort(), [...RECOVERY_HOLD_CODES].sort(),
