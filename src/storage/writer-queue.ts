@@ -38,6 +38,8 @@ export interface WriterQueueTurns {
   /** Of the locked ones, those that waited in the kernel's queue instead of taking the lock without blocking. */
   readonly queued: number;
   readonly bypassed: number;
+  /** Of the bypassed ones, those that did not wait: the lock's holder had already kept an earlier writer waiting. */
+  readonly passedStalled: number;
   readonly unqueued: number;
 }
 
@@ -70,7 +72,13 @@ export class WriterQueue {
   #pending: Promise<void> | undefined;
   /** The last release left writers of this process queued: the next one lets other processes go first. */
   #yieldBeforeNext = false;
-  readonly #turns = { locked: 0, queued: 0, bypassed: 0, unqueued: 0 };
+  readonly #turns = { locked: 0, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 };
+  /**
+   * A writer waited WRITER_QUEUE_WAIT_MS for the outstanding request in vain: the lock's holder is stalled (stopped,
+   * or itself waiting on a writer outside the queue). Until that request returns, writers go on without waiting:
+   * each would otherwise pay the whole wait again for as long as the holder stays stalled.
+   */
+  #stalled = false;
   /** Until this time (ms, performance clock) writers go straight to the kernel's queue: another writer was met. */
   #contendedUntil = 0;
 
@@ -83,17 +91,19 @@ export class WriterQueue {
   /**
    * Runs `attempt` (one whole write transaction, from BEGIN IMMEDIATE to commit or rollback) in this
    * process's turn, holding the cross-process lock when it got it within the wait; releases it as soon
-   * as the attempt settles. What `attempt` returns or throws passes through unchanged.
+   * as the attempt settles. `attempt` learns how long it waited for the lock (ms; the wait behind writers of this
+   * process not counted). What it returns or throws passes through unchanged.
    */
-  async run<T>(attempt: () => Promise<T>): Promise<T> {
+  async run<T>(attempt: (waitedMs: number) => Promise<T>): Promise<T> {
     const previous = this.#tail;
     let leave!: () => void;
     this.#tail = new Promise<void>((resolve) => { leave = resolve; });
     this.#entered += 1;
     await previous;
     try {
+      const start = performance.now();
       await this.#lock();
-      return await attempt();
+      return await attempt(performance.now() - start);
     } finally {
       this.#unlock();
       this.#entered -= 1;
@@ -126,6 +136,11 @@ export class WriterQueue {
       this.#yieldBeforeNext = false;
       await nextLoopTurn();
     }
+    if (this.#pending !== undefined && this.#stalled) {
+      this.#turns.bypassed += 1;
+      this.#turns.passedStalled += 1;
+      return;
+    }
     if (this.#pending === undefined) {
       // Alone, the lock is taken without a threadpool round trip; once another writer was met, every request waits
       // in the kernel, so a newcomer does not take the lock in the moment it passes from its holder to a waiter.
@@ -149,6 +164,7 @@ export class WriterQueue {
       this.#turns.queued += 1;
     } else {
       this.#turns.bypassed += 1;
+      this.#stalled = this.#pending !== undefined;
     }
   }
 
@@ -170,6 +186,7 @@ export class WriterQueue {
     return new Promise<void>((resolve) => {
       this.#flockAsync(fd, 'ex', (error) => {
         this.#pending = undefined;
+        this.#stalled = false;
         if (error) {
           // EINTR only ends this request; the next writer asks again.
           if (error.code !== 'EINTR') this.#turnOff(error.code);

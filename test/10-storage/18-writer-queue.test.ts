@@ -10,6 +10,7 @@ import {
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import type { Logger } from '../../src/core/logger.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import {
@@ -104,7 +105,7 @@ t.test('the sidecar is created 0600 beside the database on the first write, lock
   t.equal(probe(sidecar), 'free', 'released after the rollback');
   t.equal(await countRecords(engine), 2, 'reads take no turn');
   t.equal(probe(sidecar), 'free');
-  t.same(engine.writerQueueTurns, { locked: 4, queued: 0, bypassed: 0, unqueued: 0 }, 'the open, two commits and the rollback took it, none waited');
+  t.same(engine.writerQueueTurns, { locked: 4, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'the open, two commits and the rollback took it, none waited');
 });
 
 t.test('an existing sidecar of another mode is set to 0600; one with the queue off is left alone', async (t) => {
@@ -142,12 +143,12 @@ t.test('a write waits for its turn without blocking the event loop: reads of the
   holder.release();
   await write;
   t.equal(tableCounts(dbPath).records, 1, 'the write commits once the lock is handed over');
-  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 0, unqueued: 0 }, 'it waited for the lock, not past it');
+  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'it waited for the lock, not past it');
   t.equal(probe(sidecar), 'free');
   // Having met another writer, the process asks the kernel even for a free lock (WRITER_QUEUE_CONTENDED_MS): a try
   // without blocking would take it ahead of writers the kernel is waking.
   await storeRow(engine, candidateRow());
-  t.same(engine.writerQueueTurns, { locked: 3, queued: 2, bypassed: 0, unqueued: 0 }, 'the next write waits in the kernel queue too');
+  t.same(engine.writerQueueTurns, { locked: 3, queued: 2, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'the next write waits in the kernel queue too');
 });
 
 t.test('concurrent writes of one process all commit, one at a time, in call order, each holding the lock', async (t) => {
@@ -176,7 +177,7 @@ t.test('concurrent writes of one process all commit, one at a time, in call orde
   t.same(rowIds, [...rowIds].sort((a, b) => (a < b ? -1 : 1)), 'committed in the order they were called');
   t.equal(new Set(rowIds).size, WRITES);
   t.equal(tableCounts(dbPath).records, WRITES, 'every write committed');
-  t.same(engine.writerQueueTurns, { locked: WRITES + 1, queued: 0, bypassed: 0, unqueued: 0 });
+  t.same(engine.writerQueueTurns, { locked: WRITES + 1, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 });
   t.equal(probe(sidecar), 'free', 'and released after the last');
 });
 
@@ -209,7 +210,7 @@ t.test('a writer that waited its bounded time goes on without the lock; the aban
   const holder = holdSidecar(sidecar);
   await storeRow(engine, candidateRow());
   t.equal(tableCounts(dbPath).records, 1, 'the write committed although another holder kept the lock');
-  t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 1, unqueued: 0 }, 'it went past the queue once');
+  t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'it went past the queue once');
   holder.release();
   // The abandoned threadpool request is granted now; with no write of this process running it must let go.
   let free = 0;
@@ -219,7 +220,50 @@ t.test('a writer that waited its bounded time goes on without the lock; the aban
   }
   t.equal(free, 5, 'the lock is free again: the granted request was released at once');
   await storeRow(engine, candidateRow());
-  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 1, unqueued: 0 }, 'the next write queues normally, in the kernel queue');
+  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'the next write queues normally, in the kernel queue');
+});
+
+t.test('a holder that kept one writer waiting its bounded time keeps no later writer waiting', async (t) => {
+  // A stopped holder (SIGSTOP, or one itself waiting on a writer outside the queue) made every write of every other
+  // process pay the whole wait again, for as long as it stayed stopped.
+  const dbPath = join(t.testdir(), 'stalled.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { writerQueue: { waitMs: 50 } });
+  t.teardown(() => engine.close());
+  const holder = holdSidecar(sidecar);
+  for (let i = 0; i < 4; i += 1) await storeRow(engine, candidateRow());
+  t.equal(tableCounts(dbPath).records, 4, 'every write committed');
+  t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 4, passedStalled: 3, unqueued: 0 },
+    'the first waited, the next three went on at once');
+  holder.release();
+  let free = 0;
+  for (let i = 0; i < 500 && free < 5; i += 1) {
+    await sleep(10);
+    free = probe(sidecar) === 'free' ? free + 1 : 0;
+  }
+  t.equal(free, 5, 'the granted request let go');
+  await storeRow(engine, candidateRow());
+  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 4, passedStalled: 3, unqueued: 0 },
+    'once the holder let go, writes queue again');
+});
+
+t.test('an attempt\'s busy wait is shortened by its wait for the queue, then restored', async (t) => {
+  // Each attempt waits at most busy_timeout in all, so BACKEND_BUSY comes within STORAGE.md §6's bound (about 36 s).
+  const dbPath = join(t.testdir(), 'budget.sqlite3');
+  const sidecar = `${dbPath}-writer`;
+  const engine = await openEngine(dbPath, { writerQueue: { waitMs: 50 } });
+  t.teardown(() => engine.close());
+  const inAttempt = () => engine.write(async (_trx, raw) => Number(raw.pragma('busy_timeout', { simple: true })));
+  const outside = async () => {
+    const { rows } = await sql<{ timeout: number }>`PRAGMA busy_timeout`.execute(engine.db);
+    return rows[0]!.timeout;
+  };
+  t.equal(await inAttempt(), 5000, 'a write that took the lock at once keeps the whole busy_timeout');
+  const holder = holdSidecar(sidecar);
+  const shortened = await inAttempt();
+  holder.release();
+  t.ok(shortened >= 1 && shortened <= 4950, `a write that waited 50 ms for the queue: busy_timeout ${shortened}`);
+  t.equal(await outside(), 5000, 'restored after the attempt');
 });
 
 t.test('a sidecar that cannot be used turns the queue off with one warning; writes still commit', async (t) => {
@@ -235,7 +279,7 @@ t.test('a sidecar that cannot be used turns the queue off with one warning; writ
     const engine = await openEngine(dbPath, { logger });
     for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow());
     t.equal(tableCounts(dbPath).records, 3, `${label}: every write committed`);
-    t.same(engine.writerQueueTurns, { locked: 0, queued: 0, bypassed: 0, unqueued: 4 }, `${label}: none queued`);
+    t.same(engine.writerQueueTurns, { locked: 0, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 4 }, `${label}: none queued`);
     t.equal(logger.lines.length, 1, `${label}: one warning`);
     const warning = /^warn: writes go on without the cross-process writer queue: .*\((ENOTREG|ELOOP)\)/;
     t.match(logger.lines[0], warning, `${label}: says why`);
@@ -263,7 +307,7 @@ t.test('a process killed with SIGKILL while it holds the writer lock blocks nobo
   await once(holder, 'exit');
   await write;
   t.ok(committed, 'the kernel released the dead holder’s lock and the waiting write went on');
-  t.same(engine.writerQueueTurns, { locked: 3, queued: 1, bypassed: 0, unqueued: 0 }, 'with the lock, not past it');
+  t.same(engine.writerQueueTurns, { locked: 3, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'with the lock, not past it');
   t.equal(tableCounts(dbPath).records, 2, 'both writes of this process, nothing of the killed one');
   t.equal(probe(sidecar), 'free');
 });
@@ -295,7 +339,7 @@ t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stal
   t.equal(statSync(`${target}-writer`).size, 0);
   const reopened = await openEngine(target);
   await storeRow(reopened, candidateRow({ fact: 'after restore' }));
-  t.same(reopened.writerQueueTurns, { locked: 2, queued: 0, bypassed: 0, unqueued: 0 }, 'it queues on the sidecar it finds');
+  t.same(reopened.writerQueueTurns, { locked: 2, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'it queues on the sidecar it finds');
   await reopened.close();
   t.equal(tableCounts(target).records, 4);
 });
