@@ -38,7 +38,9 @@ export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash
 
 /**
  * KEYWORD: FTS5 over search_text with every term quoted (all must match), ordered by bm25, then newest;
- * scope and CURRENT filter in the same statement before LIMIT. An expression FTS5 rejects gives no hits.
+ * scope and CURRENT filter in the same statement before LIMIT. An expression FTS5 rejects gives no hits (CONTRACT.md
+ * §12.2; quoted token runs give FTS5 nothing to reject, so this is a safeguard); any other error is a fault and passes
+ * through, such as a damaged `fact_fts`, which used to look like a search that found nothing.
  */
 export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: readonly string[], currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
   if (terms.length === 0) return [];
@@ -57,9 +59,15 @@ export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: re
     });
     return result.rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
   } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_ERROR') return [];
+    if (isRejectedExpression(error)) return [];
     throw error;
   }
+}
+
+/** FTS5's answer to a MATCH expression it cannot parse: `fts5: syntax error near …`, `unterminated string`. */
+function isRejectedExpression(error: unknown): boolean {
+  const { code, message } = error as { code?: string; message?: string };
+  return code === 'SQLITE_ERROR' && /^(fts5: syntax error|unterminated string)/.test(message ?? '');
 }
 
 /**

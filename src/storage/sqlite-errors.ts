@@ -28,10 +28,10 @@ export function isIdempotencyKeyViolation(error: unknown): boolean {
 /**
  * The messages sqlite-vec (0.1.9) gives when a vec0 shadow table, or a row of one it needs, is missing or unreadable:
  * a chunk, rowids, vector or metadata blob it cannot open or read, a rowid it cannot find, a shadow table it cannot
- * prepare a statement on.
+ * prepare a statement on; and SQLite's when a virtual table cannot be constructed (FTS5 without `fact_fts_config`).
  */
-const VEC0_DAMAGE = new RegExp([
-  '^could not (open|fetch|extract|find|write to|mark) ', '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
+const VIRTUAL_TABLE_DAMAGE = new RegExp([
+  '^vtable constructor failed: ', '^could not (open|fetch|extract|find|write to|mark) ', '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
   '^vectors blob read error', '^chunks iter error', '^internal sqlite-vec error',
   '^(chunk )?(validity|rowids) size doesn\'t match',
 ].join('|'), 'i');
@@ -55,9 +55,10 @@ export function translateSqliteError(error: unknown): unknown {
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
     return new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be read or written; check the file and its disk', { cause: error });
   }
-  // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR.
-  const vec0Damage = VEC0_DAMAGE.test(String((error as Error).message));
-  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB' || vec0Damage) {
+  // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR, and so does SQLite
+  // for a virtual table whose shadow table went.
+  const damage = VIRTUAL_TABLE_DAMAGE.test(String((error as Error).message));
+  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB' || damage) {
     return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', { cause: error });
   }
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
@@ -112,4 +113,24 @@ t.test('every repository statement finds its rows through an index, never by wal
   t.match(planOf('memoryRecords:'), /ux_adapter_memory_revision/, "a memory's history comes from (memory_id, revision)");
   t.match(planOf('findRecord:'), /record_id/, 'a record by its id');
   t.match(planOf('findByIdempotencyKey:'), /idempotency_key/, 'a record by its idempotency key');
+});
+
+const hasSqlite3 = spawnSync('sqlite3', ['-version'], { encoding: 'utf8' }).status === 0;
+
+t.test('KEYWORD: an expression FTS5 rejects finds nothing; a damaged fact_fts is a fault, not an empty result',
+  { skip: hasSqlite3 ? false : 'the sqlite3 CLI is not installed' }, async (t) => {
+  const dbPath = join(t.testdir(), 'keyword.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow({ fact: 'the build uses node 20' }));
+  // A NUL ends FTS5's string: "unterminated string". Query terms are token runs, so only a caller of its own can pass one.
+  t.same(await engine.read((db) => keywordHits(db, GLOBAL, ['build\u0000'], false, 5)), [], 'rejected: no hits');
+  t.equal((await engine.read((db) => keywordHits(db, GLOBAL, ['build'], false, 5))).length, 1);
+  await engine.close();
+  // better-sqlite3 runs in defensive mode, which protects FTS5 shadow tables; the sqlite3 CLI does not.
+  const dropped = spawnSync('sqlite3', [dbPath, 'DROP TABLE fact_fts_config;'], { encoding: 'utf8' });
+  t.equal(dropped.status, 0, dropped.stderr);
+  const damaged = await openEngine(dbPath);
+  t.teardown(() => damaged.close());
+  await t.rejects(damaged.read((db) => keywordHits(db, GLOBAL, ['build'], false, 5)), { code: 'BACKEND_CORRUPT' },
+    'the fault passes through, governed');
 });

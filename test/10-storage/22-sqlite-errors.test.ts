@@ -16,6 +16,7 @@ t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain
     'Could not fetch vector data for 1, opening blob failed', 'Could not extract metadata value for column is_current at rowid 1',
     'Could not find a row with rowid 7', 'Error preparing rowid scan: no such table: main.eligible_codes_rowids',
     'Error preparing stmtChunk: no such table: main.fact_vec_chunks', 'Internal sqlite-vec error', "rowids size doesn't match",
+    'vtable constructor failed: fact_fts',
   ]) {
     const translated = translateSqliteError(sqliteError('SQLITE_ERROR', message));
     t.ok(translated instanceof AdapterError && translated.code === 'BACKEND_CORRUPT', message);
