@@ -55,6 +55,9 @@ async function targetRecord(reader: Reader, scope: ScopeTuple, memoryId: string,
   const live = await findLiveRecord(reader, scope, memoryId);
   if (!live) {
     const presence = await memoryPresence(reader, scope, memoryId);
+    if (presence.purged) {
+      throw new AdapterError('VERSION_CONFLICT', 'the memory was purged by incident recovery; it cannot be updated');
+    }
     if (presence.inScope) throw new AdapterError('VERSION_CONFLICT', 'the memory has no live record any more (superseded or compacted); read its history and retry');
     if (presence.anywhere) throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
     throw new AdapterError('NOT_FOUND', 'no memory with this memory_id');

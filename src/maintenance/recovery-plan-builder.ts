@@ -21,7 +21,8 @@ export interface PlanRequest {
 /**
  * `factlane-admin recover plan` (docs/decisions/0019): a plan with one target per record of each named memory, every
  * field read from the database under a shared lease; nothing is changed. The operator reviews it, then runs recover
- * with it. Errors: NOT_FOUND (a memory has no record), SOURCE_NOT_FOUND, MAINTENANCE_IN_PROGRESS, SCHEMA_MISMATCH.
+ * with it. Errors: NOT_FOUND (a memory has no record), VERIFY_FAILED (one already purged, or records a plan cannot
+ * name), SOURCE_NOT_FOUND, MAINTENANCE_IN_PROGRESS (a conflicting lease, or a recovery not sealed), SCHEMA_MISMATCH.
  */
 export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
   const target = MaintenanceTarget.open({ dbPath: request.dbPath, lease: 'shared' });
@@ -30,10 +31,18 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
     if (findings.kind !== 'FACTLANE' || findings.meta.database_id === undefined) {
       throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
     }
+    if (findings.interlockPresent) {
+      throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+        'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover first');
+    }
     const memories = target.withReadOnly((connection) => {
       const byMemory = recordIdsOfMemories(connection, [...new Set(request.memoryIds)]);
       return [...byMemory].map(([memoryId, rows]) => {
         if (rows.length === 0) throw new AdapterError('NOT_FOUND', `memory ${memoryId} has no record in this database`);
+        if (rows.some((row) => row.lifecycle_state === 'QUARANTINED')) {
+          throw new AdapterError('VERIFY_FAILED',
+            `memory ${memoryId} was already purged by incident recovery: its records are tombstones`);
+        }
         return rows.map((row) => ({
           row, materialization: materializationOf(row, readDerivedRows(connection, row.row_id)),
         }));

@@ -146,14 +146,27 @@ export async function findLiveRecord(reader: Reader, scope: ScopeColumns, memory
 }
 
 /** Where a memory exists: in the exact scope (any lifecycle), and anywhere at all. */
-export async function memoryPresence(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<{ inScope: boolean; anywhere: boolean }> {
+export async function memoryPresence(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<MemoryPresence> {
   // By memory_id alone (a memory has a few revisions), the scope compared here: filtering by scope in SQL
   // made SQLite walk the scope's index instead.
   const rows = (await runShape(reader, 'memoryScopes', [memoryId], ([id]) => reader.selectFrom('adapter_records')
-    .select(['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id']).where('memory_id', '=', id).compile())).rows;
-  const inTheScope = rows.some((row) => row.scope === scope.scope && row.project_id === scope.project_id && row.worktree_id === scope.worktree_id
-    && row.workflow_id === scope.workflow_id && row.agent_id === scope.agent_id);
-  return { inScope: inTheScope, anywhere: rows.length > 0 };
+    .select(['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id', 'lifecycle_state'])
+    .where('memory_id', '=', id).compile())).rows;
+  const inTheScope = rows.filter((row) => row.scope === scope.scope && row.project_id === scope.project_id
+    && row.worktree_id === scope.worktree_id && row.workflow_id === scope.workflow_id && row.agent_id === scope.agent_id);
+  return {
+    inScope: inTheScope.length > 0,
+    anywhere: rows.length > 0,
+    purged: inTheScope.length > 0 && inTheScope.every((row) => row.lifecycle_state === 'QUARANTINED'),
+  };
+}
+
+/** Where a memory's records are: in the exact scope, in any scope, and whether every one in the scope is a tombstone. */
+export interface MemoryPresence {
+  readonly inScope: boolean;
+  readonly anywhere: boolean;
+  /** Every record of the memory in the scope is a QUARANTINED tombstone of incident recovery. */
+  readonly purged: boolean;
 }
 
 /** One item of the contradiction summary (CONTRACT.md §6.5). */

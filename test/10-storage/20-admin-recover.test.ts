@@ -6,6 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { searchText } from '../../src/core/text.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery-plan.js';
+import { buildRecoveryPlan } from '../../src/maintenance/recovery-plan-builder.js';
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
@@ -16,7 +17,7 @@ import {
 import {
   ADMIN_BIN, MIGRATE_BIN, RawDatabase, REPO_ROOT, runBin, SHIPPED_MIGRATIONS, sqliteVec, withRaw,
 } from '../helpers/storage.js';
-import type { Json } from '../helpers/writes.js';
+import { reverifyRequest, type Json } from '../helpers/writes.js';
 
 // factlane-admin recover (OPERATIONS.md §5): the purge, the sealed image, the receipt, the plan helper, the command.
 
@@ -158,9 +159,16 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
     t.ok(['OK', 'DEGRADED'].includes(search.status), `search answers (${search.status})`);
     t.ok(search.results.length > 0, 'search finds the rest of the lineage');
     t.notOk(JSON.stringify(search).includes(MARKER), 'search does not find the secret');
+    const update = adapterFor(engine, 'owner-current').execute('memory_update', reverifyRequest({
+      scope: { scope: 'PROJECT', project_id: 'proj-a' }, memory_id: s.memoryId, revision: 2,
+    }));
+    await t.rejects(update, { code: 'VERSION_CONFLICT', message: /purged by incident recovery/ },
+      'an update of the purged memory says so, instead of sending the caller to its history to retry');
   } finally {
     await engine.close();
   }
+  t.throws(() => buildRecoveryPlan({ dbPath: s.dbPath, memoryIds: [s.memoryId] }),
+    { code: 'VERIFY_FAILED', message: /already purged by incident recovery/ }, 'a new plan for it says it is purged');
 
   const again = await recover(dir, s.dbPath, plan.planPath);
   t.match(again, { exit: 0, mode: 'ALREADY_VERIFIED' }, 'a rerun of a completed plan exits 0 and changes nothing');
@@ -266,6 +274,8 @@ t.test('the interlock of a committed, unsealed purge holds every command but ver
       ['housekeep', ['admin', 'housekeep', '--db', s.dbPath, '--scope', 'PROJECT', '--project-id', 'proj-a',
         '--max-records', '1', '--required-free-bytes', '1']],
       ['reembed', ['admin', 'reembed', '--db', s.dbPath, '--profile', 'local-hash-384']],
+      ['recover plan', ['admin', 'recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId,
+        '--out', join(dir, 'plan-again.json')]],
     ];
     const run = ([cli, ...args]: string[]) => (cli === 'migrate' ? migrate(...args) : admin(...args));
     for (const [name, args] of refusals) {
