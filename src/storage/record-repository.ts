@@ -153,7 +153,8 @@ export async function memoryPresence(reader: Reader, scope: ScopeColumns, memory
     .select(['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id', 'lifecycle_state'])
     .where('memory_id', '=', id).compile())).rows;
   const inTheScope = rows.filter((row) => row.scope === scope.scope && row.project_id === scope.project_id
-    && row.worktree_id === scope.worktree_id && row.workflow_id === scope.workflow_id && row.agent_id === scope.agent_id);
+    && row.worktree_id === scope.worktree_id && row.workflow_id === scope.workflow_id
+    && row.agent_id === scope.agent_id);
   return {
     inScope: inTheScope.length > 0,
     anywhere: rows.length > 0,
@@ -161,7 +162,7 @@ export async function memoryPresence(reader: Reader, scope: ScopeColumns, memory
   };
 }
 
-/** Where a memory's records are: in the exact scope, in any scope, and whether every one in the scope is a tombstone. */
+/** Where a memory's records are: in the exact scope, in any scope; and whether those in the scope are all tombstones. */
 export interface MemoryPresence {
   readonly inScope: boolean;
   readonly anywhere: boolean;
