@@ -6,7 +6,7 @@ import { createPrivateFile } from '../storage/durable-files.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { scopeOf } from '../storage/record-repository.js';
 import { readDerivedRows, recordIdsOfMemories } from '../storage/recovery-repository.js';
-import { bindingProfileId } from '../storage/schema-inspection.js';
+import { assertVectorTablesWhole, bindingProfileId } from '../storage/schema-inspection.js';
 import { materializationOf } from './recovery-inspection.js';
 import { parseRecoveryPlan, type RecoveryPlan } from './recovery-plan.js';
 
@@ -31,6 +31,7 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
     if (findings.kind !== 'FACTLANE' || findings.meta.database_id === undefined) {
       throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
     }
+    assertVectorTablesWhole(findings);
     if (findings.interlockPresent) {
       throw new AdapterError('MAINTENANCE_IN_PROGRESS',
         'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover first');

@@ -119,10 +119,13 @@ function inodeOf(path: string): string | null {
  * receipt's directory must take it: found only at the end, either would fail a run whose purge is already done.
  */
 function checkOutputPaths(request: RecoveryRequest, plan: RecoveryPlan): void {
-  const db = resolvedPath(request.dbPath);
+  // The database as recovery names it (a symbolic link followed), with every file it or its image may write.
+  const db = realOrAbsolute(request.dbPath);
+  const image = sanitizedImagePath(db, plan.operation_id);
   const taken: [string, string][] = [
     [db, 'the database'], [`${db}-wal`, 'the database\'s -wal'], [`${db}-shm`, 'the database\'s -shm'],
-    [sanitizedImagePath(db, plan.operation_id), 'the sanitized image'], [resolvedPath(request.planPath), 'the plan'],
+    ...['', '-wal', '-shm', '-journal'].map((suffix): [string, string] => [image + suffix, 'the sanitized image']),
+    [resolvedPath(request.planPath), 'the plan'],
   ];
   const outputs: [string, string][] = [
     ['--receipt', request.receiptPath], ['--state', request.statePath ?? `${request.receiptPath}.state.json`],

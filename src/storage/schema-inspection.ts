@@ -51,7 +51,9 @@ function shadowTablesOf(createSql: string, table: string): readonly string[] {
     const scratch = new Database(':memory:');
     try {
       loadSqliteVec(scratch);
-      scratch.exec(createSql);
+      // One statement only (prepare refuses more): the text comes from the file, and exec would run whatever a
+      // tampered sqlite_master appended to it, while SQLite itself compiles only the first statement.
+      scratch.prepare(createSql).run();
       names = scratch.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> ? ORDER BY name").pluck()
         .all(table) as string[];
     } finally {

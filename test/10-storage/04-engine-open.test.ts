@@ -1,5 +1,6 @@
 import t from 'tap';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
@@ -164,3 +165,17 @@ t.test('effective pragmas weaker than WAL / FULL / 5000 ms are refused', async (
   raw.pragma('busy_timeout = 5000');
   t.doesNotThrow(() => assertEffectivePragmas(raw));
 });
+
+t.test('opening a file never runs SQL a tampered sqlite_master appended to a vector table\'s definition',
+  { skip: spawnSync('sqlite3', ['-version']).status === 0 ? false : 'the sqlite3 CLI is not installed' }, async (t) => {
+    const dir = t.testdir();
+    const dbPath = join(dir, 'tampered.sqlite3');
+    await (await openEngine(dbPath)).close();
+    const planted = join(dir, 'planted.sqlite3');
+    const tamper = `PRAGMA writable_schema=ON; UPDATE sqlite_master SET sql = sql || '; ATTACH ''${planted}'' AS p; `
+      + "CREATE TABLE p.t(x)' WHERE name = 'fact_vec';";
+    t.equal(spawnSync('sqlite3', [dbPath, tamper]).status, 0);
+    // Refused or opened, either way: what matters is that nothing it appended ran.
+    await openEngine(dbPath).then((engine) => engine.close(), () => undefined);
+    t.notOk(existsSync(planted), 'the appended statements did not run');
+  });

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
   chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, readSync, renameSync,
-  writeFileSync, writeSync,
+  symlinkSync, writeFileSync, writeSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { recoverDatabase, type RecoverOptions, type RecoveryOutcome } from '../../src/maintenance/recover-operation.js';
@@ -206,6 +206,10 @@ t.test('check 2: a receipt or state path that would overwrite something holds wi
         (s) => ({ receiptPath: join(s.dir, '.', 'sub', '..', basename(s.dbPath)) }), /--receipt names the database;/],
       ['the database\'s -wal as --state', (s) => ({ statePath: `${s.dbPath}-wal` }),
         /--state names the database's -wal/],
+      ['the database\'s -wal, --db a symbolic link to it', (s) => {
+        symlinkSync(s.dbPath, join(s.dir, 'link.sqlite3'));
+        return { dbPath: join(s.dir, 'link.sqlite3'), receiptPath: `${s.dbPath}-wal` };
+      }, /--receipt names the database's -wal/],
       ['the plan as --receipt', (s, planPath) => ({ receiptPath: planPath, statePath: join(s.dir, 'state.json') }),
         /--receipt names the plan/],
       ['one file as both', (s) => ({ statePath: join(s.dir, 'receipt.json') }), /--receipt and --state name one file/],
