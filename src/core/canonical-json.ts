@@ -85,32 +85,17 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
 /** How deep a tool request may nest: the contract's own fields take a few levels (source_provenance, tags). */
 export const MAX_REQUEST_DEPTH = 32;
 
-/** What walkJson found: how deep the value nests (capped at the limit asked for), and the first non-finite number. */
-export interface JsonWalk {
-  readonly deeperThan: boolean;
-  /** The JSON pointer of the first number that is not finite (JSON.parse reads 1e400 as Infinity), or null. */
-  readonly nonFinite: string | null;
-}
-
 /**
- * Walks a parsed JSON value without recursion (a request can nest thousands of levels in a few kilobytes), down to
- * `maxDepth` levels: whether it nests deeper, and where its first non-finite number is.
+ * Whether a parsed JSON value nests deeper than `maxDepth` levels, walked without recursion (a request can nest
+ * thousands of levels in a few kilobytes).
  */
-export function walkJson(value: unknown, maxDepth: number): JsonWalk {
-  const stack: [unknown, string, number][] = [[value, '', 0]];
-  let deeperThan = false;
-  let nonFinite: string | null = null;
+export function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
-    const [item, pointer, depth] = stack.pop()!;
-    if (typeof item === 'number' && !Number.isFinite(item) && nonFinite === null) nonFinite = pointer;
+    const [item, depth] = stack.pop()!;
     if (typeof item !== 'object' || item === null) continue;
-    if (depth >= maxDepth) {
-      deeperThan = true;
-      continue;
-    }
-    for (const [key, child] of Object.entries(item)) {
-      stack.push([child, `${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, depth + 1]);
-    }
+    if (depth >= maxDepth) return true;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
   }
-  return { deeperThan, nonFinite };
+  return false;
 }

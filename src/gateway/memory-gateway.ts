@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { freezeCanonical, isJsonObject, MAX_REQUEST_DEPTH, walkJson } from '../core/canonical-json.js';
+import { freezeCanonical, isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
 import { isIdentifier, mintUuid } from '../core/identifiers.js';
 import { TOOL_NAMES, type ToolName, IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '@factlane/schema';
 import type { Envelope, MemoryAdapter } from '../adapter/memory-adapter.js';
@@ -54,7 +54,7 @@ export class MemoryGateway {
       if (claims.length > 0) throw new AdapterError('HOST_IDENTITY_CLAIM_DENIED', `the request cannot claim host identity: ${claims.join(', ')}`);
       if (TRUST_CLAIM_KEYS.some((key) => Object.hasOwn(request, key))) throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
       // No field of the contract nests more than a few levels; a deeper request would exhaust the stack of the copy.
-      if (walkJson(request, MAX_REQUEST_DEPTH).deeperThan) {
+      if (nestsDeeperThan(request, MAX_REQUEST_DEPTH)) {
         throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
       }
       const injected = this.#inject(request);

@@ -2,7 +2,6 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
-import { MAX_REQUEST_DEPTH, walkJson } from '../core/canonical-json.js';
 import type { Logger } from '../core/logger.js';
 import {
   TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
@@ -26,7 +25,9 @@ const TOOL_LIST = TOOLS.map((tool) => ({ name: tool.name, description: tool.desc
 
 /** Compiles the open runtime validators once (CONTRACT.md §3.3). */
 function compileValidators(): Map<ToolName, ValidateFunction> {
-  const ajv = new Ajv({ allErrors: true, strict: false });
+  // strictNumbers: JSON.parse reads 1e400 as Infinity, which Ajv would otherwise take for an integer. Only the typed
+  // top-level keys are checked here; a non-finite number nested in a payload is governed (CONTRACT.md §3.5, §21).
+  const ajv = new Ajv({ allErrors: true, strict: false, strictNumbers: true });
   return new Map(TOOL_NAMES.map((name) => [name, ajv.compile(openRequestSchema(name))]));
 }
 
@@ -65,11 +66,6 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
       }
     }
     if (typeof request !== 'object' || request === null || Array.isArray(request)) return schemaViolation(`${name}: invalid arguments: /request must be an object`);
-    // JSON.parse reads a number too large for a double (1e400) as Infinity, which Ajv then takes for an integer.
-    const { nonFinite } = walkJson(request, MAX_REQUEST_DEPTH);
-    if (nonFinite !== null) {
-      return schemaViolation(`${name}: invalid arguments: /request${nonFinite} must be a finite number`);
-    }
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {
       return envelopeResult(await options.gateway.handle(name, request));

@@ -6,6 +6,7 @@ import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import { candidateRow } from '../helpers/storage.js';
+import { currentRequest, reverifyRequest, storeRequest } from '../helpers/writes.js';
 
 const GLOBAL = { scope: 'GLOBAL_USER' };
 const SEARCH = { scope: 'GLOBAL_USER', query: 'which node version', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT' };
@@ -190,8 +191,25 @@ t.test('a number JSON cannot hold as a double is a schema violation, not an inte
   const update = `{"scope":"GLOBAL_USER","memory_id":"${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}","mode":"REVERIFY",`
     + '"expected_revision":1e400,"idempotency_key":"k1","verification":{}}';
   const text = schemaError(t, await call(client, 'memory_update', { request: update }), '/request/expected_revision');
-  t.match(text, /must be a finite number/);
+  t.match(text, /must be integer/);
   schemaError(t, await call(client, 'memory_search', { request: `{"scope":"GLOBAL_USER","query":"x","max_memories":-1e999}` }), '/request/max_memories');
+});
+
+t.test('a number JSON cannot hold as a double, nested in a payload, is governed (CONTRACT.md §3.5, difference 21)', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { writeProfile: 'owner-current' });
+  const store = (fields: string) => call(client, 'memory_store', { request: JSON.stringify(storeRequest()).replace(/}$/, `,${fields}}`) });
+  const ttl = blocked(t, await store('"freshness_policy":{"kind":"ttl","ttl_seconds":1e400}'), 'INVALID_ENVELOPE');
+  t.match(ttl.message, /freshness_policy\.ttl_seconds must be an integer/);
+  const unknown = blocked(t, await store('"freshness_policy":{"kind":"never","junk":-1e999}'), 'INVALID_ENVELOPE');
+  t.match(unknown.message, /junk/);
+  const current = envelopeOf(t, await call(client, 'memory_store', { request: currentRequest() })).results[0];
+  const update = { ...reverifyRequest(current), verification: { confidence: 0.5 } };
+  const confidence = blocked(t, await call(client, 'memory_update', {
+    request: JSON.stringify(update).replace('"confidence":0.5', '"confidence":1e400'),
+  }), 'INVALID_ENVELOPE');
+  t.match(confidence.message, /confidence/);
+  t.equal(envelopeOf(t, await call(client, 'memory_get', { request: { ...GLOBAL, memory_id: current.memory_id } }))
+    .results[0].revision, current.revision, 'nothing stored was altered');
 });
 
 t.test('a request nested thousands of levels deep is BLOCKED INVALID_ENVELOPE, and the server goes on', async (t) => {
