@@ -83,20 +83,18 @@ export interface PreparedRecovery {
 
 const hold = (code: RecoveryHoldCode, message: string) => new RecoveryHold(code, message);
 
-/** The real path of `path`, or its absolute form when it does not exist. */
-function realOrAbsolute(path: string): string {
-  const absolute = resolve(path);
-  return existsSync(absolute) ? realpathSync(absolute) : absolute;
-}
-
 /** The longest file name Linux filesystems take. */
 const MAX_FILE_NAME_BYTES = 255;
 /** What `<db>.recovery-<op>.sanitized-journal` adds to the two names (the longest image sidecar). */
 const IMAGE_NAME_EXTRA = '.recovery-'.length + '.sanitized-journal'.length;
 
-/** A path with its directory resolved (symbolic links followed), so two spellings of one file compare equal. */
+/**
+ * The real path of `path` (symbolic links followed), or, for a file that does not exist yet, its directory's real path
+ * and its name: two spellings of one file compare equal.
+ */
 function resolvedPath(path: string): string {
   const absolute = resolve(path);
+  if (existsSync(absolute)) return realpathSync(absolute);
   const directory = dirname(absolute);
   return join(existsSync(directory) ? realpathSync(directory) : directory, basename(absolute));
 }
@@ -120,7 +118,7 @@ function inodeOf(path: string): string | null {
  */
 function checkOutputPaths(request: RecoveryRequest, plan: RecoveryPlan): void {
   // The database as recovery names it (a symbolic link followed), with every file it or its image may write.
-  const db = realOrAbsolute(request.dbPath);
+  const db = resolvedPath(request.dbPath);
   const image = sanitizedImagePath(db, plan.operation_id);
   const taken: [string, string][] = [
     [db, 'the database'], [`${db}-wal`, 'the database\'s -wal'], [`${db}-shm`, 'the database\'s -shm'],
@@ -174,12 +172,12 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan file cannot be read');
   }
   const plan = parseRecoveryPlan(text);
-  if (realOrAbsolute(plan.db_path) !== realOrAbsolute(request.dbPath)) {
+  if (resolvedPath(plan.db_path) !== resolvedPath(request.dbPath)) {
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan names another database than --db');
   }
   // The image of §5.6 and its sidecars are named after the operation: a name the filesystem refuses would only fail
   // after the commit, and every rerun would fail the same way.
-  const imageNameBytes = Buffer.byteLength(basename(realOrAbsolute(request.dbPath))) + IMAGE_NAME_EXTRA
+  const imageNameBytes = Buffer.byteLength(basename(resolvedPath(request.dbPath))) + IMAGE_NAME_EXTRA
     + plan.operation_id.length;
   if (imageNameBytes > MAX_FILE_NAME_BYTES) {
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'operation_id is too long for an image name beside this database'
@@ -211,7 +209,7 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
 function checkQuiescence(
   request: RecoveryRequest, env: PreflightEnvironment, euid: number,
 ): { path: string; lease: DatabaseLease } {
-  const path = realOrAbsolute(request.dbPath);
+  const path = resolvedPath(request.dbPath);
   let stats;
   try {
     stats = statSync(path);

@@ -10,7 +10,7 @@ import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { dropNextVectorTable } from './reembed-repository.js';
 import { probeRuntime, type RuntimeProbeOptions } from './runtime-probe.js';
-import { assertVectorTablesWhole, inspectSchema, type SchemaFindings } from './schema-inspection.js';
+import { assertVectorTablesWhole, EMPTY_FINDINGS, inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
 import { WriteConnection, withReadOnly } from './write-connection.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
@@ -79,7 +79,7 @@ export class MaintenanceTarget {
   }
 
   static #inspect(path: string, shipped: readonly MigrationFile[]): SchemaFindings {
-    if (statSync(path).size === 0) return inspectEmpty();
+    if (statSync(path).size === 0) return EMPTY_FINDINGS;
     return withReadOnly(path, (connection) => inspectSchema(connection, shipped));
   }
 
@@ -150,11 +150,4 @@ export class MaintenanceTarget {
   close(): void {
     this.#lease.release();
   }
-}
-
-function inspectEmpty(): SchemaFindings {
-  return {
-    kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null, interlockPresent: false,
-    bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
-  };
 }

@@ -70,10 +70,14 @@ function shadowTablesOf(createSql: string, table: string): readonly string[] {
  * nothing may query such a table: the file is damaged (`BACKEND_CORRUPT`, assertVectorTablesWhole).
  */
 export function damagedVectorTables(connection: SqliteConnection): DamagedVectorTable[] {
-  return missingShadowTables(connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as SchemaRow[]);
+  return missingShadowTables(schemaObjects(connection));
 }
 
 type SchemaRow = { type: string; name: string; sql: string | null };
+
+function schemaObjects(connection: SqliteConnection): SchemaRow[] {
+  return connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as SchemaRow[];
+}
 
 function missingShadowTables(objects: readonly SchemaRow[]): DamagedVectorTable[] {
   const tables = new Set(objects.filter((o) => o.type === 'table').map((o) => o.name));
@@ -107,19 +111,21 @@ export function vectorDimensionOf(createSql: string | null | undefined): number 
   return match ? Number(match[1]) : null;
 }
 
+/** The findings of a file with no schema object (an empty or a new file). */
+export const EMPTY_FINDINGS: SchemaFindings = Object.freeze({
+  kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null,
+  interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
+});
+
 /**
  * Inspects a database through any connection (read-only is enough, sqlite-vec not needed). Throws the
  * raw SQLite error for a file that is not a database; callers translate it.
  */
 export function inspectSchema(connection: SqliteConnection, shipped: readonly MigrationFile[]): SchemaFindings {
-  const objects = connection.prepare('SELECT type, name, sql FROM sqlite_master').all() as SchemaRow[];
+  const objects = schemaObjects(connection);
   const names = new Set(objects.map((o) => o.name));
-  const empty: SchemaFindings = {
-    kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null,
-    interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
-  };
-  if (objects.length === 0) return empty;
-  if (!names.has('schema_migrations') || !names.has('adapter_meta')) return { ...empty, kind: 'FOREIGN' };
+  if (objects.length === 0) return EMPTY_FINDINGS;
+  if (!names.has('schema_migrations') || !names.has('adapter_meta')) return { ...EMPTY_FINDINGS, kind: 'FOREIGN' };
 
   const shippedByVersion = new Map(shipped.map((file) => [file.version, file]));
   const rows = connection.prepare('SELECT version, name, checksum FROM schema_migrations ORDER BY version').all() as { version: number; name: string; checksum: string }[];

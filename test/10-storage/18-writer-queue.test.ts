@@ -202,6 +202,16 @@ t.test('a busy retry gives its turn back during the backoff pause and takes it a
   t.equal(tableCounts(dbPath).records, 1);
 });
 
+/** True once the sidecar's lock has been found free five probes in a row, 10 ms apart (at most 5 s). */
+async function staysFree(sidecar: string): Promise<boolean> {
+  let free = 0;
+  for (let i = 0; i < 500 && free < 5; i += 1) {
+    await sleep(10);
+    free = probe(sidecar) === 'free' ? free + 1 : 0;
+  }
+  return free === 5;
+}
+
 t.test('a writer that waited its bounded time goes on without the lock; the abandoned request lets go', async (t) => {
   const dbPath = join(t.testdir(), 'bound.sqlite3');
   const sidecar = `${dbPath}-writer`;
@@ -213,12 +223,7 @@ t.test('a writer that waited its bounded time goes on without the lock; the aban
   t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'it went past the queue once');
   holder.release();
   // The abandoned threadpool request is granted now; with no write of this process running it must let go.
-  let free = 0;
-  for (let i = 0; i < 500 && free < 5; i += 1) {
-    await sleep(10);
-    free = probe(sidecar) === 'free' ? free + 1 : 0;
-  }
-  t.equal(free, 5, 'the lock is free again: the granted request was released at once');
+  t.ok(await staysFree(sidecar), 'the lock is free again: the granted request was released at once');
   await storeRow(engine, candidateRow());
   t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'the next write queues normally, in the kernel queue');
 });
@@ -236,12 +241,7 @@ t.test('a holder that kept one writer waiting its bounded time keeps no later wr
   t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 4, passedStalled: 3, unqueued: 0 },
     'the first waited, the next three went on at once');
   holder.release();
-  let free = 0;
-  for (let i = 0; i < 500 && free < 5; i += 1) {
-    await sleep(10);
-    free = probe(sidecar) === 'free' ? free + 1 : 0;
-  }
-  t.equal(free, 5, 'the granted request let go');
+  t.ok(await staysFree(sidecar), 'the granted request let go');
   await storeRow(engine, candidateRow());
   t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 4, passedStalled: 3, unqueued: 0 },
     'once the holder let go, writes queue again');

@@ -174,6 +174,19 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   t.match(again, { exit: 0, mode: 'ALREADY_VERIFIED' }, 'a rerun of a completed plan exits 0 and changes nothing');
 });
 
+t.test('recover plan refuses a file whose vector table lost a shadow table (BACKEND_CORRUPT), changing nothing',
+  async (t) => {
+    // Its point lookups on fact_vec would end the process (a segmentation fault) instead of answering.
+    const s = await secretScenario(t.testdir());
+    const raw = new RawDatabase(s.dbPath); // as the sqlite3 CLI would: shadow tables carry no fence
+    raw.exec('DROP TABLE fact_vec_rowids');
+    raw.close();
+    const before = readFileSync(s.dbPath);
+    t.throws(() => buildRecoveryPlan({ dbPath: s.dbPath, memoryIds: [s.memoryId] }),
+      { code: 'BACKEND_CORRUPT', message: /fact_vec \(fact_vec_rowids missing\)/ });
+    t.ok(readFileSync(s.dbPath).equals(before), 'the file is unchanged');
+  });
+
 t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLICABLE_SHORT_CONTENT', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'short.sqlite3');
