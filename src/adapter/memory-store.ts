@@ -62,8 +62,15 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const now = contractNow(deps.clock());
   const contentHash = nativeContentHash(scope, fact);
   const key = contradictionKey(memoryType, scope, subjectOf(subject, tags, fact));
-  const replayEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true, embeddingCalls: 0 });
-  const duplicateEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'DUPLICATE', record: row, withSummary: false, embeddingCalls: 0 });
+  // embeddingCalls: a replay or duplicate found under the lock, after this request embedded its fact, made that call.
+  const replayEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
+    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true,
+    embeddingCalls,
+  });
+  const duplicateEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
+    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'DUPLICATE', record: row, withSummary: false,
+    embeddingCalls,
+  });
 
   const admit = () => {
     if (!current) return;
@@ -125,9 +132,9 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     await insertRecord(trx, record, { searchText: searchText(fact), embedding });
     return { kind: 'written' as const, record, conflict };
   }));
-  if ('record_id' in outcome) return replayEnvelope(outcome);
-  if (outcome.kind === 'replay') return replayEnvelope(outcome.row);
-  if (outcome.kind === 'duplicate') return duplicateEnvelope(outcome.row);
+  if ('record_id' in outcome) return replayEnvelope(outcome, 1);
+  if (outcome.kind === 'replay') return replayEnvelope(outcome.row, 1);
+  if (outcome.kind === 'duplicate') return duplicateEnvelope(outcome.row, 1);
   const row = await readBack(deps, outcome.record);
   return writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: outcome.conflict ? 'CONTRADICTION' : 'OK', record: row, withSummary: true, embeddingCalls: 1 });
 }

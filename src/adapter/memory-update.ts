@@ -128,7 +128,11 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     contribution_origin: contributionOrigin, expected_record_id: expectedRecordId, expected_revision: expectedRevision, memory_id: memoryId, mode,
     replacement: mode === 'REPLACE' ? payload : {}, scope: envelopeScope(scope), verification: mode === 'REVERIFY' ? payload : {},
   });
-  const replayEnvelope = (row: RecordRow) => writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true, embeddingCalls: 0 });
+  // embeddingCalls: a replay found under the lock, after this request embedded its successor, made that one call.
+  const replayEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
+    deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true,
+    embeddingCalls,
+  });
   const now = contractNow(deps.clock());
   // Pre-check on current state, one snapshot of it (CONTRACT.md §13.1 step 2): read one by one, an update another
   // process commits in between could be missed by the idempotency read and then seen as a moved target, so a retry
@@ -184,8 +188,8 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     await insertRecord(trx, successor, { searchText: searchText(successor.fact), embedding }, lockedLive);
     return { kind: 'written' as const };
   }));
-  if ('record_id' in outcome) return replayEnvelope(outcome);
-  if (outcome.kind === 'replay') return replayEnvelope(outcome.row);
+  if ('record_id' in outcome) return replayEnvelope(outcome, 1);
+  if (outcome.kind === 'replay') return replayEnvelope(outcome.row, 1);
   if (outcome.kind === 'already_current') {
     return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: outcome.row, withSummary: false, embeddingCalls: 1 });
   }

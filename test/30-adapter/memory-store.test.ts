@@ -5,12 +5,11 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { sql } from 'kysely';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
-import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import { withRaw } from '../helpers/storage.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import {
   CONTRADICTION_ITEM_KEYS, HASH_A, HASH_B, HIDDEN_KEYS, NOW, PUBLIC_RECORD_KEYS, currentRequest, derivedRows, diskState, fixedClock, hex64,
-  openWriteBench, provenance, rawRecord, refused, replaceRequest, store, storeRequest, update, type Json,
+  openWriteBench, provenance, RacingProvider, rawRecord, refused, replaceRequest, store, storeRequest, update, type Json,
 } from '../helpers/writes.js';
 
 // memory_store through MemoryAdapter (CONTRACT.md §5.3, §8, §13.1-§13.3, §6.1/§6.4/§6.5), a fresh
@@ -193,6 +192,24 @@ t.test('idempotency: replay, IDEMPOTENCY_CONFLICT, another host, and a replay is
   t.equal(lateReplay.idempotent_replay, true, 'replay after the ttl expired');
   t.strictSame(lateReplay.results, first.results);
   await refused(t, bench, () => store(later, { ...request, idempotency_key: 'store-key-2' }), 'UNVERIFIED_CURRENT', undefined, 'the same body under a new key is stale now');
+});
+
+t.test('a replay or DUPLICATE found under the lock counts the embedding call the store made before it', async (t) => {
+  // CONTRACT.md §6.1: local_embedding_calls counts the calls this request made; the pre-check's answers make none.
+  const bench = await openWriteBench(t);
+  const provider = new RacingProvider();
+  const racer = new MemoryAdapter({ engine: bench.engine, provider, writeProfile: 'delegated-candidate', hostId: 'host-a', clock: fixedClock() });
+  const other = bench.adapter('delegated-candidate');
+  const request = storeRequest({ ...PROJECT, fact: 'The deploy job runs at 02:00 UTC' });
+  provider.hook = () => store(other, request);
+  const replay = await store(racer, request);
+  t.equal(provider.hook, null, 'the race ran');
+  t.match(replay, { status: 'OK', idempotent_replay: true, audit: { local_embedding_calls: 1 } }, 'a replay under the lock');
+  provider.hook = () => store(other, storeRequest({ ...PROJECT, fact: 'The nightly job runs at 03:00 UTC' }));
+  const duplicate = await store(racer, storeRequest({ ...PROJECT, fact: 'The nightly job runs at 03:00 UTC' }));
+  t.equal(provider.hook, null, 'the race ran');
+  t.match(duplicate, { status: 'DUPLICATE', audit: { local_embedding_calls: 1 } }, 'a DUPLICATE under the lock');
+  t.equal(bench.state().records, 2, 'each fact stored once');
 });
 
 t.test('DUPLICATE: the same fact in the exact scope returns the existing record; another scope stores', async (t) => {
@@ -499,16 +516,6 @@ t.test('a committed record that does not read back unchanged is WRITE_UNCONFIRME
 });
 
 t.test('the record-size check repeats under the lock: a conflict that disappears meanwhile can push the record over', async (t) => {
-  /** Runs `hook` once, inside the first embedding call: between the pre-check and the write transaction. */
-  class RacingProvider extends LocalHashProvider {
-    hook: (() => Promise<unknown>) | null = null;
-    override async embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {
-      const hook = this.hook;
-      this.hook = null;
-      if (hook) await hook();
-      return super.embedDocuments(texts);
-    }
-  }
   const PROJECT_P1 = { scope: 'PROJECT', project_id: 'p1' };
   const dash = (n: number) => '—'.repeat(n);
   const large = {

@@ -3,11 +3,12 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { call, connectClient, sortedJson, textOf } from '../helpers/mcp.js';
 import {
   HASH_A, HASH_B, HIDDEN_KEYS, NOW, PUBLIC_RECORD_KEYS, currentRequest, derivedRows, diskState, liveCounts, memoryRows, openWriteBench, provenance,
   refused, replaceRequest, reverifyRequest, store, storeRequest, update, type Json, type WriteBench,
+  RacingProvider, fixedClock,
 } from '../helpers/writes.js';
 
 // memory_update through MemoryAdapter (CONTRACT.md §5.4, §8.3, §13.1, §13.3, §13.4): REVERIFY, Candidate
@@ -302,6 +303,20 @@ t.test('target lookup: NOT_FOUND, CROSS_SCOPE_DENIED, malformed ids, stale revis
   const ok = await update(owner, { ...reverifyRequest(live), memory_id: live.memory_id.toUpperCase() });
   t.equal(ok.results[0].memory_id, live.memory_id, 'an upper-case memory_id is normalised');
   await refused(t, bench, () => update(owner, reverifyRequest(live)), 'VERSION_CONFLICT', /expected_revision/, 'revision 1 is stale now');
+  assertOneLive(t, bench, live.memory_id);
+});
+
+t.test('a replay found under the lock counts the embedding call the update made before it (audit)', async (t) => {
+  const bench = await openWriteBench(t);
+  const owner = bench.adapter('owner-current', { hostId: 'host-a' });
+  const provider = new RacingProvider();
+  const racer = new MemoryAdapter({ engine: bench.engine, provider, writeProfile: 'owner-current', hostId: 'host-a', clock: fixedClock() });
+  const live = await current(owner, { fact: 'Raced fact', idempotency_key: 'raced-store' });
+  const request = reverifyRequest(live, { idempotency_key: 'raced-update', verification: { confidence: 0.8 } });
+  provider.hook = () => update(owner, request);
+  const replay = await update(racer, request);
+  t.equal(provider.hook, null, 'the race ran');
+  t.match(replay, { status: 'OK', idempotent_replay: true, audit: { local_embedding_calls: 1 } });
   assertOneLive(t, bench, live.memory_id);
 });
 

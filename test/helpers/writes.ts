@@ -42,6 +42,18 @@ export function provenance(overrides: Json = {}): Json {
   return { source_class: 'repo_file', source_ref: 'package.json', source_hash: HASH_A, review_ref: 'review/1', extraction_method: 'manual_read', ...overrides };
 }
 
+/** A local-hash provider that runs `hook` once, inside its next embedding call: between a write's pre-check and its
+ * write transaction, where another writer's commit makes a race. */
+export class RacingProvider extends LocalHashProvider {
+  hook: (() => Promise<unknown>) | null = null;
+  override async embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {
+    const hook = this.hook;
+    this.hook = null;
+    if (hook) await hook();
+    return super.embedDocuments(texts);
+  }
+}
+
 /** A valid Candidate memory_store request in GLOBAL_USER with a fresh idempotency key. */
 export function storeRequest(overrides: Json = {}): Json {
   return {
