@@ -1,16 +1,18 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import { WHITESPACE_CLASS } from './text.js';
 
 const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 const HOST_LABEL = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
-// CONTRACT.md §9.4: what makes a value secret-like.
+// CONTRACT.md §9.4: what makes a value secret-like; whitespace as §2.1 defines it (provenance strings are only
+// stripped, so a U+0085 or U+001F between `bearer` and its token reaches this check).
 const SECRET_PATTERNS: readonly RegExp[] = [
   /sk-[A-Za-z0-9]{20,}/,
   /gh[pousr]_\w{20,}/,
-  /bearer\s+[A-Za-z0-9\-._~+/=]{20,}/i,
+  new RegExp(`bearer[${WHITESPACE_CLASS}]+[A-Za-z0-9\\-._~+/=]{20,}`, 'i'),
   /AIza[A-Za-z0-9_-]{30,}/,
-  /(?:api_key|api-key|apikey|password|secret|token) *[:=] *\S{12,}/i,
+  new RegExp(`(?:api_key|api-key|apikey|password|secret|token) *[:=] *[^${WHITESPACE_CLASS}]{12,}`, 'i'),
   /-----BEGIN[\s\S]*?PRIVATE KEY-----/,
 ];
 

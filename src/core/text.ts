@@ -1,6 +1,8 @@
-// Text normalisation of CONTRACT.md §2.1. Whitespace is ECMAScript \s plus U+001C-U+001F and U+0085.
-const WHITESPACE_RUN = /[\s\u001C-\u001F\u0085]+/u;
-const WHITESPACE_EDGES = /^[\s\u001C-\u001F\u0085]+|[\s\u001C-\u001F\u0085]+$/gu;
+// Text normalisation of CONTRACT.md §2.1.
+/** The characters of a regular-expression class that are whitespace: ECMAScript \s plus U+001C-U+001F and U+0085. */
+export const WHITESPACE_CLASS = '\\s\\u001C-\\u001F\\u0085';
+const WHITESPACE_RUN = new RegExp(`[${WHITESPACE_CLASS}]+`, 'u');
+const WHITESPACE_EDGES = new RegExp(`^[${WHITESPACE_CLASS}]+|[${WHITESPACE_CLASS}]+$`, 'gu');
 
 /** Length of the UTF-8 encoding. */
 export function utf8Bytes(value: string): number {
