@@ -68,7 +68,17 @@ function printHelp(options: LaunchOptions): number {
   return 0;
 }
 
+/** The signals that stop the server cleanly (CONTRACT.md §16.2). */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
 async function serve(options: LaunchOptions): Promise<void> {
+  // A stop signal that comes while the server starts (about a second) is kept, not left to Node's default, which
+  // ends the process by the signal with the database half opened: once storage is open it stops cleanly, exit 0.
+  // One listener for the life of the process: removing a signal's last listener closes Node's handle for it, and a
+  // signal already caught but not yet dispatched to JavaScript is then lost (the server hung instead of stopping).
+  let stopRequested = false;
+  let onStop: () => unknown = () => { stopRequested = true; };
+  for (const signal of STOP_SIGNALS) process.on(signal, () => onStop());
   if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
   // Loaded while the database opens, and awaited before initialize is answered: the first store of a fresh server
   // took 186 ms when it met the load in progress, 21 ms after it (docs/decisions/0026-ready-before-initialize.md).
@@ -97,6 +107,10 @@ async function serve(options: LaunchOptions): Promise<void> {
   // The SimHash planes of a current store's code: a few milliseconds, built now rather than on the first store.
   prepareSimhashPlanes(profile.outputDimension);
   await tokenizerReady;
+  if (stopRequested) {
+    await engine.close();
+    process.exit(0);
+  }
   await connectStdio(server);
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
@@ -119,8 +133,8 @@ async function serve(options: LaunchOptions): Promise<void> {
   // A host that goes away closes its end of stdout, and the next answer fails with EPIPE: the end of the session,
   // as closing stdin is (CONTRACT.md §16.2), not a fault. In-flight calls finish, storage closes, exit 0.
   process.stdout.on('error', shutdown);
-  process.on('SIGINT', shutdown);
-  process.on('SIGTERM', shutdown);
+  onStop = shutdown;
+  if (stopRequested) await shutdown(); // a signal that came while stdio was being connected
 }
 
 /** Resolves once the pending microtasks and I/O callbacks ran and stdout flushed what was written before. */
