@@ -15,7 +15,7 @@ import {
   runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
 } from './recovery-preflight.js';
 import {
-  SealingFailure, runPostflight, sealDatabase, textsNotSpelledBy, type ResidualScan, type SealStep,
+  SealingFailure, residualTexts, runPostflight, sealDatabase, type ResidualScan, type SealStep,
 } from './recovery-sealing.js';
 import { phaseReached, writeRecoveryState, type RecoveryPhase, type RecoveryState } from './recovery-state.js';
 
@@ -174,8 +174,8 @@ async function purge(
         'target content remained after the purge; it was rolled back');
     }
     // What the purge cannot remove, and the residual byte scan (§5.6) would find in the file after the commit.
-    const unspelled = textsNotSpelledBy(inspection.needles.texts, [...tombstones.values()]);
-    const kept = keptPlacesHoldingContent(raw, unspelled, targetRows);
+    const needles = residualTexts(inspection.needles.texts, [...tombstones.values()]);
+    const kept = keptPlacesHoldingContent(raw, needles, targetRows);
     if (kept.length > 0) {
       const tables = [...new Set(kept.map((place) => place.split(':')[0]))].join(', ');
       throw new RecoveryHold('HOLD_LOGICAL_PURGE_VERIFY_FAILED', `a target's text is also in what the purge keeps `

@@ -88,16 +88,19 @@ function fileContainsAny(path: string, needles: readonly Buffer[]): boolean {
  * such as `operator-recovery`) cannot be told from them and is left out.
  */
 function byteNeedles(needles: RecoveryNeedles, tombstones: readonly RecordRow[]): Buffer[] {
-  const forms = needles.texts.flatMap((text) => [text, JSON.stringify(text).slice(1, -1)]);
-  const texts = new Set(textsNotSpelledBy(forms, tombstones));
-  return [...[...texts].map((text) => Buffer.from(text, 'utf8')), ...needles.blobs];
+  return [...residualTexts(needles.texts, tombstones).map((text) => Buffer.from(text, 'utf8')), ...needles.blobs];
 }
 
-/** The texts the tombstones' own fact, provenance, freshness and tags do not spell (the residual scan's needles). */
-export function textsNotSpelledBy(texts: readonly string[], tombstones: readonly RecordRow[]): string[] {
+/**
+ * The text needles of the residual scan: each target text plain and as stored inside a JSON value (quotes and
+ * backslashes escaped), less those the tombstones' own fact, provenance, freshness and tags spell. The purge checks
+ * the same list before its commit (keptPlacesHoldingContent), so that it never commits what this scan would fail.
+ */
+export function residualTexts(texts: readonly string[], tombstones: readonly RecordRow[]): string[] {
+  const forms = new Set(texts.flatMap((text) => [text, JSON.stringify(text).slice(1, -1)]));
   const tombstoneText = tombstones
     .map((row) => `${row.fact}${row.source_provenance}${row.freshness_policy}${row.tags}`).join('');
-  return texts.filter((text) => !tombstoneText.includes(text));
+  return [...forms].filter((text) => !tombstoneText.includes(text));
 }
 
 /** §5.6 step 3: the image verified on its own connection, then its bytes scanned. Returns the scan's outcome. */

@@ -174,9 +174,10 @@ export function keptPlacesHoldingContent(
 ): string[] {
   const contains = (value: string) => texts.some((text) => value.includes(text));
   const found: string[] = [];
-  const records = connection.prepare('SELECT * FROM adapter_records').iterate() as Iterable<RecordRow>;
-  for (const row of records) {
-    if (targets.has(row.row_id) && textValues(row).some(contains)) found.push(`adapter_records:${row.row_id}`);
+  const record = connection.prepare('SELECT * FROM adapter_records WHERE row_id = ?');
+  for (const rowId of targets) {
+    const row = record.get(rowId) as RecordRow | undefined;
+    if (row !== undefined && textValues(row).some(contains)) found.push(`adapter_records:${rowId}`);
   }
   const named = (query: string, table: string) => {
     for (const row of connection.prepare(query).iterate() as Iterable<{ name: string; text: string | null }>) {

@@ -15,7 +15,7 @@ import { dbIdentity } from '../../src/storage/maintenance-target.js';
 import { INTERLOCK_KEY } from '../../src/storage/recovery-repository.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import {
-  adapterFor, digestsByRecord, fileBytes, planFor, recover, secretScenario, type SecretScenario,
+  adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario, type SecretScenario,
 } from '../helpers/recovery.js';
 import {
   migrationsDir, nextMigration, RawDatabase, REPO_ROOT, spawnTsHelper, sqliteVec, waitForLine, withRaw,
@@ -31,9 +31,9 @@ type Scenario = SecretScenario & { readonly dir: string };
 
 const LOCAL_HASH_DIMENSION = 384;
 
-async function scenario(t: Test): Promise<Scenario> {
+async function scenario(t: Test, secretFact?: string): Promise<Scenario> {
   const dir = t.testdir();
-  return { dir, ...(await secretScenario(dir)) };
+  return { dir, ...(await secretScenario(dir, { secretFact })) };
 }
 
 const statePathIn = (dir: string) => join(dir, 'receipt.json.state.json');
@@ -730,10 +730,15 @@ t.test('a target text in what the purge keeps holds before the commit, never fai
       ['a meta value', 'HOLD_LOGICAL_PURGE_VERIFY_FAILED', (s, db) => {
         db.prepare("INSERT INTO adapter_meta (key, value) VALUES ('owner_note', ?)").run(s.secretFact);
       }],
+      // The byte scan also looks for each text as a JSON string spells it (`\"` for `"`).
+      ['a meta value holding the fact as JSON escapes it', 'HOLD_LOGICAL_PURGE_VERIFY_FAILED', (s, db) => {
+        db.prepare("INSERT INTO adapter_meta (key, value) VALUES ('owner_note', ?)")
+          .run(JSON.stringify(s.secretFact).slice(1, -1));
+      }],
     ];
     for (const [name, code, plant] of cases) {
       await t.test(name, async (t) => {
-        const s = await scenario(t);
+        const s = await scenario(t, `The staging deploy token is "${MARKER}"`);
         gatedRaw(s.dbPath, (db) => plant(s, db));
         const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
         const before = snapshot(s.dbPath, 'records');

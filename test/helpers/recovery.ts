@@ -51,7 +51,9 @@ async function ok(envelope: Promise<unknown>): Promise<Json> {
 }
 
 /** Builds the scenario in `dir`; the engine is closed again when it returns. */
-export async function secretScenario(dir: string, options: { coded?: boolean } = {}): Promise<SecretScenario> {
+export async function secretScenario(
+  dir: string, options: { coded?: boolean; secretFact?: string } = {},
+): Promise<SecretScenario> {
   const dbPath = join(dir, 'recover.sqlite3');
   const engine = await openLocalHashEngine(dbPath);
   try {
@@ -67,7 +69,7 @@ export async function secretScenario(dir: string, options: { coded?: boolean } =
     }
     await ok(delegated.execute('memory_store', storeRequest({ ...PROJECT, fact: 'Staging runs on port 8080' })));
     await ok(owner.execute('memory_store', currentRequest({ fact: 'The owner prefers short commit messages' })));
-    const secretFact = `The staging deploy token is ${MARKER}`;
+    const secretFact = options.secretFact ?? `The staging deploy token is ${MARKER}`;
     const request = storeRequest({ ...PROJECT, fact: secretFact });
     const candidate = await ok(delegated.execute('memory_store', request));
     const promoted = await ok(owner.execute('memory_update', reverifyRequest(candidate, {
