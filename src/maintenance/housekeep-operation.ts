@@ -3,7 +3,7 @@ import { compactRecord, readyForCompaction } from '../storage/compaction-reposit
 import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { ScopeColumns } from '../storage/record-repository.js';
-import { schemaRefusal } from '../storage/schema-inspection.js';
+import { assertVectorTablesWhole, schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
@@ -77,6 +77,26 @@ async function observe(connection: WriteConnection, path: string, scope: ScopeCo
   };
 }
 
+/**
+ * Refuses a file housekeeping must not open for writing: one that is not a FactLane database (SCHEMA_MISMATCH; an
+ * empty file was given an SQLite header), one this release cannot write (SCHEMA_MISMATCH), and one whose schema is
+ * damaged (BACKEND_CORRUPT): the capacity reading queries the vector table, and sqlite-vec ends the process on a vec0
+ * table that lost a shadow table.
+ */
+function assertHousekeepable(target: MaintenanceTarget): void {
+  if (target.findings.kind !== 'FACTLANE') {
+    throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');
+  }
+  const refusal = schemaRefusal(target.findings, target.shipped, null);
+  if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
+  assertVectorTablesWhole(target.findings);
+  const failed = target.verify().filter((check) => check.status === 'FAIL').map((check) => check.name);
+  if (failed.length > 0) {
+    throw new AdapterError('BACKEND_CORRUPT', `the database fails verification (${failed.join(', ')}); `
+      + 'run factlane-admin verify, then restore a backup (factlane-admin restore)');
+  }
+}
+
 const healthy = (health: HealthReading) => health.vectorOrphans === 0 && health.currentLineageForks === 0 && health.quickCheck === 'PASS' && health.integrityCheck === 'PASS';
 
 /**
@@ -92,8 +112,7 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
   if (target.findings.interlockPresent) {
     throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
   }
-  const refusal = schemaRefusal(target.findings, target.shipped, null);
-  if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
+  assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });
   try {
     const required = request.requiredFreeBytes;

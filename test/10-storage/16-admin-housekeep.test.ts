@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { auditDatabase } from '../../src/maintenance/audit-operation.js';
 import { housekeep, type HousekeepProbes, type HousekeepRequest } from '../../src/maintenance/housekeep-operation.js';
@@ -265,32 +266,38 @@ t.test('compacting one record follows the STORAGE.md §8 table and rolls back on
   await refuse(oldest!, 'COMPACTION_STATE_INVALID', 'a HISTORICAL record that holds a vector again');
 });
 
-t.test('a vec0 shadow table a raw writer damaged blocks the run on integrity, or refuses it governed', async (t) => {
-  // Dropped: the health reading cannot be taken (step 5), BLOCKED_DATABASE_INTEGRITY.
-  const dropped = await openWriteBench(t);
-  await supersededHistory(dropped);
-  await dropped.engine.close();
-  const raw = new RawDatabase(dropped.dbPath); // as the sqlite3 CLI would: no sqlite-vec, and shadow tables have no fence
-  raw.exec('DROP TABLE eligible_codes_rowids');
-  raw.close();
-  const before = tableRows(dropped.dbPath);
-  const report = await housekeep(await openTarget(t, dropped.dbPath), request(4, NEVER_ENOUGH));
-  t.match(report, {
-    outcome: 'BLOCKED_DATABASE_INTEGRITY', next_action: 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION', mutation: 'NONE', integrity_check_after: 'FAIL',
+t.test('a damaged or empty file is refused before anything runs (BACKEND_CORRUPT, SCHEMA_MISMATCH), left as it was',
+  async (t) => {
+    // The capacity reading (step 1) queries fact_vec by rowid: without fact_vec_rowids sqlite-vec ended the process
+    // (SIGSEGV); a dropped table gave an internal error; an empty file was given an SQLite header.
+    const damages: [string, string][] = [
+      ['DROP TABLE fact_vec_rowids', 'fact_vec \\(fact_vec_rowids missing\\)'],
+      ['DROP TABLE eligible_codes_rowids', 'eligible_codes \\(eligible_codes_rowids missing\\)'],
+      ['DROP TABLE eligible_vectors', 'fails verification \\(.*schema_objects'],
+      ['DELETE FROM fact_vec_metadatachunks00 WHERE rowid = 1', 'the database file is damaged'],
+    ];
+    for (const [statement, message] of damages) {
+      const bench = await openWriteBench(t, `${statement.split(' ').slice(0, 3).join('-')}.sqlite3`);
+      await supersededHistory(bench);
+      await bench.engine.close();
+      const raw = new RawDatabase(bench.dbPath); // as the sqlite3 CLI would: shadow tables have no fence
+      raw.exec(statement);
+      raw.close();
+      const before = readFileSync(bench.dbPath);
+      const cli = admin('housekeep', '--db', bench.dbPath, '--scope', 'GLOBAL_USER', '--max-records', '2',
+        '--required-free-bytes', String(NEVER_ENOUGH));
+      t.equal(cli.status, 1, `${statement}: exit 1`);
+      t.match(cli.stderr, new RegExp(`^factlane-admin: BACKEND_CORRUPT: .*${message}`), `${statement}: governed`);
+      t.notMatch(cli.stderr, /internal error|\n\s+at /, `${statement}: no stack trace`);
+      t.ok(readFileSync(bench.dbPath).equals(before), `${statement}: the file unchanged`);
+    }
+    const empty = join(t.testdir(), 'empty.sqlite3');
+    writeFileSync(empty, '');
+    const cli = admin('housekeep', '--db', empty, '--scope', 'GLOBAL_USER', '--max-records', '1', '--required-free-bytes', '0');
+    t.equal(cli.status, 1);
+    t.match(cli.stderr, /^factlane-admin: SCHEMA_MISMATCH: the file is not a FactLane database/);
+    t.equal(statSync(empty).size, 0, 'the empty file stays empty');
   });
-  t.same(tableRows(dropped.dbPath), before, 'nothing changed');
-  // A metadata chunk row deleted: the scope's counts cannot be read (step 1), a governed BACKEND_CORRUPT refusal.
-  const emptied = await openWriteBench(t);
-  await supersededHistory(emptied);
-  await emptied.engine.close();
-  const rawEmptied = new RawDatabase(emptied.dbPath);
-  rawEmptied.exec('DELETE FROM fact_vec_metadatachunks00 WHERE rowid = 1');
-  rawEmptied.close();
-  const cli = admin('housekeep', '--db', emptied.dbPath, '--scope', 'GLOBAL_USER', '--max-records', '2', '--required-free-bytes', String(NEVER_ENOUGH));
-  t.equal(cli.status, 1);
-  t.match(cli.stderr, /^factlane-admin: BACKEND_CORRUPT: /, 'a governed refusal, not an internal error');
-  t.notMatch(cli.stderr, /internal error|\n\s+at /, 'no stack trace');
-});
 
 t.test('a database this release cannot write is refused before anything runs', async (t) => {
   const bench = await openWriteBench(t);
