@@ -1,17 +1,17 @@
-import { closeSync, existsSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
-import { fsyncPath } from '../storage/durable-files.js';
+import { fileDigest, fsyncPath } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
+import { sqliteCode } from '../storage/sqlite-errors.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
-import { sha256Hex } from '../core/hashing.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
@@ -56,8 +56,9 @@ export function verifyCopy(path: string, shipped: readonly MigrationFile[]): { f
 
 /** A system error of the output directory (read-only, no permission, full) as BACKEND_UNAVAILABLE with its code only. */
 function unwritable(error: unknown): unknown {
-  const code = (error as NodeJS.ErrnoException).code;
-  if (error instanceof AdapterError || typeof code !== 'string') return error;
+  // Only the system's own errors (with an errno) are about the output; an SQLite error is the source's or the copy's.
+  const { code, errno } = error as NodeJS.ErrnoException;
+  if (error instanceof AdapterError || typeof code !== 'string' || typeof errno !== 'number') return error;
   return new AdapterError('BACKEND_UNAVAILABLE', `the output cannot be written there (${code}); nothing was published`, { cause: error });
 }
 
@@ -142,8 +143,15 @@ export async function writeVerifiedBackup(
   }
   const file = resolve(outFile);
   const manifestPath = `${file}.manifest.json`;
-  if ([file, `${file}-wal`, `${file}-shm`, manifestPath].some((p) => existsSync(p))) {
-    throw new AdapterError('TARGET_EXISTS', 'the backup file or its manifest already exists; choose a new --backup path');
+  if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`, manifestPath].some((p) => existsSync(p))) {
+    throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
+      + 'choose a new path');
+  }
+  // A backup named like a sidecar of the database would be read by SQLite as that database's journal or WAL.
+  const source = resolve(target.path);
+  if (['-wal', '-shm', '-journal'].some((suffix) => file === `${source}${suffix}`)) {
+    throw new AdapterError('TARGET_EXISTS', 'the backup path names a -wal, -shm or -journal of the database; choose '
+      + 'a new path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
   let manifest: BackupManifest | undefined;
@@ -162,9 +170,19 @@ export async function writeVerifiedBackup(
   return manifest!;
 }
 
+function countsOrNone(path: string): Record<string, number> {
+  try {
+    return lifecycleCounts(path);
+  } catch (error) {
+    if (sqliteCode(error) === undefined) throw error;
+    return {};
+  }
+}
+
 /** The manifest of a verified copy at `path` (OPERATIONS.md §4.1 step 5), read before the copy is published. */
 function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[], shipped: readonly MigrationFile[],
   clock: Clock): BackupManifest {
+  const digest = fileDigest(path);
   return {
     manifest_version: 1,
     factlane_version: PACKAGE_VERSION,
@@ -174,9 +192,10 @@ function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[
     embedding_profile_id: bindingProfileId(findings.bindingText),
     vector_dimension: findings.vectorDimension,
     created_at: formatTimestamp(clock()),
-    file_bytes: statSync(path).size,
-    file_sha256: sha256Hex(readFileSync(path)),
-    lifecycle_counts: lifecycleCounts(path),
+    file_bytes: digest.bytes,
+    file_sha256: digest.sha256,
+    // Damage is recorded, not fatal (§4.1 step 3): counts SQLite cannot read are left out; the checks name why.
+    lifecycle_counts: countsOrNone(path),
     verification: { integrity_check: 'PASS', checks },
     audit: auditFile(path, shipped),
   };

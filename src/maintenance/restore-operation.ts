@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { createPrivateParents, removeDirectories } from '../storage/durable-files.js';
+import { createPrivateParents, fileDigest, removeDirectories } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
@@ -9,7 +9,6 @@ import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { verifyCopy, writeThenPublish } from './backup-operation.js';
 import { verifyBackup } from './verify-operation.js';
-import { sha256Hex } from '../core/hashing.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
@@ -61,8 +60,9 @@ export async function restoreVerifiedBackup(input: {
   const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
-  if ([file, `${file}-wal`, `${file}-shm`].some((path) => existsSync(path))) {
-    throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm already exists; restore never overwrites: stop every FactLane process and move them aside first');
+  if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`].some((path) => existsSync(path))) {
+    throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm/-journal already exists; restore never '
+      + 'overwrites: stop every FactLane process and move them aside first');
   }
   onStep({ step: 'manifest_checked' });
   const createdDirectories = createPrivateParents(file);
@@ -70,7 +70,7 @@ export async function restoreVerifiedBackup(input: {
     const copy = await writeThenPublish(file, async (temp) => {
       // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
       await onlineBackup(from, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
-      if (sha256Hex(readFileSync(from)) !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
+      if (fileDigest(from).sha256 !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
       onStep({ step: 'hash_rechecked' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);

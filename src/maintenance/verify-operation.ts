@@ -1,12 +1,13 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
+import { fileDigest } from '../storage/durable-files.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { integrityOk } from '../storage/online-backup.js';
 import { inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
-import { sha256Hex } from '../core/hashing.js';
 
 /** The `factlane-admin verify` report (OPERATIONS.md §4.3). */
 export interface VerifyReport {
@@ -37,15 +38,21 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
   const path = resolve(file);
   const manifestPath = `${path}.manifest.json`;
   if (!existsSync(path) || !existsSync(manifestPath)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file or its manifest does not exist');
-  let manifest: Record<string, unknown>;
-  try {
-    manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as Record<string, unknown>;
-  } catch {
-    manifest = {};
+  if (!statSync(path).isFile() || !statSync(manifestPath).isFile()) {
+    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup or its manifest is not a regular file');
   }
-  const bytes = readFileSync(path);
-  const fileMatches = manifest.file_bytes === bytes.length && manifest.file_sha256 === sha256Hex(bytes);
-  const describe = 'size, SHA-256, database_id and schema version';
+  let manifest: Record<string, unknown> = {};
+  try {
+    const parsed = JSON.parse(readFileSync(manifestPath, 'utf8')) as unknown;
+    if (isJsonObject(parsed)) manifest = parsed;
+  } catch {
+    // Not JSON: nothing in it matches.
+  }
+  const digest = fileDigest(path);
+  // SQLite would read a -wal or hot -journal beside the file with it, and the manifest's digest covers the file alone.
+  const alone = !existsSync(`${path}-wal`) && !existsSync(`${path}-journal`);
+  const fileMatches = alone && manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
+  const describe = 'size, SHA-256, database_id and schema version; no -wal or -journal beside it';
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };
   try {
     inspected = withReadOnly(path, (connection) => {

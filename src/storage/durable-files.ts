@@ -1,6 +1,30 @@
-import { chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmdirSync,
+  unlinkSync, writeSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+
+/**
+ * The size and SHA-256 (64 lower-case hex digits) of a file, read through one descriptor in chunks: a backup may
+ * be larger than the 2 GiB Node reads into one buffer.
+ */
+export function fileDigest(path: string): { bytes: number; sha256: string } {
+  const hash = createHash('sha256');
+  const chunk = Buffer.allocUnsafe(1 << 20);
+  const fd = openSync(path, 'r');
+  let bytes = 0;
+  try {
+    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
+      hash.update(chunk.subarray(0, read));
+      bytes += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { bytes, sha256: hash.digest('hex') };
+}
 
 /** fsync of a file or directory by path. */
 export function fsyncPath(path: string): void {

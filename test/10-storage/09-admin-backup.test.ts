@@ -2,7 +2,7 @@ import t from 'tap';
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
-import { ADMIN_BIN, candidateRow, openEngine, runBin, storeRow } from '../helpers/storage.js';
+import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
@@ -41,6 +41,33 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const missing = admin('verify', '--db', join(dir, 'nope.sqlite3'));
   t.equal(missing.status, 1);
   t.notOk(existsSync(join(dir, 'nope.sqlite3')));
+});
+
+t.test('a damaged database is still saved, its failures recorded; a sidecar name of the database is refused', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'damaged.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  // OPERATIONS.md §4.1 step 3: failures of the copy's checks are recorded, not fatal. The lifecycle counts read
+  // adapter_records; without it the backup failed, blaming the output ('cannot be written there (SQLITE_ERROR)').
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', () => 1);
+  raw.exec('DROP TABLE adapter_records');
+  raw.close();
+  const out = join(dir, 'saved.sqlite3');
+  const backup = admin('backup', '--db', dbPath, '--out', out, '--json');
+  t.equal(backup.status, 0, backup.stderr);
+  const manifest = JSON.parse(backup.stdout).manifest;
+  t.same(manifest.lifecycle_counts, {}, 'no counts where none can be read');
+  t.match(manifest.verification.checks, [{ name: 'versions_contiguous' }], 'the checks are recorded');
+  t.ok(manifest.verification.checks.some((check: { status: string }) => check.status === 'FAIL'), 'a failure recorded');
+  t.ok(existsSync(out), 'the copy is published');
+  // A backup named like the database's -journal would be read by SQLite as that database's hot journal.
+  const journal = admin('backup', '--db', out, '--out', `${out}-journal`);
+  t.equal(journal.status, 1);
+  t.match(journal.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names a -wal, -shm or -journal/m);
+  t.notOk(existsSync(`${out}-journal`), 'nothing written there');
 });
 
 t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its code, naming no path', async (t) => {

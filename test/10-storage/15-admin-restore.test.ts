@@ -81,7 +81,8 @@ t.test('a backup restores into a new WAL database that FactLane serves, with the
 
 t.test('restore never overwrites a database, a WAL or a shared-memory file, nor a name that appears meanwhile', async (t) => {
   const { dir, backup } = await backedUp(t);
-  for (const suffix of ['', '-wal', '-shm']) {
+  // A hot -journal beside the target would be rolled back into the restored file by the next SQLite that opens it.
+  for (const suffix of ['', '-wal', '-shm', '-journal']) {
     const targetDir = join(dir, `existing${suffix || '-db'}`);
     mkdirSync(targetDir);
     const target = join(targetDir, 'x.sqlite3');
@@ -124,6 +125,30 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
     copyFileSync(`${backup}.manifest.json`, `${file}.manifest.json`);
     refused(t, ['--from', file, '--db', target], 'MANIFEST_MISMATCH', targetDir);
   }
+  // SQLite reads a -wal beside the backup with it, and the manifest's digest covers the file alone: a WAL written there
+  // changed what would be restored while the file still matched its manifest.
+  const strayWal = join(dir, 'stray-wal.sqlite3');
+  copyFileSync(backup, strayWal);
+  copyFileSync(`${backup}.manifest.json`, `${strayWal}.manifest.json`);
+  writeFileSync(`${strayWal}-wal`, Buffer.alloc(4096));
+  refused(t, ['--from', strayWal, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  const verifyStray = admin('verify', '--backup', strayWal, '--json');
+  t.equal(verifyStray.status, 3);
+  t.match(JSON.parse(verifyStray.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }]);
+  // A manifest that is JSON but no object, and a backup path that is a directory: governed, not internal errors.
+  const nullManifest = join(dir, 'null-manifest.sqlite3');
+  copyFileSync(backup, nullManifest);
+  writeFileSync(`${nullManifest}.manifest.json`, 'null');
+  refused(t, ['--from', nullManifest, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  const directory = join(dir, 'directory.sqlite3');
+  mkdirSync(directory);
+  copyFileSync(`${backup}.manifest.json`, `${directory}.manifest.json`);
+  refused(t, ['--from', directory, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
+  const verifyDirectory = admin('verify', '--backup', directory);
+  t.equal(verifyDirectory.status, 1);
+  t.match(verifyDirectory.stderr, /^factlane-admin: SOURCE_NOT_FOUND: /m);
+  t.notMatch(verifyDirectory.stderr, /\n\s+at /, 'no stack trace');
+
   const verifyNoise = admin('verify', '--backup', noise, '--json');
   t.equal(verifyNoise.status, 3, 'verify reports a file that is no database instead of stopping');
   t.match(JSON.parse(verifyNoise.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }, { name: 'sqlite_file', status: 'FAIL' }]);

@@ -1,7 +1,8 @@
 import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPrivateParents, removeDirectories } from '../../src/storage/durable-files.js';
+import { createPrivateParents, fileDigest, removeDirectories } from '../../src/storage/durable-files.js';
 
 // STORAGE.md §2: parent directories of a new database are created 0700, whatever the umask.
 
@@ -31,4 +32,15 @@ t.test('a parent that cannot be created is BACKEND_UNAVAILABLE without the path,
   t.match(error, { code: 'BACKEND_UNAVAILABLE', message: /ENAMETOOLONG/ });
   t.notMatch(error?.message ?? '', dir, 'no path in the message');
   t.notOk(existsSync(join(dir, 'made')), 'the directory created before the failure is removed');
+});
+
+t.test('fileDigest reads a file in chunks: the size and SHA-256 of the whole, past a chunk boundary', async (t) => {
+  // Chunks, not one buffer: Node cannot read a file over 2 GiB at once, and a backup may be larger.
+  const dir = t.testdir();
+  for (const size of [0, 1, (1 << 20) - 1, 1 << 20, 3 * (1 << 20) + 17]) {
+    const bytes = randomBytes(size);
+    const path = join(dir, `f${size}`);
+    writeFileSync(path, bytes);
+    t.same(fileDigest(path), { bytes: size, sha256: createHash('sha256').update(bytes).digest('hex') }, `${size} bytes`);
+  }
 });
