@@ -17,7 +17,9 @@ export interface FittedResults {
  * counted at most once (countListTokens), never past the first one that does not fit. Each result
  * measured is deep-frozen with its text (freezeCanonical), so the envelope's text reuses it.
  */
-export async function fitBudget(results: readonly Record<string, unknown>[], maxBytes: number, maxTokens: number): Promise<FittedResults> {
+export async function fitBudget(
+  results: readonly Record<string, unknown>[], maxBytes: number, maxTokens: number,
+): Promise<FittedResults> {
   const texts: string[] = [];
   let fitted = { serializedBytes: 0, serializedTokens: 0 };
   for (const result of results) {

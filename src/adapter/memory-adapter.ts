@@ -47,9 +47,13 @@ export class MemoryAdapter {
   /** Validates and executes one operation; `request` is the gateway's injected copy and is not modified. */
   async execute(operation: ToolName, request: Readonly<Record<string, unknown>>): Promise<Envelope> {
     const { scope, authorization } = applyRequestPolicy(operation, request, this.#options.writeProfile);
-    const requestId = request.request_id === undefined || request.request_id === null ? mintUuid() : requireIdentifier('request_id', request.request_id);
+    const requestId = request.request_id === undefined || request.request_id === null ? mintUuid()
+      : requireIdentifier('request_id', request.request_id);
     if (operation === 'memory_status') {
-      const observation = await observeStatus({ engine: this.#options.engine, counter: this.#counter, provider: this.#options.provider, writeProfile: this.#options.writeProfile, scope });
+      const observation = await observeStatus({
+        engine: this.#options.engine, counter: this.#counter, provider: this.#options.provider,
+        writeProfile: this.#options.writeProfile, scope,
+      });
       return {
         status: 'OK', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
         budget: STATUS_BUDGET, degradation: null, audit: adapterAudit(operation, requestId, scope, 0), ...observation,
@@ -59,7 +63,9 @@ export class MemoryAdapter {
     const deps = { engine: options.engine, provider: options.provider, clock: options.clock ?? SYSTEM_CLOCK };
     if (operation === 'memory_search') return searchMemory(deps, { request, scope, requestId });
     if (operation === 'memory_get') return getMemory(deps, { request, scope, requestId });
-    const context = { contributorClass: WRITE_PROFILE_SPECS[options.writeProfile].contributorClass, contributorRef: options.hostId };
+    const context = {
+      contributorClass: WRITE_PROFILE_SPECS[options.writeProfile].contributorClass, contributorRef: options.hostId,
+    };
     const input = { request, scope, requestId, authorization: authorization!, context };
     return operation === 'memory_store' ? storeMemory(deps, input) : updateMemory(deps, input);
   }

@@ -20,18 +20,26 @@ const HISTORY_LIMIT = 8;
  * (else DEGRADED / STALE_ONLY); REVIEW_HISTORY its records of any lifecycle, newest 8, budget-fitted.
  * Nothing qualifying: CROSS_SCOPE_DENIED when the memory lives only under another scope, else NOT_FOUND.
  */
-export async function getMemory(deps: { engine: SQLiteVecEngine; clock: () => Date }, input: { request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string }): Promise<Record<string, unknown>> {
+export async function getMemory(
+  deps: { engine: SQLiteVecEngine; clock: () => Date },
+  input: { request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string },
+): Promise<Record<string, unknown>> {
   const { request, scope } = input;
-  if (typeof request.memory_id !== 'string' || !isUuid(request.memory_id)) throw new AdapterError('INVALID_ENVELOPE', 'memory_id must be a UUID');
+  if (typeof request.memory_id !== 'string' || !isUuid(request.memory_id))
+    throw new AdapterError('INVALID_ENVELOPE', 'memory_id must be a UUID');
   const memoryId = request.memory_id.toLowerCase();
   const mode = requireEnum('retrieval_mode', request.retrieval_mode ?? 'CURRENT', RETRIEVAL_MODES);
   const now = contractNow(deps.clock());
-  const records = await deps.engine.read((db) => memoryRecords(db, scope, memoryId, mode === 'CURRENT' ? 1 : HISTORY_LIMIT));
-  const qualifying = mode === 'CURRENT' ? records.filter((row) => row.lifecycle_state === 'VALIDATED_CURRENT') : records;
+  const records = await deps.engine.read((db) =>
+    memoryRecords(db, scope, memoryId, mode === 'CURRENT' ? 1 : HISTORY_LIMIT));
+  const qualifying = mode === 'CURRENT' ? records.filter((row) => row.lifecycle_state === 'VALIDATED_CURRENT')
+    : records;
   if (qualifying.length === 0) {
     const presence = await deps.engine.read((db) => memoryPresence(db, scope, memoryId));
-    if (!presence.inScope && presence.anywhere) throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
-    throw new AdapterError('NOT_FOUND', mode === 'CURRENT' ? 'no current record of this memory in this scope' : 'no record of this memory in this scope');
+    if (!presence.inScope && presence.anywhere)
+      throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
+    throw new AdapterError('NOT_FOUND',
+      mode === 'CURRENT' ? 'no current record of this memory in this scope' : 'no record of this memory in this scope');
   }
   let degradation: string | null = null;
   let candidates = qualifying;
@@ -42,8 +50,10 @@ export async function getMemory(deps: { engine: SQLiteVecEngine; clock: () => Da
   const fitted = await fitBudget(candidates.map((row) => publicRecord(row)), GET_MAX_BYTES, GET_MAX_TOKENS);
   if (fitted.truncated && degradation === null) degradation = 'BUDGET_EXCEEDED';
   return {
-    status: degradation ? 'DEGRADED' : 'OK', memory_needed: true, scope: envelopeScope(scope), results: fitted.results, contradictions: [],
-    budget: { requested_top_k: null, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes, serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated },
+    status: degradation ? 'DEGRADED' : 'OK', memory_needed: true, scope: envelopeScope(scope), results: fitted.results,
+    contradictions: [],
+    budget: { requested_top_k: null, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes,
+      serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated },
     degradation, audit: adapterAudit('memory_get', input.requestId, scope, 0),
   };
 }

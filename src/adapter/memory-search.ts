@@ -16,7 +16,9 @@ import { selectDiverse } from './source-diversity.js';
 import { routeSearch, type SearchPlan } from './truth-router.js';
 import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js';
 
-interface Scored { row: CandidateRow; score: number; source: { source_class: string; source_ref: string; source_hash: string } }
+interface Scored {
+  row: CandidateRow; score: number; source: { source_class: string; source_ref: string; source_hash: string };
+}
 
 /**
  * Candidates of the plan's channel(s), scored (CONTRACT.md §12.2), read on `db` (the search's snapshot), with the
@@ -54,7 +56,12 @@ function currentAndValid(row: CandidateRow): boolean {
 
 function scoredOf(row: CandidateRow, score: number): Scored {
   const provenance = JSON.parse(row.source_provenance) as Scored['source'];
-  return { row, score, source: { source_class: provenance.source_class, source_ref: provenance.source_ref, source_hash: provenance.source_hash } };
+  return {
+    row, score,
+    source: {
+      source_class: provenance.source_class, source_ref: provenance.source_ref, source_hash: provenance.source_hash,
+    },
+  };
 }
 
 /**
@@ -62,7 +69,10 @@ function scoredOf(row: CandidateRow, score: number): Scored {
  * channel(s) of the kind, CURRENT eligibility and freshness, source diversity for CURRENT SEMANTIC and
  * HYBRID, budget fitting, and the status and degradation precedence of §12.6.
  */
-export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider; clock: () => Date }, input: { request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string }): Promise<Record<string, unknown>> {
+export async function searchMemory(
+  deps: { engine: SQLiteVecEngine; provider: EmbeddingProvider; clock: () => Date },
+  input: { request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string },
+): Promise<Record<string, unknown>> {
   const { scope } = input;
   const plan = routeSearch(input.request);
   if (plan.noMemoryNeeded) {
@@ -70,7 +80,8 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
     return {
       status: 'NO_MEMORY_NEEDED', memory_needed: false, scope: envelopeScope(scope), results: [], contradictions: [],
       budget: emptyBudget(plan.topK), degradation: null,
-      audit: { request_id: audit.request_id, operation: audit.operation, scope_digest: audit.scope_digest, public_contract_revision: audit.public_contract_revision, raw_content_logged: false },
+      audit: { request_id: audit.request_id, operation: audit.operation, scope_digest: audit.scope_digest,
+        public_contract_revision: audit.public_contract_revision, raw_content_logged: false },
     };
   }
   const now = contractNow(deps.clock());
@@ -112,12 +123,16 @@ export async function searchMemory(deps: { engine: SQLiteVecEngine; provider: Em
   let status = 'OK';
   let degradation: string | null = null;
   if (results.length === 0 && staleDropped > 0) [status, degradation] = ['DEGRADED', 'STALE_ONLY'];
-  else if (results.length === 0 && contradictions.length > 0) [status, degradation] = ['CONTRADICTION', 'CONTRADICTION_UNRESOLVED'];
+  else if (results.length === 0 && contradictions.length > 0) [status, degradation] = [
+    'CONTRADICTION', 'CONTRADICTION_UNRESOLVED',
+  ];
   else if (read.historical) [status, degradation] = ['DEGRADED', 'HISTORY_SEMANTIC_PARTIAL'];
   if (fitted.truncated && degradation === null) [status, degradation] = ['DEGRADED', 'BUDGET_EXCEEDED'];
   return {
     status, memory_needed: true, scope: envelopeScope(scope), results: fitted.results, contradictions,
-    budget: { requested_top_k: plan.topK, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes, serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated, max_bytes: plan.maxBytes, max_tokens: plan.maxTokens },
+    budget: { requested_top_k: plan.topK, returned: fitted.results.length, serialized_bytes: fitted.serializedBytes,
+      serialized_tokens: fitted.serializedTokens, truncated: fitted.truncated, max_bytes: plan.maxBytes,
+      max_tokens: plan.maxTokens },
     degradation, audit: adapterAudit('memory_search', input.requestId, scope, embedding === null ? 0 : 1),
   };
 }

@@ -2,12 +2,17 @@ import { STORAGE_CONTRACT_VERSION, WRITE_PROFILE_SPECS, type WriteProfile } from
 import { freezeCanonical } from '../core/canonical-json.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { capacityKnown, readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading } from '../storage/status-repository.js';
+import {
+  capacityKnown, readCapacity, type CapacityReading, type ScopeCounter, type ScopeReading,
+} from '../storage/status-repository.js';
 import type { ScopeTuple } from './request-scope.js';
 import { observeCompatibility } from './runtime-compatibility.js';
 
 /** The token measurement profile (CONTRACT.md §15): always measured with the bundled o200k_base. */
-export const TOKEN_MEASUREMENT = freezeCanonical({ available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
+export const TOKEN_MEASUREMENT = freezeCanonical({
+  available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base',
+  codex_exact_equivalence: 'UNVERIFIED',
+});
 
 /** `backend_status.capacity` (OPERATIONS.md §2): KNOWN only when every reading it needs succeeded. */
 export function capacityBlock(reading: CapacityReading): Record<string, unknown> {
@@ -16,16 +21,21 @@ export function capacityBlock(reading: CapacityReading): Record<string, unknown>
   return {
     observation: known ? 'KNOWN' : 'UNKNOWN',
     page_size_bytes: reading.pageSizeBytes, page_count: reading.pageCount, freelist_count: reading.freelistCount,
-    database_allocated_bytes: times(reading.pageSizeBytes, reading.pageCount), freelist_bytes: times(reading.pageSizeBytes, reading.freelistCount),
-    database_file_bytes: reading.databaseFileBytes, wal_file_bytes: reading.walFileBytes, shm_file_bytes: reading.shmFileBytes,
+    database_allocated_bytes: times(reading.pageSizeBytes, reading.pageCount),
+    freelist_bytes: times(reading.pageSizeBytes, reading.freelistCount),
+    database_file_bytes: reading.databaseFileBytes, wal_file_bytes: reading.walFileBytes,
+    shm_file_bytes: reading.shmFileBytes,
     filesystem_free_bytes: reading.filesystemFreeBytes, pressure_threshold_bytes: null,
     pressure_evaluation: 'REQUIRES_BOUNDED_OPERATION_REQUIREMENT',
     mutation_preflight: known ? 'REQUIRES_BOUNDED_OPERATION_REQUIREMENT' : 'BLOCKED_UNKNOWN_CAPACITY',
-    next_action: known ? 'COMPARE_FILESYSTEM_FREE_BYTES_TO_BOUNDED_OPERATION_REQUIREMENT' : 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION',
+    next_action: known ? 'COMPARE_FILESYSTEM_FREE_BYTES_TO_BOUNDED_OPERATION_REQUIREMENT'
+      : 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION',
   };
 }
 
-/** The launch profile as `backend_status.profile` reports it; frozen and kept while provider and digest stay the same. */
+/**
+ * The launch profile as `backend_status.profile` reports it; frozen and kept while provider and digest stay the same.
+ */
 function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance | null): Record<string, unknown> {
   const p = provider.profile;
   const digest = provenance?.digest ?? provider.lastObservedDigest ?? p.referenceDigest;
@@ -33,7 +43,8 @@ function profileBlock(provider: EmbeddingProvider, provenance: RuntimeProvenance
   const block = freezeCanonical({
     profile_id: p.profileId, provider_kind: p.providerKind, base_model_identity: p.model,
     model_digest: digest, source_dimension: p.sourceDimension, output_dimension: p.outputDimension,
-    normalization_policy: p.normalizationPolicy, distance_metric: p.distanceMetric, projection_version: p.projectionVersion,
+    normalization_policy: p.normalizationPolicy, distance_metric: p.distanceMetric,
+    projection_version: p.projectionVersion,
     document_prefix: p.documentPrefix, query_prefix: p.queryPrefix, semantic_family: p.semanticFamily,
     compatibility_revision: p.compatibilityRevision, minimum_context_window: p.minimumContextWindow,
   });
@@ -46,7 +57,8 @@ let lastProfile: { provider: EmbeddingProvider; digest: string; block: Record<st
 function storageBlock(engine: SQLiteVecEngine): Record<string, unknown> {
   if (lastStorage?.engine === engine) return lastStorage.block;
   const block = freezeCanonical({
-    contract_version: STORAGE_CONTRACT_VERSION, schema_version: engine.findings.schemaVersion, sqlite_version: engine.runtime.sqliteVersion,
+    contract_version: STORAGE_CONTRACT_VERSION, schema_version: engine.findings.schemaVersion,
+    sqlite_version: engine.runtime.sqliteVersion,
     sqlite_vec_version: engine.runtime.sqliteVecVersion, journal_mode: 'wal', synchronous: 'FULL',
   });
   lastStorage = { engine, block };
@@ -54,7 +66,10 @@ function storageBlock(engine: SQLiteVecEngine): Record<string, unknown> {
 }
 let lastStorage: { engine: SQLiteVecEngine; block: Record<string, unknown> } | undefined;
 
-/** `provider_status` of an available provider; a provider that answers with the same frozen provenance gets the same frozen block. */
+/**
+ * `provider_status` of an available provider; a provider that answers with the same frozen provenance gets the same
+ * frozen block.
+ */
 function availableProviderBlock(provenance: RuntimeProvenance): Record<string, unknown> {
   if (lastProvider?.provenance === provenance) return lastProvider.block;
   const block = { available: true, ...provenance };
@@ -64,7 +79,10 @@ function availableProviderBlock(provenance: RuntimeProvenance): Record<string, u
 }
 let lastProvider: { provenance: RuntimeProvenance; block: Record<string, unknown> } | undefined;
 
-/** `backend_status.counts` and `.retention` of a reading; frozen and kept with the reading, which ScopeCounter serves again while the database is unchanged. */
+/**
+ * `backend_status.counts` and `.retention` of a reading; frozen and kept with the reading, which ScopeCounter serves
+ * again while the database is unchanged.
+ */
 function scopeBlocks(reading: ScopeReading): { counts: Record<string, unknown>; retention: Record<string, unknown> } {
   let blocks = SCOPE_BLOCKS.get(reading);
   if (blocks === undefined) {
@@ -75,7 +93,8 @@ function scopeBlocks(reading: ScopeReading): { counts: Record<string, unknown>; 
         policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false,
         eligible_lifecycle_states: ['SUPERSEDED'], current_authority_reclaim: false,
         duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
-        superseded_total: counts.SUPERSEDED, compaction_ready: retention.compactionReady, compaction_blocked_partial: retention.compactionBlockedPartial,
+        superseded_total: counts.SUPERSEDED, compaction_ready: retention.compactionReady,
+        compaction_blocked_partial: retention.compactionBlockedPartial,
         historical_total: counts.HISTORICAL, validated_current_total: counts.VALIDATED_CURRENT,
       },
     });
@@ -83,16 +102,24 @@ function scopeBlocks(reading: ScopeReading): { counts: Record<string, unknown>; 
   }
   return blocks;
 }
-const SCOPE_BLOCKS = new WeakMap<ScopeReading, { counts: Record<string, unknown>; retention: Record<string, unknown> }>();
+const SCOPE_BLOCKS = new WeakMap<ScopeReading, {
+  counts: Record<string, unknown>; retention: Record<string, unknown>;
+}>();
 
-/** capacityBlock, frozen and kept while every reading stays the same (free space and file sizes rarely change between calls). */
+/**
+ * capacityBlock, frozen and kept while every reading stays the same (free space and file sizes rarely change between
+ * calls).
+ */
 export function rememberedCapacityBlock(reading: CapacityReading): Record<string, unknown> {
   const last = lastCapacity;
   if (last !== undefined && CAPACITY_FIELDS.every((field) => last.reading[field] === reading[field])) return last.block;
   lastCapacity = { reading, block: freezeCanonical(capacityBlock(reading)) };
   return lastCapacity.block;
 }
-const CAPACITY_FIELDS = ['pageSizeBytes', 'pageCount', 'freelistCount', 'databaseFileBytes', 'walFileBytes', 'shmFileBytes', 'filesystemFreeBytes'] as const;
+const CAPACITY_FIELDS = [
+  'pageSizeBytes', 'pageCount', 'freelistCount', 'databaseFileBytes', 'walFileBytes', 'shmFileBytes',
+  'filesystemFreeBytes',
+] as const;
 let lastCapacity: { reading: CapacityReading; block: Record<string, unknown> } | undefined;
 
 interface BackendParts {
@@ -108,7 +135,11 @@ interface BackendParts {
 function backendStatusBlock(parts: BackendParts): Record<string, unknown> {
   const last = lastBackend;
   if (last !== undefined && BACKEND_PARTS.every((part) => last.parts[part] === parts[part])) return last.block;
-  const block = { available: true, backend: 'sqlite_vec', storage: parts.storage, profile: parts.profile, embedding_compatibility: parts.compatibility, counts: parts.counts, retention: parts.retention, capacity: parts.capacity };
+  const block = {
+    available: true, backend: 'sqlite_vec', storage: parts.storage, profile: parts.profile,
+    embedding_compatibility: parts.compatibility, counts: parts.counts, retention: parts.retention,
+    capacity: parts.capacity,
+  };
   // Only a block made of frozen parts can be frozen and kept; a compatibility answer that is not frozen is used once.
   if (!Object.isFrozen(parts.compatibility)) return block;
   lastBackend = { parts, block: freezeCanonical(block) };
@@ -119,7 +150,10 @@ let lastBackend: { parts: BackendParts; block: Record<string, unknown> } | undef
 
 /** `launcher` per write profile (CONTRACT.md §15), frozen. */
 const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).map(([writeProfile, spec]) => [
-  writeProfile, freezeCanonical({ write_profile: writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle }),
+  writeProfile,
+  freezeCanonical({
+    write_profile: writeProfile, permitted_operations: [...spec.operations], max_lifecycle: spec.maxLifecycle,
+  }),
 ])) as unknown as Readonly<Record<WriteProfile, Record<string, unknown>>>;
 
 /**
@@ -127,7 +161,12 @@ const LAUNCHER_BLOCKS = Object.fromEntries(Object.entries(WRITE_PROFILE_SPECS).m
  * provider status check, compatibility, lifecycle and retention counts, capacity. Never migrates,
  * compacts or rebinds. Returns the envelope fields beyond the common ones.
  */
-export async function observeStatus(input: { engine: SQLiteVecEngine; counter: ScopeCounter; provider: EmbeddingProvider; writeProfile: WriteProfile; scope: ScopeTuple }): Promise<Record<string, unknown>> {
+export async function observeStatus(
+  input: {
+    engine: SQLiteVecEngine; counter: ScopeCounter; provider: EmbeddingProvider; writeProfile: WriteProfile;
+    scope: ScopeTuple;
+  },
+): Promise<Record<string, unknown>> {
   const { engine, provider, scope } = input;
   const { provenance, providerError, compatibility } = await observeCompatibility({ engine, provider });
   const providerStatus = providerError === null
@@ -138,7 +177,8 @@ export async function observeStatus(input: { engine: SQLiteVecEngine; counter: S
   const { counts, retention } = scopeBlocks(reading);
   return {
     backend_status: backendStatusBlock({
-      storage: storageBlock(engine), profile: profileBlock(provider, provenance), compatibility, counts, retention, capacity: rememberedCapacityBlock(capacity),
+      storage: storageBlock(engine), profile: profileBlock(provider, provenance), compatibility, counts, retention,
+      capacity: rememberedCapacityBlock(capacity),
     }),
     provider_status: providerStatus,
     token_measurement: TOKEN_MEASUREMENT,

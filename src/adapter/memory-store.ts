@@ -4,7 +4,9 @@ import { canonicalDigest } from '../core/hashing.js';
 import { mintUuid } from '../core/identifiers.js';
 import { searchText } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
-import { findCurrentWithKey, findDuplicate, insertRecord, type NewRecordRow, type RecordRow } from '../storage/record-repository.js';
+import {
+  findCurrentWithKey, findDuplicate, insertRecord, type NewRecordRow, type RecordRow,
+} from '../storage/record-repository.js';
 import { currentRoleOf } from '../storage/record-invariants.js';
 import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
 import { contradictionKey, nativeContentHash, subjectOf } from './derived-identities.js';
@@ -18,7 +20,9 @@ import {
   normalizeSubject, normalizeTags, normalizeTimestamp, normalizeVerifiedBy,
 } from './write-fields.js';
 import { requireCompatible } from './runtime-compatibility.js';
-import { embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
+import {
+  embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps,
+} from './write-support.js';
 
 /** The launcher's write context: who contributes, under which profile's decision. */
 export interface WriteContext {
@@ -32,7 +36,8 @@ export interface WriteContext {
  * decisions inside BEGIN IMMEDIATE and write record, FTS row and vector together; read back.
  */
 export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input: {
-  request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string; authorization: WriteAuthorization; context: WriteContext;
+  request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string; authorization: WriteAuthorization;
+  context: WriteContext;
 }): Promise<Record<string, unknown>> {
   const { request, scope } = input;
   const runtime = await requireCompatible(deps);
@@ -53,10 +58,14 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
 
   const current = lifecycle === 'VALIDATED_CURRENT';
   const authorityRole = current ? currentRoleOf(scope.scope) : 'UNRESOLVED';
-  const contributionOrigin = { contributor_class: input.context.contributorClass, contributor_ref: input.context.contributorRef };
+  const contributionOrigin = {
+    contributor_class: input.context.contributorClass, contributor_ref: input.context.contributorRef,
+  };
   const fingerprint = canonicalDigest({
-    authority_role: authorityRole, confidence, contribution_origin: contributionOrigin, fact, freshness_policy: freshness, memory_type: memoryType,
-    requested_lifecycle_state: lifecycle, scope: envelopeScope(scope), source_provenance: provenance, source_timestamp: sourceTimestamp,
+    authority_role: authorityRole, confidence, contribution_origin: contributionOrigin, fact,
+    freshness_policy: freshness, memory_type: memoryType,
+    requested_lifecycle_state: lifecycle, scope: envelopeScope(scope), source_provenance: provenance,
+    source_timestamp: sourceTimestamp,
     subject, tags, verified_by: input.authorization.verifiedBy,
   });
   const now = contractNow(deps.clock());
@@ -64,20 +73,25 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const key = contradictionKey(memoryType, scope, subjectOf(subject, tags, fact));
   // embeddingCalls: a replay or duplicate found under the lock, after this request embedded its fact, made that call.
   const replayEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
-    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true,
+    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false,
+    replay: true,
     embeddingCalls,
   });
   const duplicateEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
-    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'DUPLICATE', record: row, withSummary: false,
+    deps, operation: 'memory_store', requestId: input.requestId, scope, status: 'DUPLICATE', record: row,
+    withSummary: false,
     embeddingCalls,
   });
 
   const admit = () => {
     if (!current) return;
-    if (sourceTimestamp === null) throw new AdapterError('PROVENANCE_REQUIRED', 'a current fact needs source_timestamp');
+    if (sourceTimestamp === null)
+      throw new AdapterError('PROVENANCE_REQUIRED', 'a current fact needs source_timestamp');
     if (lastVerifiedAt === null) throw new AdapterError('UNVERIFIED_CURRENT', 'a current fact needs last_verified_at');
-    if (!isFresh({ verified_by: input.authorization.verifiedBy, last_verified_at: lastVerifiedAt, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
-      throw new AdapterError('UNVERIFIED_CURRENT', 'the fact is already stale at admission; re-verify it (last_verified_at, freshness_policy)');
+    if (!isFresh({ verified_by: input.authorization.verifiedBy, last_verified_at: lastVerifiedAt,
+      freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
+      throw new AdapterError('UNVERIFIED_CURRENT',
+        'the fact is already stale at admission; re-verify it (last_verified_at, freshness_policy)');
     }
   };
 
@@ -99,20 +113,27 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   // One pair of ids for the pre-check and the locked write, so the record measured is the record written.
   const ids = { record_id: mintUuid(), memory_id: mintUuid() };
   // The columns that do not depend on the contradiction outcome, serialised once for both builds.
-  const stored = { scope_key: scopeDigest(scope), source_provenance: canonicalJson(provenance), contribution_origin: canonicalJson(contributionOrigin), freshness_policy: canonicalJson(freshness), tags: canonicalJson(tags) };
+  const stored = {
+    scope_key: scopeDigest(scope), source_provenance: canonicalJson(provenance),
+    contribution_origin: canonicalJson(contributionOrigin), freshness_policy: canonicalJson(freshness),
+    tags: canonicalJson(tags),
+  };
   // A plain literal: after a leading spread, V8 (Node 20) adds each further key on a slow path, about 1 µs
   // apiece, and this record has 31 (docs/performance.md).
   const buildRecord = (conflict: boolean, modelDigest: string): NewRecordRow => ({
     record_id: ids.record_id, memory_id: ids.memory_id, revision: 1, parent_record_id: null,
-    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id, agent_id: scope.agent_id,
-    scope_key: stored.scope_key, memory_type: memoryType, fact, source_provenance: stored.source_provenance, source_timestamp: sourceTimestamp,
+    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id,
+    agent_id: scope.agent_id,
+    scope_key: stored.scope_key, memory_type: memoryType, fact, source_provenance: stored.source_provenance,
+    source_timestamp: sourceTimestamp,
     created_at: now.text, last_verified_at: lastVerifiedAt,
     verified_by: current && !conflict ? input.authorization.verifiedBy : 'UNVERIFIED',
     authority_role: current && !conflict ? authorityRole : 'UNRESOLVED',
     contribution_origin: stored.contribution_origin, freshness_policy: stored.freshness_policy, supersedes: '[]',
     contradiction_key: key, contradiction_state: conflict ? 'UNRESOLVED' : 'NONE', confidence, tags: stored.tags,
     lifecycle_state: current && !conflict ? 'VALIDATED_CURRENT' : 'CANDIDATE', native_content_hash: contentHash,
-    payload_fingerprint: fingerprint, idempotency_key: idempotencyKey, embedding_profile_id: deps.provider.profile.profileId,
+    payload_fingerprint: fingerprint, idempotency_key: idempotencyKey,
+    embedding_profile_id: deps.provider.profile.profileId,
     embedding_model_digest: modelDigest, embedding_output_dimension: deps.provider.profile.outputDimension,
   });
   await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore, runtime.digest), row_id: 0 }));
@@ -127,7 +148,8 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     if (lockedDuplicate) return { kind: 'duplicate' as const, row: lockedDuplicate };
     const conflict = (await findCurrentWithKey(trx, scope, key, contentHash, false)) !== undefined;
     const record = buildRecord(conflict, runtime.digest);
-    // The record-size check repeats on the locked state (§13.1 step 4); it can only change with the contradiction outcome.
+    // The record-size check repeats on the locked state (§13.1 step 4); it can only change with the contradiction
+    // outcome.
     if (conflict !== conflictBefore) await assertRecordFitsBudget(publicRecord({ ...record, row_id: 0 }));
     await insertRecord(trx, record, { searchText: searchText(fact), embedding });
     return { kind: 'written' as const, record, conflict };
@@ -136,5 +158,8 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   if (outcome.kind === 'replay') return replayEnvelope(outcome.row, 1);
   if (outcome.kind === 'duplicate') return duplicateEnvelope(outcome.row, 1);
   const row = await readBack(deps, outcome.record);
-  return writeEnvelope({ deps, operation: 'memory_store', requestId: input.requestId, scope, status: outcome.conflict ? 'CONTRADICTION' : 'OK', record: row, withSummary: true, embeddingCalls: 1 });
+  return writeEnvelope({
+    deps, operation: 'memory_store', requestId: input.requestId, scope,
+    status: outcome.conflict ? 'CONTRADICTION' : 'OK', record: row, withSummary: true, embeddingCalls: 1,
+  });
 }

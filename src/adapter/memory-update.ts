@@ -5,7 +5,10 @@ import { isUuid, mintUuid } from '../core/identifiers.js';
 import { searchText } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import { UPDATE_MODES } from '@factlane/schema';
-import { findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
+import {
+  findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader,
+  type RecordRow,
+} from '../storage/record-repository.js';
 import { currentRoleOf } from '../storage/record-invariants.js';
 import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
 import { contradictionKey, nativeContentHash, subjectOf, tagSubject } from './derived-identities.js';
@@ -20,14 +23,18 @@ import {
   normalizeSubject, normalizeTags, normalizeTimestamp, normalizeVerifiedBy, type FreshnessPolicy, type SourceProvenance,
 } from './write-fields.js';
 import { requireCompatible } from './runtime-compatibility.js';
-import { embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps } from './write-support.js';
+import {
+  embedDocument, idempotencyDecision, readBack, writeEnvelope, writeOrReplay, type WriteDeps,
+} from './write-support.js';
 
 const REPLACE_REQUIRED = ['fact', 'source_provenance', 'freshness_policy', 'source_timestamp'] as const;
 
 /** A normalised verification or replacement payload; absent fields are undefined. */
 interface Payload {
-  fact?: string; source_provenance?: SourceProvenance; freshness_policy?: FreshnessPolicy; source_timestamp?: string | null;
-  last_verified_at?: string | null; verified_by?: string; memory_type?: string; confidence?: number; tags?: string[]; subject?: string | null;
+  fact?: string; source_provenance?: SourceProvenance; freshness_policy?: FreshnessPolicy;
+  source_timestamp?: string | null;
+  last_verified_at?: string | null; verified_by?: string; memory_type?: string; confidence?: number; tags?: string[];
+  subject?: string | null;
 }
 
 /** Payload fields in store order (without on_change); the profile basis is injected as verified_by. */
@@ -36,10 +43,14 @@ function normalizePayload(name: string, raw: Record<string, unknown>, basis: str
   const payload: Payload = {};
   if (has('fact')) payload.fact = normalizeFact(raw.fact, `${name}.fact`);
   if (has('memory_type')) payload.memory_type = normalizeMemoryType(raw.memory_type, `${name}.memory_type`);
-  if (has('source_provenance')) payload.source_provenance = normalizeProvenance(raw.source_provenance, `${name}.source_provenance`);
-  if (has('freshness_policy')) payload.freshness_policy = normalizeFreshness(raw.freshness_policy, `${name}.freshness_policy`);
-  if (has('source_timestamp')) payload.source_timestamp = normalizeTimestamp(`${name}.source_timestamp`, raw.source_timestamp);
-  if (has('last_verified_at')) payload.last_verified_at = normalizeTimestamp(`${name}.last_verified_at`, raw.last_verified_at);
+  if (has('source_provenance'))
+    payload.source_provenance = normalizeProvenance(raw.source_provenance, `${name}.source_provenance`);
+  if (has('freshness_policy'))
+    payload.freshness_policy = normalizeFreshness(raw.freshness_policy, `${name}.freshness_policy`);
+  if (has('source_timestamp'))
+    payload.source_timestamp = normalizeTimestamp(`${name}.source_timestamp`, raw.source_timestamp);
+  if (has('last_verified_at'))
+    payload.last_verified_at = normalizeTimestamp(`${name}.last_verified_at`, raw.last_verified_at);
   normalizeVerifiedBy(raw.verified_by, `${name}.verified_by`);
   payload.verified_by = basis;
   if (has('confidence')) payload.confidence = normalizeConfidence(raw.confidence, `${name}.confidence`)!;
@@ -51,32 +62,46 @@ function normalizePayload(name: string, raw: Record<string, unknown>, basis: str
 }
 
 /** The live record to update, or the right refusal (CONTRACT.md §13.4 target and CAS). */
-async function targetRecord(reader: Reader, scope: ScopeTuple, memoryId: string, expectedRevision: number, expectedRecordId: string | null): Promise<RecordRow> {
+async function targetRecord(
+  reader: Reader, scope: ScopeTuple, memoryId: string, expectedRevision: number, expectedRecordId: string | null,
+): Promise<RecordRow> {
   const live = await findLiveRecord(reader, scope, memoryId);
   if (!live) {
     const presence = await memoryPresence(reader, scope, memoryId);
     if (presence.purged) {
       throw new AdapterError('VERSION_CONFLICT', 'the memory was purged by incident recovery; it cannot be updated');
     }
-    if (presence.inScope) throw new AdapterError('VERSION_CONFLICT', 'the memory has no live record any more (superseded or compacted); read its history and retry');
-    if (presence.anywhere) throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
+    if (presence.inScope)
+      throw new AdapterError('VERSION_CONFLICT',
+        'the memory has no live record any more (superseded or compacted); read its history and retry');
+    if (presence.anywhere)
+      throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
     throw new AdapterError('NOT_FOUND', 'no memory with this memory_id');
   }
-  if (live.revision !== expectedRevision) throw new AdapterError('VERSION_CONFLICT', 'expected_revision is not the current revision; read memory_get and retry');
-  if (expectedRecordId !== null && live.record_id !== expectedRecordId) throw new AdapterError('VERSION_CONFLICT', 'expected_record_id is not the live record; read memory_get and retry');
+  if (live.revision !== expectedRevision)
+    throw new AdapterError('VERSION_CONFLICT',
+      'expected_revision is not the current revision; read memory_get and retry');
+  if (expectedRecordId !== null && live.record_id !== expectedRecordId)
+    throw new AdapterError('VERSION_CONFLICT', 'expected_record_id is not the live record; read memory_get and retry');
   return live;
 }
 
 type Decision = { kind: 'write'; live: RecordRow } | { kind: 'already_current'; row: RecordRow };
 
 /** Promotion checks on the live record (CONTRACT.md §13.4 steps 1-3); REPLACE of a Candidate is refused. */
-async function promotionDecision(reader: Reader, scope: ScopeTuple, live: RecordRow, mode: string, expectedRecordId: string | null): Promise<Decision> {
+async function promotionDecision(
+  reader: Reader, scope: ScopeTuple, live: RecordRow, mode: string, expectedRecordId: string | null,
+): Promise<Decision> {
   if (live.lifecycle_state === 'CANDIDATE') {
-    if (mode === 'REPLACE') throw new AdapterError('CANDIDATE_REPLACE_DENIED', 'a Candidate cannot be replaced; promote it with REVERIFY or store a new fact');
-    if (expectedRecordId === null) throw new AdapterError('INVALID_ENVELOPE', 'promoting a Candidate needs expected_record_id');
+    if (mode === 'REPLACE')
+      throw new AdapterError('CANDIDATE_REPLACE_DENIED',
+        'a Candidate cannot be replaced; promote it with REVERIFY or store a new fact');
+    if (expectedRecordId === null)
+      throw new AdapterError('INVALID_ENVELOPE', 'promoting a Candidate needs expected_record_id');
     if (live.contradiction_state === 'UNRESOLVED' || live.contradiction_state === 'QUARANTINED') {
       throw new AdapterError('CONTRADICTION', 'this Candidate was stored as a contradiction and is never promoted; '
-        + 'to make its fact current, REPLACE the current fact with it, or store it again once no current fact conflicts');
+        + 'to make its fact current, REPLACE the current fact with it, or store it again once no current fact '
+        + 'conflicts');
     }
     const equivalent = await findCurrentWithKey(reader, scope, live.contradiction_key, live.native_content_hash, true);
     if (equivalent) return { kind: 'already_current', row: equivalent };
@@ -85,10 +110,14 @@ async function promotionDecision(reader: Reader, scope: ScopeTuple, live: Record
 }
 
 /** CONTRADICTION when another current record of the scope has the successor's key and another fact. */
-async function assertNoContradiction(reader: Reader, scope: ScopeTuple, live: RecordRow, successor: NewRecordRow): Promise<void> {
+async function assertNoContradiction(
+  reader: Reader, scope: ScopeTuple, live: RecordRow, successor: NewRecordRow,
+): Promise<void> {
   // The live record itself is being superseded, so it never conflicts with its successor.
-  if (await findCurrentWithKey(reader, scope, successor.contradiction_key, successor.native_content_hash, false, live.memory_id)) {
-    throw new AdapterError('CONTRADICTION', 'another current fact of this scope has the same subject and a different fact; REPLACE it instead');
+  if (await findCurrentWithKey(reader, scope, successor.contradiction_key, successor.native_content_hash, false,
+    live.memory_id)) {
+    throw new AdapterError('CONTRADICTION',
+      'another current fact of this scope has the same subject and a different fact; REPLACE it instead');
   }
 }
 
@@ -98,39 +127,52 @@ async function assertNoContradiction(reader: Reader, scope: ScopeTuple, live: Re
  * repeated inside the BEGIN IMMEDIATE transaction that supersedes the parent and writes the successor.
  */
 export async function updateMemory(deps: WriteDeps & { clock: () => Date }, input: {
-  request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string; authorization: WriteAuthorization; context: WriteContext;
+  request: Readonly<Record<string, unknown>>; scope: ScopeTuple; requestId: string; authorization: WriteAuthorization;
+  context: WriteContext;
 }): Promise<Record<string, unknown>> {
   const { request, scope } = input;
   const runtime = await requireCompatible(deps);
-  if (typeof request.memory_id !== 'string' || !isUuid(request.memory_id)) throw new AdapterError('INVALID_ENVELOPE', 'memory_id must be a UUID');
+  if (typeof request.memory_id !== 'string' || !isUuid(request.memory_id))
+    throw new AdapterError('INVALID_ENVELOPE', 'memory_id must be a UUID');
   const memoryId = request.memory_id.toLowerCase();
   const mode = requireEnum('mode', request.mode, UPDATE_MODES);
   const idempotencyKey = requireIdentifier('idempotency_key', request.idempotency_key);
   let expectedRecordId: string | null = null;
   if (request.expected_record_id !== undefined && request.expected_record_id !== null) {
-    if (typeof request.expected_record_id !== 'string' || !isUuid(request.expected_record_id)) throw new AdapterError('INVALID_ENVELOPE', 'expected_record_id must be a UUID');
+    if (typeof request.expected_record_id !== 'string' || !isUuid(request.expected_record_id))
+      throw new AdapterError('INVALID_ENVELOPE', 'expected_record_id must be a UUID');
     expectedRecordId = request.expected_record_id.toLowerCase();
   }
   const expectedRevision = request.expected_revision as number;
   const other = mode === 'REVERIFY' ? 'replacement' : 'verification';
-  if (request[other] !== undefined && request[other] !== null) throw new AdapterError('INVALID_ENVELOPE', `${other} does not belong to mode ${mode}`);
+  if (request[other] !== undefined && request[other] !== null)
+    throw new AdapterError('INVALID_ENVELOPE', `${other} does not belong to mode ${mode}`);
   const rawPayload = mode === 'REVERIFY' ? request.verification : request.replacement;
-  if (rawPayload !== undefined && rawPayload !== null && !isJsonObject(rawPayload)) throw new AdapterError('INVALID_ENVELOPE', `${mode === 'REVERIFY' ? 'verification' : 'replacement'} must be an object`);
+  if (rawPayload !== undefined && rawPayload !== null && !isJsonObject(rawPayload))
+    throw new AdapterError('INVALID_ENVELOPE',
+      `${mode === 'REVERIFY' ? 'verification' : 'replacement'} must be an object`);
   const raw = (rawPayload ?? {}) as Record<string, unknown>;
   if (mode === 'REPLACE') {
     const missing = REPLACE_REQUIRED.filter((key) => raw[key] === undefined || raw[key] === null);
-    if (missing.length > 0) throw new AdapterError('INVALID_ENVELOPE', `REPLACE needs ${missing.map((key) => `replacement.${key}`).join(', ')}`);
+    if (missing.length > 0)
+      throw new AdapterError('INVALID_ENVELOPE',
+        `REPLACE needs ${missing.map((key) => `replacement.${key}`).join(', ')}`);
   }
   const payloadName = mode === 'REVERIFY' ? 'verification' : 'replacement';
   const payload = normalizePayload(payloadName, raw, input.authorization.verifiedBy);
-  const contributionOrigin = { contributor_class: input.context.contributorClass, contributor_ref: input.context.contributorRef };
+  const contributionOrigin = {
+    contributor_class: input.context.contributorClass, contributor_ref: input.context.contributorRef,
+  };
   const fingerprint = canonicalDigest({
-    contribution_origin: contributionOrigin, expected_record_id: expectedRecordId, expected_revision: expectedRevision, memory_id: memoryId, mode,
-    replacement: mode === 'REPLACE' ? payload : {}, scope: envelopeScope(scope), verification: mode === 'REVERIFY' ? payload : {},
+    contribution_origin: contributionOrigin, expected_record_id: expectedRecordId, expected_revision: expectedRevision,
+    memory_id: memoryId, mode,
+    replacement: mode === 'REPLACE' ? payload : {}, scope: envelopeScope(scope),
+    verification: mode === 'REVERIFY' ? payload : {},
   });
   // embeddingCalls: a replay found under the lock, after this request embedded its successor, made that one call.
   const replayEnvelope = (row: RecordRow, embeddingCalls = 0) => writeEnvelope({
-    deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false, replay: true,
+    deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: false,
+    replay: true,
     embeddingCalls,
   });
   const now = contractNow(deps.clock());
@@ -145,18 +187,22 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     const decision = await promotionDecision(db, scope, live, mode, expectedRecordId);
     if (decision.kind === 'already_current') return { alreadyCurrent: decision.row };
     const successor = buildSuccessor({
-      live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps, digest: runtime.digest,
+      live, mode, payload, scope, now: now.text, idempotencyKey, fingerprint, contributionOrigin, deps,
+      digest: runtime.digest,
     });
     // §11 order after the guards: §4.4 and on_change on the merged successor, source_timestamp, contradiction,
     // admission freshness.
     const provenance = JSON.parse(successor.source_provenance) as SourceProvenance;
     const freshness = JSON.parse(successor.freshness_policy) as FreshnessPolicy;
     if (scope.scope === 'CROSS_PROJECT_WORKFLOW') {
-      checkCrossProjectWrite({ memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness });
+      checkCrossProjectWrite({
+        memory_type: successor.memory_type, source_provenance: provenance, freshness_policy: freshness,
+      });
     }
     checkOnChange(freshness, provenance);
     if (successor.source_timestamp === null) {
-      throw new AdapterError('PROVENANCE_REQUIRED', 'the successor needs a source_timestamp; state verification.source_timestamp');
+      throw new AdapterError('PROVENANCE_REQUIRED',
+        'the successor needs a source_timestamp; state verification.source_timestamp');
     }
     await assertNoContradiction(db, scope, live, successor);
     return { live, successor, provenance, freshness };
@@ -164,13 +210,16 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
   if (pre.replay) return replayEnvelope(pre.replay);
   if (pre.alreadyCurrent) {
     return writeEnvelope({
-      deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: pre.alreadyCurrent,
+      deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT',
+      record: pre.alreadyCurrent,
       withSummary: false, embeddingCalls: 0,
     });
   }
   const { live, successor, provenance, freshness } = pre as Required<typeof pre>;
-  if (!isFresh({ verified_by: successor.verified_by, last_verified_at: successor.last_verified_at, freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
-    throw new AdapterError('UNVERIFIED_CURRENT', 'the successor would be stale at admission; check last_verified_at and freshness_policy');
+  if (!isFresh({ verified_by: successor.verified_by, last_verified_at: successor.last_verified_at,
+    freshness_policy: freshness, source_provenance: provenance }, now.epochMicros)) {
+    throw new AdapterError('UNVERIFIED_CURRENT',
+      'the successor would be stale at admission; check last_verified_at and freshness_policy');
   }
   await assertRecordFitsBudget(publicRecord({ ...successor, row_id: 0 } as RecordRow));
   const embedding = await embedDocument(deps, successor.fact, runtime.fingerprint);
@@ -180,7 +229,9 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     const lockedReplay = await idempotencyDecision(trx, idempotencyKey, fingerprint);
     if (lockedReplay) return { kind: 'replay' as const, row: lockedReplay };
     const lockedLive = await targetRecord(trx, scope, memoryId, expectedRevision, expectedRecordId);
-    if (lockedLive.row_id !== live.row_id) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
+    if (lockedLive.row_id !== live.row_id)
+      throw new AdapterError('VERSION_CONFLICT',
+        'a concurrent writer changed this memory first; read memory_get and retry');
     const locked = await promotionDecision(trx, scope, lockedLive, mode, expectedRecordId);
     if (locked.kind === 'already_current') return { kind: 'already_current' as const, row: locked.row };
     await assertNoContradiction(trx, scope, lockedLive, successor);
@@ -191,34 +242,48 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
   if ('record_id' in outcome) return replayEnvelope(outcome, 1);
   if (outcome.kind === 'replay') return replayEnvelope(outcome.row, 1);
   if (outcome.kind === 'already_current') {
-    return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT', record: outcome.row, withSummary: false, embeddingCalls: 1 });
+    return writeEnvelope({
+      deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'ALREADY_CURRENT',
+      record: outcome.row, withSummary: false, embeddingCalls: 1,
+    });
   }
   const row = await readBack(deps, successor);
-  return writeEnvelope({ deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: true, embeddingCalls: 1 });
+  return writeEnvelope({
+    deps, operation: 'memory_update', requestId: input.requestId, scope, status: 'OK', record: row, withSummary: true,
+    embeddingCalls: 1,
+  });
 }
 
 /** The successor record of CONTRACT.md §13.4 (both modes), with REVERIFY's identity guards. */
 function buildSuccessor(input: {
-  live: RecordRow; mode: string; payload: Payload; scope: ScopeTuple; now: string; idempotencyKey: string; fingerprint: string;
+  live: RecordRow; mode: string; payload: Payload; scope: ScopeTuple; now: string; idempotencyKey: string;
+  fingerprint: string;
   contributionOrigin: Record<string, string>; deps: WriteDeps; digest: string;
 }): NewRecordRow {
   const { live, payload, scope } = input;
   const liveTags = JSON.parse(live.tags) as string[];
   const reverify = input.mode === 'REVERIFY';
   if (reverify) {
-    if (payload.memory_type !== undefined && payload.memory_type !== live.memory_type) throw new AdapterError('INVALID_ENVELOPE', 'REVERIFY cannot change memory_type; use REPLACE');
-    if (payload.subject !== undefined && payload.subject !== null && contradictionKey(live.memory_type, scope, subjectOf(payload.subject, [], live.fact)) !== live.contradiction_key) {
+    if (payload.memory_type !== undefined && payload.memory_type !== live.memory_type)
+      throw new AdapterError('INVALID_ENVELOPE', 'REVERIFY cannot change memory_type; use REPLACE');
+    if (payload.subject !== undefined && payload.subject !== null
+      && contradictionKey(live.memory_type, scope,
+        subjectOf(payload.subject, [], live.fact)) !== live.contradiction_key) {
       throw new AdapterError('INVALID_ENVELOPE', 'REVERIFY cannot change the subject; use REPLACE');
     }
-    if (payload.tags !== undefined && tagSubject(payload.tags) !== tagSubject(liveTags)) throw new AdapterError('INVALID_ENVELOPE', 'REVERIFY cannot change the subject: tag; use REPLACE');
+    if (payload.tags !== undefined && tagSubject(payload.tags) !== tagSubject(liveTags))
+      throw new AdapterError('INVALID_ENVELOPE', 'REVERIFY cannot change the subject: tag; use REPLACE');
   }
   const fact = reverify ? live.fact : payload.fact!;
   const memoryType = payload.memory_type ?? live.memory_type;
   const tags = payload.tags ?? liveTags;
-  const key = reverify ? live.contradiction_key : contradictionKey(memoryType, scope, subjectOf(payload.subject ?? null, tags, fact));
+  const key = reverify ? live.contradiction_key
+    : contradictionKey(memoryType, scope, subjectOf(payload.subject ?? null, tags, fact));
   return {
-    record_id: mintUuid(), memory_id: reverify ? live.memory_id : mintUuid(), revision: reverify ? live.revision + 1 : 1, parent_record_id: live.record_id,
-    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id, agent_id: scope.agent_id,
+    record_id: mintUuid(), memory_id: reverify ? live.memory_id : mintUuid(),
+    revision: reverify ? live.revision + 1 : 1, parent_record_id: live.record_id,
+    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id,
+    agent_id: scope.agent_id,
     scope_key: scopeDigest(scope), memory_type: memoryType, fact,
     source_provenance: payload.source_provenance ? canonicalJson(payload.source_provenance) : live.source_provenance,
     source_timestamp: payload.source_timestamp ?? (reverify ? live.source_timestamp : null),
@@ -227,9 +292,12 @@ function buildSuccessor(input: {
     contribution_origin: reverify ? live.contribution_origin : canonicalJson(input.contributionOrigin),
     freshness_policy: payload.freshness_policy ? canonicalJson(payload.freshness_policy) : live.freshness_policy,
     supersedes: reverify ? '[]' : canonicalJson([live.memory_id]), contradiction_key: key,
-    contradiction_state: reverify ? 'NONE' : 'RESOLVED', confidence: payload.confidence ?? live.confidence, tags: canonicalJson(tags),
-    lifecycle_state: 'VALIDATED_CURRENT', native_content_hash: nativeContentHash(scope, fact), payload_fingerprint: input.fingerprint,
-    idempotency_key: input.idempotencyKey, embedding_profile_id: input.deps.provider.profile.profileId, embedding_model_digest: input.digest,
+    contradiction_state: reverify ? 'NONE' : 'RESOLVED', confidence: payload.confidence ?? live.confidence,
+    tags: canonicalJson(tags),
+    lifecycle_state: 'VALIDATED_CURRENT', native_content_hash: nativeContentHash(scope, fact),
+    payload_fingerprint: input.fingerprint,
+    idempotency_key: input.idempotencyKey, embedding_profile_id: input.deps.provider.profile.profileId,
+    embedding_model_digest: input.digest,
     embedding_output_dimension: input.deps.provider.profile.outputDimension,
   };
 }

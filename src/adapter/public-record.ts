@@ -6,17 +6,21 @@ import { fitBudget } from './budget-fitting.js';
 import { countObjectTokens } from './token-measure.js';
 
 /** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
-export function publicRecord(row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null): Record<string, unknown> {
+export function publicRecord(
+  row: RecordRow, search: { relevance_score: number; retrieval_rank: number } | null = null,
+): Record<string, unknown> {
   return {
     memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, parent_record_id: row.parent_record_id,
     scope: scopeOf(row),
     memory_type: row.memory_type, fact: row.fact, source_provenance: JSON.parse(row.source_provenance),
     source_timestamp: row.source_timestamp, created_at: row.created_at, last_verified_at: row.last_verified_at,
-    verified_by: row.verified_by, authority_role: row.authority_role, contribution_origin: JSON.parse(row.contribution_origin),
+    verified_by: row.verified_by, authority_role: row.authority_role,
+    contribution_origin: JSON.parse(row.contribution_origin),
     freshness_policy: JSON.parse(row.freshness_policy), supersedes: JSON.parse(row.supersedes),
     contradiction_state: row.contradiction_state, confidence: row.confidence, tags: JSON.parse(row.tags),
     lifecycle_state: row.lifecycle_state,
-    relevance_score: search ? Number(search.relevance_score.toFixed(6)) : null, retrieval_rank: search?.retrieval_rank ?? null,
+    relevance_score: search ? Number(search.relevance_score.toFixed(6)) : null,
+    retrieval_rank: search?.retrieval_rank ?? null,
   };
 }
 
@@ -30,7 +34,9 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
   const bytes = utf8Bytes(text);
   // A token is at least one byte, so a text of at most MAX_RECORD_TOKENS bytes cannot exceed the token budget.
   if (bytes > MAX_RECORD_BYTES || (bytes > MAX_RECORD_TOKENS && (await countObjectTokens(text)) > MAX_RECORD_TOKENS)) {
-    throw new AdapterError('INVALID_ENVELOPE', `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; shorten the fact, tags or provenance`);
+    throw new AdapterError('INVALID_ENVELOPE',
+      `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; `
+        + `shorten the fact, tags or provenance`);
   }
 }
 
@@ -38,5 +44,8 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
 export async function measuredBudget(results: readonly Record<string, unknown>[]): Promise<Record<string, unknown>> {
   // The same measure as a read's budget, with nothing to drop.
   const measured = await fitBudget(results, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY);
-  return { requested_top_k: null, returned: measured.results.length, serialized_bytes: measured.serializedBytes, serialized_tokens: measured.serializedTokens, truncated: false };
+  return {
+    requested_top_k: null, returned: measured.results.length, serialized_bytes: measured.serializedBytes,
+    serialized_tokens: measured.serializedTokens, truncated: false,
+  };
 }

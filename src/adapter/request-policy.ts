@@ -9,7 +9,8 @@ import { validateScope, type ScopeTuple } from './request-scope.js';
 
 type Json = Readonly<Record<string, unknown>>;
 
-const keysOf = (definition: keyof typeof TOOL_DEFINITIONS) => new Set(Object.keys(TOOL_DEFINITIONS[definition].properties));
+const keysOf = (definition: keyof typeof TOOL_DEFINITIONS) =>
+  new Set(Object.keys(TOOL_DEFINITIONS[definition].properties));
 const KNOWN_TOP_LEVEL = new Map(TOOLS.map((tool) => [tool.name, keysOf(tool.requestDefinition)]));
 const NESTED = {
   source_provenance: keysOf('SourceProvenance'),
@@ -24,8 +25,10 @@ const MAX_KEY_CHARS = 64;
 
 /** Names unknown keys safely (CONTRACT.md §6.3): at most 8, each cut to 64 characters, secret-like ones redacted. */
 export function describeKeys(keys: readonly string[]): string {
-  const shown = keys.slice(0, MAX_NAMED_KEYS).map((key) => (isSecretLike(key) ? '[redacted]' : key.slice(0, MAX_KEY_CHARS)));
-  return keys.length > MAX_NAMED_KEYS ? `${shown.join(', ')} (and ${keys.length - MAX_NAMED_KEYS} more)` : shown.join(', ');
+  const shown = keys.slice(0, MAX_NAMED_KEYS)
+    .map((key) => (isSecretLike(key) ? '[redacted]' : key.slice(0, MAX_KEY_CHARS)));
+  return keys.length > MAX_NAMED_KEYS ? `${shown.join(', ')} (and ${keys.length - MAX_NAMED_KEYS} more)`
+    : shown.join(', ');
 }
 
 function unknownKeys(object: Json, known: ReadonlySet<string>): string[] {
@@ -56,27 +59,35 @@ function nestedPayloads(request: Json): [string, Json, ReadonlySet<string>][] {
   return found;
 }
 
-const CPW_SEARCH_ALLOWED = new Set(['WORKFLOW_RULE/CURRENT', 'WORKFLOW_RULE/REVIEW_HISTORY', 'HISTORICAL_QUESTION/REVIEW_HISTORY']);
+const CPW_SEARCH_ALLOWED = new Set([
+  'WORKFLOW_RULE/CURRENT', 'WORKFLOW_RULE/REVIEW_HISTORY', 'HISTORICAL_QUESTION/REVIEW_HISTORY',
+]);
 
 /** §4.4 rules of CROSS_PROJECT_WORKFLOW for store (and for update on the merged successor). */
-export function checkCrossProjectWrite(fields: { memory_type: unknown; source_provenance: unknown; freshness_policy: unknown }): void {
+export function checkCrossProjectWrite(
+  fields: { memory_type: unknown; source_provenance: unknown; freshness_policy: unknown },
+): void {
   if (fields.memory_type !== 'WORKFLOW_RULE' && fields.memory_type !== 'DECISION_RATIONALE') {
-    throw new AdapterError('SCOPE_TYPE_MISMATCH', 'CROSS_PROJECT_WORKFLOW stores only WORKFLOW_RULE and DECISION_RATIONALE memories');
+    throw new AdapterError('SCOPE_TYPE_MISMATCH',
+      'CROSS_PROJECT_WORKFLOW stores only WORKFLOW_RULE and DECISION_RATIONALE memories');
   }
   const provenance = isJsonObject(fields.source_provenance) ? fields.source_provenance : {};
   if (provenance.source_fingerprint !== undefined && provenance.source_fingerprint !== null) {
-    throw new AdapterError('SCOPE_FRESHNESS_MISMATCH', 'CROSS_PROJECT_WORKFLOW facts carry no source_provenance.source_fingerprint');
+    throw new AdapterError('SCOPE_FRESHNESS_MISMATCH',
+      'CROSS_PROJECT_WORKFLOW facts carry no source_provenance.source_fingerprint');
   }
   const freshness = isJsonObject(fields.freshness_policy) ? fields.freshness_policy : {};
   const blank = (value: unknown) => typeof value !== 'string' || strip(value) === '';
   if (freshness.kind === 'manual' && blank(freshness.recheck_ref) && blank(freshness.source_fingerprint)) {
-    throw new AdapterError('INVALID_FRESHNESS', 'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
+    throw new AdapterError('INVALID_FRESHNESS',
+      'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
   }
   // Values are compared as they will be stored: stripped, hex in lower case (CONTRACT.md §5.6).
   const hex = (value: unknown) => (typeof value === 'string' ? strip(value).toLowerCase() : null);
   if (freshness.kind === 'on_change' && !blank(freshness.recheck_ref) && hex(freshness.source_fingerprint) !== null &&
     hex(freshness.source_fingerprint) === hex(provenance.source_hash)) {
-    throw new AdapterError('INVALID_FRESHNESS', 'CROSS_PROJECT_WORKFLOW on_change freshness cannot follow a project source; use manual with recheck_ref');
+    throw new AdapterError('INVALID_FRESHNESS',
+      'CROSS_PROJECT_WORKFLOW on_change freshness cannot follow a project source; use manual with recheck_ref');
   }
 }
 
@@ -90,25 +101,30 @@ export interface WriteAuthorization {
  * §8.2 authorization of store and update; runs before any idempotency lookup, so a key minted by a more
  * privileged launcher is never a bearer token. Throws WRITE_AUTHORIZATION_DENIED.
  */
-export function authorizeWrite(operation: 'memory_store' | 'memory_update', request: Json, profile: WriteProfile): WriteAuthorization {
+export function authorizeWrite(
+  operation: 'memory_store' | 'memory_update', request: Json, profile: WriteProfile,
+): WriteAuthorization {
   const spec = WRITE_PROFILE_SPECS[profile];
   const deny = (why: string) => new AdapterError('WRITE_AUTHORIZATION_DENIED', `the ${profile} write profile ${why}`);
   if (!spec.operations.includes(operation)) throw deny(`does not allow ${operation}`);
   if (operation === 'memory_store') {
     const requested = request.requested_lifecycle_state;
     if (requested === undefined || requested === null || requested === 'CANDIDATE') {
-      if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== 'UNVERIFIED') throw deny('stores Candidates as UNVERIFIED; remove verified_by');
+      if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== 'UNVERIFIED')
+        throw deny('stores Candidates as UNVERIFIED; remove verified_by');
       return { verifiedBy: 'UNVERIFIED' };
     }
     if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may store Candidates only');
-    if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== spec.basis) throw deny(`verifies as ${spec.basis} only`);
+    if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== spec.basis)
+      throw deny(`verifies as ${spec.basis} only`);
     return { verifiedBy: spec.basis! };
   }
   if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may not update');
   // The basis is injected into whichever payload the mode carries; an explicit different value conflicts.
   for (const payload of [request.verification, request.replacement]) {
     const claimed = isJsonObject(payload) ? payload.verified_by : undefined;
-    if (claimed !== undefined && claimed !== null && claimed !== spec.basis) throw deny(`verifies as ${spec.basis} only`);
+    if (claimed !== undefined && claimed !== null && claimed !== spec.basis)
+      throw deny(`verifies as ${spec.basis} only`);
   }
   return { verifiedBy: spec.basis! };
 }
@@ -126,8 +142,10 @@ export interface PolicyOutcome {
  */
 export function applyRequestPolicy(operation: ToolName, request: Json, profile: WriteProfile): PolicyOutcome {
   const unknown = unknownKeys(request, KNOWN_TOP_LEVEL.get(operation)!);
-  if (unknown.length > 0) throw new AdapterError('INVALID_ENVELOPE', `${operation} does not accept: ${describeKeys(unknown)}`);
-  if (containsTrustClaim(request)) throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
+  if (unknown.length > 0)
+    throw new AdapterError('INVALID_ENVELOPE', `${operation} does not accept: ${describeKeys(unknown)}`);
+  if (containsTrustClaim(request))
+    throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
   for (const [name, payload, known] of nestedPayloads(request)) {
     const extra = unknownKeys(payload, known);
     if (extra.length > 0) throw new AdapterError('INVALID_ENVELOPE', `${name} does not accept: ${describeKeys(extra)}`);
@@ -137,12 +155,21 @@ export function applyRequestPolicy(operation: ToolName, request: Json, profile: 
     if (operation === 'memory_search') {
       const intent = request.intent_class;
       const mode = request.retrieval_mode ?? 'CURRENT';
-      if (intent !== 'GENERAL_TASK_NO_MEMORY_REQUIRED' && !CPW_SEARCH_ALLOWED.has(`${String(intent)}/${String(mode)}`)) {
-        throw new AdapterError('SCOPE_INTENT_MISMATCH', 'CROSS_PROJECT_WORKFLOW answers WORKFLOW_RULE (CURRENT or REVIEW_HISTORY) and HISTORICAL_QUESTION (REVIEW_HISTORY) only');
+      if (intent !== 'GENERAL_TASK_NO_MEMORY_REQUIRED'
+        && !CPW_SEARCH_ALLOWED.has(`${String(intent)}/${String(mode)}`)) {
+        throw new AdapterError('SCOPE_INTENT_MISMATCH',
+          'CROSS_PROJECT_WORKFLOW answers WORKFLOW_RULE (CURRENT or REVIEW_HISTORY) and HISTORICAL_QUESTION '
+            + '(REVIEW_HISTORY) only');
       }
     }
-    if (operation === 'memory_store') checkCrossProjectWrite({ memory_type: request.memory_type, source_provenance: request.source_provenance, freshness_policy: request.freshness_policy });
+    if (operation === 'memory_store')
+      checkCrossProjectWrite({
+        memory_type: request.memory_type, source_provenance: request.source_provenance,
+        freshness_policy: request.freshness_policy,
+      });
   }
-  const authorization = operation === 'memory_store' || operation === 'memory_update' ? authorizeWrite(operation, request, profile) : null;
+  const authorization = operation === 'memory_store' || operation === 'memory_update'
+    ? authorizeWrite(operation, request, profile)
+    : null;
   return { scope, authorization };
 }

@@ -30,9 +30,12 @@ export function requireEnum<T extends string>(field: string, value: unknown, val
  * RAW_OR_SENSITIVE_CONTENT (checked first), any other non-identifier INVALID_ENVELOPE.
  */
 export function requireIdentifier(field: string, value: unknown): string {
-  if (typeof value === 'string' && isSecretLike(value)) throw new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${field} looks like a secret; remove it`);
+  if (typeof value === 'string' && isSecretLike(value))
+    throw new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${field} looks like a secret; remove it`);
   if (typeof value !== 'string' || !isIdentifierFormat(value)) {
-    throw new AdapterError('INVALID_ENVELOPE', `${field} must be an identifier: 1-128 characters of letters, digits and . _ : / -, starting with a letter or digit`);
+    throw new AdapterError('INVALID_ENVELOPE',
+      `${field} must be an identifier: 1-128 characters of letters, digits and . _ : / -, starting with a letter or `
+        + `digit`);
   }
   return value;
 }
@@ -43,16 +46,20 @@ export function requireIdentifier(field: string, value: unknown): string {
  */
 export function validateScope(request: Readonly<Record<string, unknown>>): ScopeTuple {
   const scopeValue = request.scope;
-  if (scopeValue === undefined || scopeValue === null || scopeValue === '') throw new AdapterError('UNKNOWN_SCOPE', `scope is required; one of: ${sortedChoices(SCOPES)}`);
+  if (scopeValue === undefined || scopeValue === null || scopeValue === '')
+    throw new AdapterError('UNKNOWN_SCOPE', `scope is required; one of: ${sortedChoices(SCOPES)}`);
   const scope = requireEnum('scope', scopeValue, SCOPES);
   if (scope === 'CROSS_PROJECT_WORKFLOW') {
     const present = IDENTITY_KEYS.filter((key) => Object.hasOwn(request, key));
-    if (present.length > 0) throw new AdapterError('CROSS_SCOPE_DENIED', `CROSS_PROJECT_WORKFLOW takes no identity keys; remove ${present.join(', ')}`);
+    if (present.length > 0)
+      throw new AdapterError('CROSS_SCOPE_DENIED',
+        `CROSS_PROJECT_WORKFLOW takes no identity keys; remove ${present.join(', ')}`);
   }
   const has = (key: IdentityKey) => !absent(request[key]);
   const forbid = (keys: readonly IdentityKey[]) => {
     const found = keys.filter(has);
-    if (found.length > 0) throw new AdapterError('CROSS_SCOPE_DENIED', `${scope} scope does not take ${found.join(', ')}`);
+    if (found.length > 0)
+      throw new AdapterError('CROSS_SCOPE_DENIED', `${scope} scope does not take ${found.join(', ')}`);
   };
   if (scope === 'GLOBAL_USER') forbid(['project_id', 'worktree_id', 'workflow_id']);
   if (scope === 'PROJECT') {
@@ -62,14 +69,21 @@ export function validateScope(request: Readonly<Record<string, unknown>>): Scope
   if (scope === 'WORKFLOW' && (!has('project_id') || !has('workflow_id'))) {
     throw new AdapterError('UNKNOWN_PROJECT_ID', 'WORKFLOW scope requires project_id and workflow_id');
   }
-  if (scope === 'TOOL_ENVIRONMENT' && !has('agent_id')) throw new AdapterError('UNKNOWN_AGENT', 'TOOL_ENVIRONMENT scope requires agent_id');
+  if (scope === 'TOOL_ENVIRONMENT' && !has('agent_id'))
+    throw new AdapterError('UNKNOWN_AGENT', 'TOOL_ENVIRONMENT scope requires agent_id');
   const identity = (key: IdentityKey) => (has(key) ? requireIdentifier(key, request[key]) : null);
-  return Object.freeze({ scope, project_id: identity('project_id'), worktree_id: identity('worktree_id'), workflow_id: identity('workflow_id'), agent_id: identity('agent_id') });
+  return Object.freeze({
+    scope, project_id: identity('project_id'), worktree_id: identity('worktree_id'),
+    workflow_id: identity('workflow_id'), agent_id: identity('agent_id'),
+  });
 }
 
 /** scope_digest: SHA-256 of the canonical JSON of the five-key scope object; stored as `scope_key`. */
 export function scopeDigest(tuple: ScopeTuple): string {
-  const text = canonicalJson({ scope: tuple.scope, project_id: tuple.project_id, worktree_id: tuple.worktree_id, workflow_id: tuple.workflow_id, agent_id: tuple.agent_id });
+  const text = canonicalJson({
+    scope: tuple.scope, project_id: tuple.project_id, worktree_id: tuple.worktree_id, workflow_id: tuple.workflow_id,
+    agent_id: tuple.agent_id,
+  });
   let digest = SCOPE_DIGESTS.get(text);
   if (digest === undefined) {
     digest = sha256Hex(text);

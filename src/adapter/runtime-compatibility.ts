@@ -1,5 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { evaluateCompatibility, runtimeFingerprint, type EmbeddingCompatibility } from '../embedding/embedding-binding.js';
+import {
+  evaluateCompatibility, runtimeFingerprint, type EmbeddingCompatibility,
+} from '../embedding/embedding-binding.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 
@@ -30,7 +32,10 @@ export async function observeCompatibility(deps: CompatibilityDeps): Promise<Com
     if (!(error instanceof AdapterError)) throw error;
     providerError = error;
   }
-  const compatibility = evaluateCompatibility({ profile: deps.provider.profile, bindingText: deps.engine.storedBinding, tableDimension: deps.engine.findings.vectorDimension, provenance });
+  const compatibility = evaluateCompatibility({
+    profile: deps.provider.profile, bindingText: deps.engine.storedBinding,
+    tableDimension: deps.engine.findings.vectorDimension, provenance,
+  });
   return { provenance, providerError, compatibility };
 }
 
@@ -41,7 +46,9 @@ export async function observeCompatibility(deps: CompatibilityDeps): Promise<Com
 export async function requireCompatible(deps: CompatibilityDeps): Promise<{ fingerprint: string; digest: string }> {
   const { provenance, compatibility } = await observeCompatibility(deps);
   if (compatibility.state !== 'COMPATIBLE' || provenance === null) {
-    throw new AdapterError('PROFILE_MISMATCH', `the embedding profile is ${compatibility.state} (${compatibility.reason}) with this database; semantic search and writes need a compatible profile (see memory_status)`);
+    throw new AdapterError('PROFILE_MISMATCH',
+      `the embedding profile is ${compatibility.state} (${compatibility.reason}) with this database; semantic search `
+        + `and writes need a compatible profile (see memory_status)`);
   }
   return { fingerprint: runtimeFingerprint(provenance), digest: provenance.digest };
 }
@@ -50,7 +57,9 @@ export async function requireCompatible(deps: CompatibilityDeps): Promise<{ fing
  * Runs one embedding call outside any transaction, then checks the runtime again: a fingerprint that
  * changed in between discards the result with PROFILE_MISMATCH (CONTRACT.md §14.6).
  */
-export async function embedUnderRuntime<T>(deps: CompatibilityDeps, fingerprintBefore: string, embed: () => Promise<T>): Promise<T> {
+export async function embedUnderRuntime<T>(
+  deps: CompatibilityDeps, fingerprintBefore: string, embed: () => Promise<T>,
+): Promise<T> {
   const result = await embed();
   if ((await requireCompatible(deps)).fingerprint !== fingerprintBefore) {
     throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');

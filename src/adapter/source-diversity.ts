@@ -14,7 +14,9 @@ export function selectDiverse<T extends DiversityCandidate>(ranked: readonly T[]
   const seen = new Set<string>();
   const chosen = new Set<number>();
   ranked.forEach((candidate, index) => {
-    const key = JSON.stringify([candidate.source.source_class, candidate.source.source_ref, candidate.source.source_hash]);
+    const key = JSON.stringify([
+      candidate.source.source_class, candidate.source.source_ref, candidate.source.source_hash,
+    ]);
     if (chosen.size < max && !seen.has(key)) {
       seen.add(key);
       chosen.add(index);

@@ -49,7 +49,8 @@ const LONG_REMEMBERED_MAX_LENGTH = 2048;
 
 function isPunctuation(code: number): boolean {
   // " , : [ ] { }
-  return code === 0x22 || code === 0x2c || code === 0x3a || code === 0x5b || code === 0x5d || code === 0x7b || code === 0x7d;
+  return code === 0x22 || code === 0x2c || code === 0x3a || code === 0x5b || code === 0x5d || code === 0x7b
+    || code === 0x7d;
 }
 
 function isAsciiAlphanumeric(code: number): boolean {
@@ -81,7 +82,8 @@ export async function countTokens(text: string): Promise<number> {
   let total = 0;
   let start = 0;
   for (let p = 2; p < text.length; p += 1) {
-    if (isAsciiAlphanumeric(text.charCodeAt(p)) && isPunctuation(text.charCodeAt(p - 1)) && isPunctuation(text.charCodeAt(p - 2))) {
+    if (isAsciiAlphanumeric(text.charCodeAt(p)) && isPunctuation(text.charCodeAt(p - 1))
+      && isPunctuation(text.charCodeAt(p - 2))) {
       total += segmentTokens(count, text.slice(start, p));
       start = p;
     }
@@ -102,7 +104,10 @@ const JOINTS = ['{"', '"}', '[{"', '"},{"', '"}]', '[]'] as const;
 let joints: Promise<Record<(typeof JOINTS)[number], number>> | undefined;
 
 function jointCounts(): Promise<Record<(typeof JOINTS)[number], number>> {
-  joints ??= load().then((count) => Object.fromEntries(JOINTS.map((joint) => [joint, count(joint, AS_TEXT)])) as Record<(typeof JOINTS)[number], number>);
+  joints ??= load()
+    .then((count) =>
+      Object.fromEntries(JOINTS.map((joint) => [joint, count(joint, AS_TEXT)])) as Record<(typeof JOINTS)[number],
+        number>);
   return joints;
 }
 

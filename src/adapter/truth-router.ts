@@ -25,7 +25,8 @@ const MAX_QUERY_BYTES = 512;
 
 function integer(field: string, value: unknown, min: number, max: number, fallback: number): number {
   if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) throw new AdapterError('INVALID_ENVELOPE', `${field} must be an integer ${min}-${max}`);
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    throw new AdapterError('INVALID_ENVELOPE', `${field} must be an integer ${min}-${max}`);
   return value;
 }
 
@@ -35,7 +36,8 @@ function integer(field: string, value: unknown, min: number, max: number, fallba
  * memory, requires REVIEW_HISTORY for HISTORICAL_QUESTION, and sizes the candidate pools.
  */
 export function routeSearch(request: Readonly<Record<string, unknown>>): SearchPlan {
-  if (typeof request.query !== 'string' || strip(request.query) === '' || utf8Bytes(strip(request.query)) > MAX_QUERY_BYTES) {
+  if (typeof request.query !== 'string' || strip(request.query) === ''
+    || utf8Bytes(strip(request.query)) > MAX_QUERY_BYTES) {
     throw new AdapterError('INVALID_ENVELOPE', `query must be 1-${MAX_QUERY_BYTES} bytes after stripping whitespace`);
   }
   const topK = integer('top_k', request.top_k, 1, 8, 5);
@@ -44,7 +46,8 @@ export function routeSearch(request: Readonly<Record<string, unknown>>): SearchP
   const maxTokens = integer('max_tokens', request.max_tokens, 1, 1600, 1200);
   const kind = requireEnum('retrieval_mode_kind', request.retrieval_mode_kind ?? 'SEMANTIC', RETRIEVAL_MODE_KINDS);
   const mode = requireEnum('retrieval_mode', request.retrieval_mode ?? 'CURRENT', RETRIEVAL_MODES);
-  if (typeof request.intent_class !== 'string' || !(INTENT_CLASSES as readonly string[]).includes(request.intent_class)) {
+  if (typeof request.intent_class !== 'string'
+    || !(INTENT_CLASSES as readonly string[]).includes(request.intent_class)) {
     throw new AdapterError('UNKNOWN_INTENT', `intent_class must be one of: ${[...INTENT_CLASSES].sort().join(', ')}`);
   }
   const intent = request.intent_class as SearchPlan['intent'];

@@ -36,18 +36,24 @@ const RAW_PHRASES = ['full transcript', 'hidden reasoning', 'whole repository'];
 const present = (value: unknown) => value !== undefined && value !== null;
 
 function sensitive(field: string): AdapterError {
-  return new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${field} looks like a secret or raw content; store a short fact instead`);
+  return new AdapterError('RAW_OR_SENSITIVE_CONTENT',
+    `${field} looks like a secret or raw content; store a short fact instead`);
 }
 
-/** The fact as stored: collapse(fact), 1-2000 bytes, no secrets, transcripts, hidden reasoning or whole repositories. */
+/**
+ * The fact as stored: collapse(fact), 1-2000 bytes, no secrets, transcripts, hidden reasoning or whole repositories.
+ */
 export function normalizeFact(value: unknown, field = 'fact'): string {
   if (typeof value !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field} must be a string`);
   // Stored as UTF-8 text: a lone surrogate has no UTF-8 form, and SQLite would keep bytes that never read back.
-  if (!isWellFormedText(value)) throw new AdapterError('INVALID_ENVELOPE', `${field} must be well-formed Unicode (it holds a lone surrogate)`);
+  if (!isWellFormedText(value))
+    throw new AdapterError('INVALID_ENVELOPE', `${field} must be well-formed Unicode (it holds a lone surrogate)`);
   const fact = collapse(value);
   const folded = foldKey(fact);
   if (isSecretLike(fact) || RAW_PHRASES.some((phrase) => folded.includes(phrase))) throw sensitive(field);
-  if (fact === '' || utf8Bytes(fact) > MAX_FACT_BYTES) throw new AdapterError('INVALID_ENVELOPE', `${field} must be 1-${MAX_FACT_BYTES} bytes after collapsing whitespace`);
+  if (fact === '' || utf8Bytes(fact) > MAX_FACT_BYTES)
+    throw new AdapterError('INVALID_ENVELOPE',
+      `${field} must be 1-${MAX_FACT_BYTES} bytes after collapsing whitespace`);
   return fact;
 }
 
@@ -56,7 +62,9 @@ export function normalizeMemoryType(value: unknown, field = 'memory_type'): (typ
 }
 
 /** A stripped provenance string: no CR/LF or secret, 1-`maxBytes` bytes. */
-function provenanceString(field: string, value: unknown, maxBytes: number, code: 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE'): string {
+function provenanceString(
+  field: string, value: unknown, maxBytes: number, code: 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE',
+): string {
   if (typeof value !== 'string') throw new AdapterError(code, `${field} must be a string`);
   const text = strip(value);
   if (/[\r\n]/.test(text) || isSecretLike(text)) throw sensitive(field);
@@ -72,10 +80,14 @@ function hex64(field: string, value: unknown, code: 'PROVENANCE_REQUIRED' | 'INV
 
 /** source_provenance: five required keys (PROVENANCE_REQUIRED lists missing ones), optional fingerprint. */
 export function normalizeProvenance(value: unknown, field = 'source_provenance'): SourceProvenance {
-  if (!isJsonObject(value)) throw new AdapterError('PROVENANCE_REQUIRED', `${field} must be an object with source_class, source_ref, source_hash, review_ref, extraction_method`);
+  if (!isJsonObject(value))
+    throw new AdapterError('PROVENANCE_REQUIRED',
+      `${field} must be an object with source_class, source_ref, source_hash, review_ref, extraction_method`);
   const required = ['source_class', 'source_ref', 'source_hash', 'review_ref', 'extraction_method'];
   const missing = required.filter((key) => !present(value[key]));
-  if (missing.length > 0) throw new AdapterError('PROVENANCE_REQUIRED', `${field} is missing ${missing.map((key) => `${field}.${key}`).join(', ')}`);
+  if (missing.length > 0)
+    throw new AdapterError('PROVENANCE_REQUIRED',
+      `${field} is missing ${missing.map((key) => `${field}.${key}`).join(', ')}`);
   const code = 'PROVENANCE_REQUIRED';
   return {
     source_class: provenanceString(`${field}.source_class`, value.source_class, 96, code),
@@ -83,7 +95,9 @@ export function normalizeProvenance(value: unknown, field = 'source_provenance')
     source_hash: hex64(`${field}.source_hash`, value.source_hash, code),
     review_ref: provenanceString(`${field}.review_ref`, value.review_ref, 256, code),
     extraction_method: provenanceString(`${field}.extraction_method`, value.extraction_method, 96, code),
-    source_fingerprint: present(value.source_fingerprint) ? hex64(`${field}.source_fingerprint`, value.source_fingerprint, code) : null,
+    source_fingerprint: present(value.source_fingerprint)
+      ? hex64(`${field}.source_fingerprint`, value.source_fingerprint, code)
+      : null,
   };
 }
 
@@ -94,27 +108,36 @@ export function normalizeFreshness(value: unknown, field = 'freshness_policy'): 
   const kind = requireEnum(`${field}.kind`, value.kind, FRESHNESS_KINDS);
   const ttl = value.ttl_seconds;
   if (kind === 'ttl' && !(Number.isInteger(ttl) && (ttl as number) >= 1 && (ttl as number) <= MAX_TTL_SECONDS)) {
-    throw new AdapterError('INVALID_ENVELOPE', `${field}.ttl_seconds must be an integer 1-${MAX_TTL_SECONDS} for kind ttl`);
+    throw new AdapterError('INVALID_ENVELOPE',
+      `${field}.ttl_seconds must be an integer 1-${MAX_TTL_SECONDS} for kind ttl`);
   }
-  if (kind !== 'ttl' && present(ttl)) throw new AdapterError('INVALID_ENVELOPE', `${field}.ttl_seconds is only for kind ttl`);
+  if (kind !== 'ttl' && present(ttl))
+    throw new AdapterError('INVALID_ENVELOPE', `${field}.ttl_seconds is only for kind ttl`);
   let recheckRef: string | null = null;
   if (present(value.recheck_ref)) {
-    if (typeof value.recheck_ref !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be a string`);
+    if (typeof value.recheck_ref !== 'string')
+      throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be a string`);
     const text = strip(value.recheck_ref);
     if (/[\r\n]/.test(text) || isSecretLike(text)) throw sensitive(`${field}.recheck_ref`);
-    if (utf8Bytes(text) > 256) throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be at most 256 bytes`);
+    if (utf8Bytes(text) > 256)
+      throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be at most 256 bytes`);
     recheckRef = text === '' ? null : text;
   }
   return {
     kind, recheck_ref: recheckRef, ttl_seconds: kind === 'ttl' ? (ttl as number) : null,
-    source_fingerprint: present(value.source_fingerprint) ? hex64(`${field}.source_fingerprint`, value.source_fingerprint, 'INVALID_ENVELOPE') : null,
+    source_fingerprint: present(value.source_fingerprint)
+      ? hex64(`${field}.source_fingerprint`, value.source_fingerprint, 'INVALID_ENVELOPE')
+      : null,
   };
 }
 
 /** The on_change rule (any scope): a non-blank recheck_ref and a fingerprint equal to the source hash. */
 export function checkOnChange(freshness: FreshnessPolicy, provenance: SourceProvenance): void {
-  if (freshness.kind === 'on_change' && (freshness.recheck_ref === null || freshness.source_fingerprint !== provenance.source_hash)) {
-    throw new AdapterError('INVALID_FRESHNESS', 'on_change freshness needs freshness_policy.recheck_ref and a source_fingerprint equal to source_provenance.source_hash');
+  if (freshness.kind === 'on_change'
+    && (freshness.recheck_ref === null || freshness.source_fingerprint !== provenance.source_hash)) {
+    throw new AdapterError('INVALID_FRESHNESS',
+      'on_change freshness needs freshness_policy.recheck_ref and a source_fingerprint equal to '
+        + 'source_provenance.source_hash');
   }
 }
 
@@ -122,7 +145,9 @@ export function checkOnChange(freshness: FreshnessPolicy, provenance: SourceProv
 export function normalizeTimestamp(field: string, value: unknown): string | null {
   if (!present(value)) return null;
   const parsed = typeof value === 'string' ? parseTimestamp(value) : null;
-  if (!parsed) throw new AdapterError('INVALID_TIMESTAMP', `${field} must look like 2026-01-31T12:00:00Z (date, T or space, time, Z or ±HH:MM)`);
+  if (!parsed)
+    throw new AdapterError('INVALID_TIMESTAMP',
+      `${field} must look like 2026-01-31T12:00:00Z (date, T or space, time, Z or ±HH:MM)`);
   return parsed.text;
 }
 
@@ -133,20 +158,23 @@ export function normalizeVerifiedBy(value: unknown, field = 'verified_by'): stri
 /** confidence 0-1; non-numbers and out-of-range values are INVALID_ENVELOPE (a nested bound is governed). */
 export function normalizeConfidence(value: unknown, field = 'confidence'): number | null {
   if (!present(value)) return null;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1) throw new AdapterError('INVALID_ENVELOPE', `${field} must be a number 0-1`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1)
+    throw new AdapterError('INVALID_ENVELOPE', `${field} must be a number 0-1`);
   return value;
 }
 
 /** tags: at most 12, each collapsed, non-blank, at most 48 bytes, not secret-like; duplicates dropped. */
 export function normalizeTags(value: unknown, field = 'tags'): string[] | null {
   if (!present(value)) return null;
-  if (!Array.isArray(value) || value.length > MAX_TAGS) throw new AdapterError('INVALID_ENVELOPE', `${field} must be an array of at most ${MAX_TAGS} strings`);
+  if (!Array.isArray(value) || value.length > MAX_TAGS)
+    throw new AdapterError('INVALID_ENVELOPE', `${field} must be an array of at most ${MAX_TAGS} strings`);
   const tags: string[] = [];
   for (const item of value) {
     if (typeof item !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field} must hold strings`);
     const tag = collapse(item);
     if (isSecretLike(tag)) throw sensitive(field);
-    if (tag === '' || utf8Bytes(tag) > MAX_TAG_BYTES) throw new AdapterError('INVALID_ENVELOPE', `each of ${field} must be 1-${MAX_TAG_BYTES} bytes`);
+    if (tag === '' || utf8Bytes(tag) > MAX_TAG_BYTES)
+      throw new AdapterError('INVALID_ENVELOPE', `each of ${field} must be 1-${MAX_TAG_BYTES} bytes`);
     if (!tags.includes(tag)) tags.push(tag);
   }
   return tags;
@@ -158,6 +186,7 @@ export function normalizeSubject(value: unknown, field = 'subject'): string | nu
   if (typeof value !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field} must be a string`);
   const subject = collapse(value);
   if (isSecretLike(subject)) throw sensitive(field);
-  if (utf8Bytes(subject) > MAX_SUBJECT_BYTES) throw new AdapterError('INVALID_ENVELOPE', `${field} must be at most ${MAX_SUBJECT_BYTES} bytes`);
+  if (utf8Bytes(subject) > MAX_SUBJECT_BYTES)
+    throw new AdapterError('INVALID_ENVELOPE', `${field} must be at most ${MAX_SUBJECT_BYTES} bytes`);
   return subject === '' ? null : subject;
 }

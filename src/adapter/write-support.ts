@@ -1,7 +1,9 @@
 import { AdapterError } from '../core/adapter-error.js';
 import type { EmbeddingProvider } from '../embedding/embedding-provider.js';
 import type { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
-import { contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordRow, type Reader, type RecordRow } from '../storage/record-repository.js';
+import {
+  contradictionSummary, findByIdempotencyKey, findRecord, type NewRecordRow, type Reader, type RecordRow,
+} from '../storage/record-repository.js';
 import { isIdempotencyKeyViolation } from '../storage/sqlite-errors.js';
 import { adapterAudit, envelopeScope } from './envelope.js';
 import { measuredBudget, publicRecord } from './public-record.js';
@@ -27,7 +29,8 @@ export async function idempotencyDecision(reader: Reader, key: string, fingerpri
   const existing = await findByIdempotencyKey(reader, key);
   if (!existing) return null;
   if (existing.payload_fingerprint !== fingerprint) {
-    throw new AdapterError('IDEMPOTENCY_CONFLICT', 'idempotency_key was already used for a different request; use a new key');
+    throw new AdapterError('IDEMPOTENCY_CONFLICT',
+      'idempotency_key was already used for a different request; use a new key');
   }
   return existing;
 }
@@ -36,7 +39,9 @@ export async function idempotencyDecision(reader: Reader, key: string, fingerpri
  * Runs the write transaction; a lost race on the idempotency key is decided again as idempotency
  * (replay or IDEMPOTENCY_CONFLICT), else WRITE_UNCONFIRMED.
  */
-export async function writeOrReplay<T>(deps: WriteDeps, key: string, fingerprint: string, write: () => Promise<T>): Promise<T | RecordRow> {
+export async function writeOrReplay<T>(
+  deps: WriteDeps, key: string, fingerprint: string, write: () => Promise<T>,
+): Promise<T | RecordRow> {
   try {
     return await write();
   } catch (error) {
@@ -52,14 +57,16 @@ function sameColumns(row: RecordRow, written: NewRecordRow): boolean {
   const values = written as Readonly<Record<string, unknown>>;
   const columns = Object.keys(values).filter((column) => values[column] !== undefined);
   const stored = row as Readonly<Record<string, unknown>>;
-  return Object.hasOwn(stored, 'row_id') && Object.keys(stored).length === columns.length + 1 && columns.every((column) => Object.hasOwn(stored, column) && stored[column] === values[column]);
+  return Object.hasOwn(stored, 'row_id') && Object.keys(stored).length === columns.length + 1
+    && columns.every((column) => Object.hasOwn(stored, column) && stored[column] === values[column]);
 }
 
 /** Reads the committed record back; WRITE_UNCONFIRMED when it is missing or differs. */
 export async function readBack(deps: WriteDeps, written: NewRecordRow): Promise<RecordRow> {
   const row = await deps.engine.read((db) => findRecord(db, written.record_id));
   if (!row || !sameColumns(row, written)) {
-    throw new AdapterError('WRITE_UNCONFIRMED', 'the committed record could not be read back unchanged; read the memory before retrying');
+    throw new AdapterError('WRITE_UNCONFIRMED',
+      'the committed record could not be read back unchanged; read the memory before retrying');
   }
   return row;
 }
@@ -70,7 +77,9 @@ export async function writeEnvelope(input: {
   withSummary: boolean; replay?: boolean; embeddingCalls: number;
 }): Promise<Record<string, unknown>> {
   const results = [publicRecord(input.record)];
-  const contradictions = input.withSummary ? await input.deps.engine.read((db) => contradictionSummary(db, scopeDigest(input.scope))) : [];
+  const contradictions = input.withSummary
+    ? await input.deps.engine.read((db) => contradictionSummary(db, scopeDigest(input.scope)))
+    : [];
   return {
     status: input.status, memory_needed: true, scope: envelopeScope(input.scope), results, contradictions,
     budget: await measuredBudget(results), degradation: null,
