@@ -51,7 +51,9 @@ export class DatabaseLease {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
       }
-      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be opened; check its permissions', { cause: error });
+      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be opened; check its permissions', {
+        cause: error,
+      });
     }
     const lease = new DatabaseLease(path, mode, fd, createdFile);
     try {
@@ -73,7 +75,9 @@ export class DatabaseLease {
           ? 'a FactLane maintenance operation holds the database; retry after it finishes'
           : 'the database is in use by another FactLane process; stop every FactLane process on it first');
       }
-      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database lease cannot be taken on this filesystem', { cause: error });
+      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database lease cannot be taken on this filesystem', {
+        cause: error,
+      });
     }
     this.assertSameInode();
   }

@@ -23,8 +23,8 @@ const MAX_SHARDS = 400;
  * How many vectors a scope of `total` eligible vectors fills each shard with before it opens another: 8·√total, at
  * least MIN_SHARD_ROWS, and enough that the scope keeps at most MAX_SHARDS. The first pass costs about k × shard size
  * per shard, with k in proportion to the shard's share of FIRST_PASS_ROWS, so about FIRST_PASS_ROWS × shard size in
- * all: small shards for small scopes. Each shard also costs a statement arm and at least MIN_SHARD_K candidates to re-score, so big scopes
- * want fewer, bigger shards; √total balances the two (decision 0017 has the measurements).
+ * all: small shards for small scopes. Each shard also costs a statement arm and at least MIN_SHARD_K candidates to
+ * re-score, so big scopes want fewer, bigger shards; √total balances the two (decision 0017 has the measurements).
  */
 export function shardCapacity(total: number): number {
   return Math.max(MIN_SHARD_ROWS, 8 * Math.ceil(Math.sqrt(total)), Math.ceil(total / MAX_SHARDS));

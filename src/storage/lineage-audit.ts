@@ -97,7 +97,10 @@ const ELIGIBLE_ORPHANS_QUERY = `SELECT 'eligible_vectors:' || e.row_id FROM elig
 export interface HealthReading {
   /** FTS, vector and eligible-form rows without their record (`no_orphans` and the eligible tables). */
   readonly vectorOrphans: number;
-  /** Records in a memory with two live records, plus records with two successors (`no_current_forks`, `single_successor`). */
+  /**
+   * Records in a memory with two live records, plus records with two successors (`no_current_forks`,
+   * `single_successor`).
+   */
   readonly currentLineageForks: number;
   readonly quickCheck: 'PASS' | 'FAIL';
   readonly integrityCheck: 'PASS' | 'FAIL';

@@ -42,7 +42,10 @@ export class MaintenanceTarget {
   readonly #lease: DatabaseLease;
   readonly #retry: BusyRetryPolicy | undefined;
 
-  private constructor(path: string, shipped: readonly MigrationFile[], findings: SchemaFindings, lease: DatabaseLease, retry?: BusyRetryPolicy) {
+  private constructor(
+    path: string, shipped: readonly MigrationFile[], findings: SchemaFindings, lease: DatabaseLease,
+    retry?: BusyRetryPolicy,
+  ) {
     this.path = path;
     this.dbIdentity = dbIdentity(path);
     this.shipped = shipped;
@@ -59,7 +62,8 @@ export class MaintenanceTarget {
     probeRuntime(options.runtime);
     const shipped = loadMigrationFiles(options.migrationsDir ?? MIGRATIONS_DIR);
     const absolute = resolve(options.dbPath);
-    if (!existsSync(absolute)) throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
+    if (!existsSync(absolute))
+      throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
     const path = realpathSync(absolute);
     if (!statSync(path).isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
     const lease = DatabaseLease.acquire(path, options.lease, { create: false });
@@ -100,7 +104,8 @@ export class MaintenanceTarget {
 
   /** The verify checks (STORAGE.md §12.3) on a read-only connection with sqlite-vec loaded. */
   verify(): CheckResult[] {
-    return withReadOnly(this.path, (connection) => verifySchema(connection, inspectSchema(connection, this.shipped), this.shipped), { loadVec: true });
+    return withReadOnly(this.path, (connection) =>
+      verifySchema(connection, inspectSchema(connection, this.shipped), this.shipped), { loadVec: true });
   }
 
   /**
@@ -112,9 +117,12 @@ export class MaintenanceTarget {
    * while reembed refuses the old schema, so neither command could go on. `reembedWorkDiscarded` says so.
    */
   async applyPending(options: {
-    clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
+    clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (
+      done: number, total: number,
+    ) => void;
   }): Promise<{ steps: AppliedStep[]; reembedWorkDiscarded: boolean }> {
-    if (this.#lease.mode !== 'exclusive') throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
+    if (this.#lease.mode !== 'exclusive')
+      throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
     const connection = WriteConnection.open({ path: this.path, retry: this.#retry });
     try {
       const steps = await connection.write(async (trx, raw) => {
@@ -122,15 +130,18 @@ export class MaintenanceTarget {
         assertVectorTablesWhole(before);
         const pending = this.shipped.filter((file) => file.version > before.schemaVersion);
         const dimension = before.vectorDimension;
-        if (dimension === null) throw new AdapterError('SCHEMA_MISMATCH', 'the database has no vector table; it is not a FactLane database');
+        if (dimension === null)
+          throw new AdapterError('SCHEMA_MISMATCH', 'the database has no vector table; it is not a FactLane database');
         const reembedWorkDiscarded = dropNextVectorTable(raw);
         const applied = await applyMigrations(trx, raw, pending, {
           vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
           onStep: options.onStep, onRebuilt: options.onRebuilt,
         });
-        const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped).filter((c) => c.status === 'FAIL');
+        const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped)
+          .filter((c) => c.status === 'FAIL');
         if (failed.length > 0) {
-          throw new AdapterError('VERIFY_FAILED', `verification before commit failed (${failed.map((c) => c.name).join(', ')}); nothing was changed`);
+          throw new AdapterError('VERIFY_FAILED',
+            `verification before commit failed (${failed.map((c) => c.name).join(', ')}); nothing was changed`);
         }
         return { steps: applied, reembedWorkDiscarded };
       });

@@ -21,7 +21,9 @@ export class MigrationFileError extends Error {
 const FILE_NAME = /^(\d{4})_([a-z0-9]+(?:_[a-z0-9]+)*)\.sql$/;
 const DIMENSION_PLACEHOLDER = '{{VECTOR_DIMENSION}}';
 // Statements a migration may not contain: the runner owns the transaction and the connection settings.
-const FORBIDDEN_STATEMENTS = new Set(['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE', 'PRAGMA', 'VACUUM', 'ATTACH', 'DETACH']);
+const FORBIDDEN_STATEMENTS = new Set([
+  'BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE', 'PRAGMA', 'VACUUM', 'ATTACH', 'DETACH',
+]);
 
 /** Splits SQL into its statements' leading keywords, skipping comments, strings and trigger bodies. */
 function statementKeywords(sql: string): string[] {
@@ -51,7 +53,8 @@ function statementKeywords(sql: string): string[] {
 export function assertMigrationStatementsAllowed(fileName: string, sql: string): void {
   const forbidden = statementKeywords(sql).filter((keyword) => FORBIDDEN_STATEMENTS.has(keyword));
   if (forbidden.length > 0) {
-    throw new MigrationFileError(`migration ${fileName} contains ${[...new Set(forbidden)].join(', ')}; migrations may not control transactions or connections`);
+    throw new MigrationFileError(`migration ${fileName} contains ${[...new Set(forbidden)].join(', ')}; migrations may `
+      + `not control transactions or connections`);
   }
 }
 
@@ -65,7 +68,9 @@ export function loadMigrationFiles(dir: string): readonly MigrationFile[] {
     const match = FILE_NAME.exec(fileName);
     if (!match) throw new MigrationFileError(`migration file ${fileName} is not named NNNN_snake_case.sql`);
     const version = Number(match[1]);
-    if (version !== index + 1) throw new MigrationFileError(`migration versions must run 1…n without gaps; found ${fileName} at position ${index + 1}`);
+    if (version !== index + 1)
+      throw new MigrationFileError(`migration versions must run 1…n without gaps; found ${fileName} at position `
+        + `${index + 1}`);
     const bytes = readFileSync(join(dir, fileName));
     const sql = bytes.toString('utf8');
     assertMigrationStatementsAllowed(fileName, sql);
@@ -78,6 +83,7 @@ export function loadMigrationFiles(dir: string): readonly MigrationFile[] {
 
 /** The file's SQL with the vector dimension substituted (after the checksum, STORAGE.md §12.1). */
 export function renderMigration(file: MigrationFile, vectorDimension: number): string {
-  if (!Number.isInteger(vectorDimension) || vectorDimension < 1) throw new RangeError('vector dimension must be a positive integer');
+  if (!Number.isInteger(vectorDimension) || vectorDimension < 1)
+    throw new RangeError('vector dimension must be a positive integer');
   return file.sql.replaceAll(DIMENSION_PLACEHOLDER, String(vectorDimension));
 }

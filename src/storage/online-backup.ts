@@ -73,7 +73,9 @@ export function integrityOk(path: string): boolean {
 export function lifecycleCounts(path: string): Record<string, number> {
   const connection = openReadOnlyConnection(path);
   try {
-    const rows = connection.prepare('SELECT lifecycle_state AS state, count(*) AS n FROM adapter_records GROUP BY lifecycle_state').all() as { state: string; n: number }[];
+    const rows =
+      connection.prepare('SELECT lifecycle_state AS state, count(*) AS n FROM adapter_records GROUP BY lifecycle_state')
+        .all() as { state: string; n: number }[];
     return Object.fromEntries(rows.map((row) => [row.state, row.n]));
   } finally {
     connection.close();

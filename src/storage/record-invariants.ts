@@ -5,7 +5,8 @@ import type { NewRecordRow, RecordRow } from './record-rows.js';
 // as a second line of defence behind the adapter.
 
 const SCOPE_ROLE: Readonly<Record<string, string>> = {
-  GLOBAL_USER: 'OWNER_CURRENT', PROJECT: 'PROJECT_CURRENT', WORKFLOW: 'WORKFLOW_CURRENT', CROSS_PROJECT_WORKFLOW: 'WORKFLOW_CURRENT', TOOL_ENVIRONMENT: 'TOOL_ENV_CURRENT',
+  GLOBAL_USER: 'OWNER_CURRENT', PROJECT: 'PROJECT_CURRENT', WORKFLOW: 'WORKFLOW_CURRENT',
+  CROSS_PROJECT_WORKFLOW: 'WORKFLOW_CURRENT', TOOL_ENVIRONMENT: 'TOOL_ENV_CURRENT',
 };
 const VERIFIERS = new Set(['OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK']);
 const SCOPE_COLUMNS = ['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id'] as const;
@@ -26,25 +27,33 @@ function shape(message: string): AdapterError {
  */
 export function assertRecordInvariants(record: NewRecordRow, parent: RecordRow | null): void {
   if (record.lifecycle_state === 'VALIDATED_CURRENT') {
-    if (record.authority_role !== SCOPE_ROLE[record.scope]) throw shape('a current record carries its scope\'s authority role');
+    if (record.authority_role !== SCOPE_ROLE[record.scope])
+      throw shape('a current record carries its scope\'s authority role');
     if (!VERIFIERS.has(record.verified_by)) throw shape('a current record needs a verifier');
-    if (record.source_timestamp === null || record.last_verified_at === null) throw shape('a current record needs both timestamps');
-    if (record.contradiction_state !== 'NONE' && record.contradiction_state !== 'RESOLVED') throw shape('a current record cannot be in contradiction');
+    if (record.source_timestamp === null || record.last_verified_at === null)
+      throw shape('a current record needs both timestamps');
+    if (record.contradiction_state !== 'NONE' && record.contradiction_state !== 'RESOLVED')
+      throw shape('a current record cannot be in contradiction');
   } else if (record.lifecycle_state === 'CANDIDATE') {
-    if (record.authority_role !== 'UNRESOLVED' || record.verified_by !== 'UNVERIFIED') throw shape('a Candidate is UNRESOLVED and UNVERIFIED');
+    if (record.authority_role !== 'UNRESOLVED' || record.verified_by !== 'UNVERIFIED')
+      throw shape('a Candidate is UNRESOLVED and UNVERIFIED');
   } else {
     throw shape('only live records are inserted');
   }
-  if (record.scope === 'CROSS_PROJECT_WORKFLOW' && SCOPE_COLUMNS.slice(1).some((key) => record[key] !== null)) throw shape('CROSS_PROJECT_WORKFLOW records carry no identity');
+  if (record.scope === 'CROSS_PROJECT_WORKFLOW' && SCOPE_COLUMNS.slice(1).some((key) => record[key] !== null))
+    throw shape('CROSS_PROJECT_WORKFLOW records carry no identity');
   const supersedes = JSON.parse(record.supersedes) as string[];
   if (parent === null) {
-    if (record.revision !== 1 || record.parent_record_id !== null || supersedes.length !== 0) throw shape('a root is revision 1 without parent or supersedes');
+    if (record.revision !== 1 || record.parent_record_id !== null || supersedes.length !== 0)
+      throw shape('a root is revision 1 without parent or supersedes');
     return;
   }
   if (record.parent_record_id !== parent.record_id) throw shape('parent_record_id must name the predecessor');
   if (SCOPE_COLUMNS.some((key) => record[key] !== parent[key])) throw shape('a successor keeps its parent\'s scope');
-  const sameMemory = record.memory_id === parent.memory_id && record.revision === parent.revision + 1 && supersedes.length === 0;
-  const replacement = record.memory_id !== parent.memory_id && record.revision === 1 && supersedes.length === 1 && supersedes[0] === parent.memory_id;
+  const sameMemory = record.memory_id === parent.memory_id && record.revision === parent.revision + 1
+    && supersedes.length === 0;
+  const replacement = record.memory_id !== parent.memory_id && record.revision === 1 && supersedes.length === 1
+    && supersedes[0] === parent.memory_id;
   if (!sameMemory && !replacement) throw shape('a successor continues its memory or replaces it');
   if (parent.lifecycle_state !== 'CANDIDATE' && parent.lifecycle_state !== 'VALIDATED_CURRENT') {
     throw new AdapterError('VERSION_CONFLICT', 'the predecessor is no longer live; read memory_get and retry');

@@ -51,13 +51,16 @@ export function scopeArgs(scope: ScopeColumns): [string, string | null, string |
 
 /** The scope tuple back from the first five slots of a shape. */
 export function scopeSlots(slots: readonly unknown[]): ScopeColumns {
-  return { scope: slots[0], project_id: slots[1], worktree_id: slots[2], workflow_id: slots[3], agent_id: slots[4] } as ScopeColumns;
+  return {
+    scope: slots[0], project_id: slots[1], worktree_id: slots[2], workflow_id: slots[3], agent_id: slots[4],
+  } as ScopeColumns;
 }
 
 /** Records of the exact scope tuple (IS matches null identities); the base of every scoped query. */
 export function inScope(reader: Reader, scope: ScopeColumns) {
   return reader.selectFrom('adapter_records').selectAll()
-    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id).where('worktree_id', 'is', scope.worktree_id)
+    .where('scope', '=', scope.scope).where('project_id', 'is', scope.project_id)
+    .where('worktree_id', 'is', scope.worktree_id)
     .where('workflow_id', 'is', scope.workflow_id).where('agent_id', 'is', scope.agent_id);
 }
 
@@ -67,7 +70,9 @@ export function inScope(reader: Reader, scope: ScopeColumns) {
  * (eligible-vectors.ts: keepEligibleFormsOnInsert), inside the caller's write transaction, after the storage-level
  * checks of STORAGE.md §7.3. Returns the row_id.
  */
-export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null): Promise<bigint> {
+export async function insertRecord(
+  trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null,
+): Promise<bigint> {
   assertRecordInvariants(record, parent);
   return insertRecordUnchecked(trx, record, derived);
 }
@@ -76,18 +81,27 @@ export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, d
  * The rows of insertRecord without the §7.3 checks: for test fixtures and benchmarks that need states
  * only compaction or recovery produce. Product code calls insertRecord.
  */
-export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows): Promise<bigint> {
-  const columns = Object.keys(record).filter((column) => record[column as keyof NewRecordRow] !== undefined) as (keyof NewRecordRow)[];
-  const inserted = await runShape(trx, `insertRecord:${columns.join(',')}`, columns.map((column) => record[column]), (slots) =>
-    trx.insertInto('adapter_records').values(Object.fromEntries(columns.map((column, i) => [column, slots[i]])) as unknown as NewRecordRow).returning('row_id').compile());
+export async function insertRecordUnchecked(
+  trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows,
+): Promise<bigint> {
+  const columns = Object.keys(record)
+    .filter((column) => record[column as keyof NewRecordRow] !== undefined) as (keyof NewRecordRow)[];
+  const inserted = await runShape(trx, `insertRecord:${columns.join(',')}`, columns.map((column) => record[column]),
+    (slots) =>
+    trx.insertInto('adapter_records')
+      .values(Object.fromEntries(columns.map((column, i) => [column, slots[i]])) as unknown as NewRecordRow)
+      .returning('row_id').compile());
   const rowId = BigInt(inserted.rows[0]!.row_id!);
   // The FTS rowid must equal the record's row_id; the generated type has no rowid column, hence raw SQL.
-  await runShape(trx, 'insertFts', [rowId, derived.searchText], ([id, text]) => sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${id}, ${text})`.compile(trx));
+  await runShape(trx, 'insertFts', [rowId, derived.searchText], ([id, text]) =>
+    sql`INSERT INTO fact_fts (rowid, search_text) VALUES (${id}, ${text})`.compile(trx));
   // vec0 refuses REAL for rowid and metadata integers: bind BigInt.
   const vector = vectorBytes(derived.embedding);
   const current = record.lifecycle_state === 'VALIDATED_CURRENT';
-  await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector], ([id, scopeKey, isCurrent, embedding]) =>
-    sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));
+  await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector],
+    ([id, scopeKey, isCurrent, embedding]) =>
+    sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`
+      .compile(trx));
   await keepEligibleFormsOnInsert(trx, rowId, record.scope_key, current ? derived.embedding : null);
   return rowId;
 }
@@ -98,39 +112,58 @@ export async function insertRecordUnchecked(trx: Transaction<DB>, record: NewRec
  * VERSION_CONFLICT when no row matched.
  */
 export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Promise<void> {
-  const result = await runShape(trx, 'supersedeRecord', [live.row_id, live.revision, live.lifecycle_state], ([rowId, revision, lifecycle]) =>
-    trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' }).where('row_id', '=', rowId).where('revision', '=', revision).where('lifecycle_state', '=', lifecycle).compile());
-  if (result.numAffectedRows !== 1n) throw new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry');
-  await runShape(trx, 'clearCurrentVector', [BigInt(live.row_id)], ([rowId]) => sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${rowId}`.compile(trx));
+  const result = await runShape(trx, 'supersedeRecord', [live.row_id, live.revision, live.lifecycle_state],
+    ([rowId, revision, lifecycle]) =>
+    trx.updateTable('adapter_records').set({ lifecycle_state: 'SUPERSEDED' }).where('row_id', '=', rowId)
+      .where('revision', '=', revision).where('lifecycle_state', '=', lifecycle).compile());
+  if (result.numAffectedRows !== 1n)
+    throw new AdapterError('VERSION_CONFLICT',
+      'a concurrent writer changed this memory first; read memory_get and retry');
+  await runShape(trx, 'clearCurrentVector', [BigInt(live.row_id)], ([rowId]) =>
+    sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${rowId}`.compile(trx));
   if (live.lifecycle_state === 'VALIDATED_CURRENT') await removeEligibleVector(trx, BigInt(live.row_id));
 }
 
 /** Reads one record by `record_id`. */
 export async function findRecord(reader: Reader, recordId: string): Promise<RecordRow | undefined> {
-  return (await runShape(reader, 'findRecord', [recordId], ([id]) => reader.selectFrom('adapter_records').selectAll().where('record_id', '=', id).compile())).rows[0] as RecordRow | undefined;
+  return (await runShape(reader, 'findRecord', [recordId], ([id]) => reader.selectFrom('adapter_records').selectAll()
+    .where('record_id', '=', id).compile())).rows[0] as RecordRow | undefined;
 }
 
 /** The record that an idempotency key created, if any. */
 export async function findByIdempotencyKey(reader: Reader, key: string): Promise<RecordRow | undefined> {
-  return (await runShape(reader, 'findByIdempotencyKey', [key], ([k]) => reader.selectFrom('adapter_records').selectAll().where('idempotency_key', '=', k).compile())).rows[0] as RecordRow | undefined;
+  return (await runShape(reader, 'findByIdempotencyKey', [key], ([k]) => reader.selectFrom('adapter_records')
+    .selectAll().where('idempotency_key', '=', k).compile())).rows[0] as RecordRow | undefined;
 }
 
 /**
  * A DUPLICATE match (CONTRACT.md §13.2): a non-quarantined record of the exact scope with the same
  * content hash; the current one, else the newest Candidate, else the newest.
  */
-export async function findDuplicate(reader: Reader, scope: ScopeColumns, contentHash: string): Promise<RecordRow | undefined> {
-  return (await runShape(reader, 'findDuplicate', [...scopeArgs(scope), contentHash], (slots) => inScope(reader, scopeSlots(slots))
+export async function findDuplicate(
+  reader: Reader, scope: ScopeColumns, contentHash: string,
+): Promise<RecordRow | undefined> {
+  return (await runShape(reader, 'findDuplicate', [...scopeArgs(scope), contentHash], (slots) =>
+    inScope(reader, scopeSlots(slots))
     .where('native_content_hash', '=', slots[5]).where('lifecycle_state', '!=', 'QUARANTINED')
     .orderBy(sql`CASE lifecycle_state WHEN 'VALIDATED_CURRENT' THEN 0 WHEN 'CANDIDATE' THEN 1 ELSE 2 END`)
     .orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').compile())).rows[0] as RecordRow | undefined;
 }
 
-/** A current record of the exact scope with `contradictionKey` and the same content hash (`same`) or another, optionally outside one memory. */
-export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, contradictionKey: string, contentHash: string, same: boolean, excludeMemoryId: string | null = null): Promise<RecordRow | undefined> {
-  const args = excludeMemoryId === null ? [...scopeArgs(scope), contradictionKey, contentHash] : [...scopeArgs(scope), contradictionKey, contentHash, excludeMemoryId];
-  return (await runShape(reader, `findCurrentWithKey:${same ? 'same' : 'other'}:${excludeMemoryId === null ? 'any' : 'outside'}`, args, (slots) => {
-    let query = inScope(reader, scopeSlots(slots)).where('contradiction_key', '=', slots[5] as string).where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+/**
+ * A current record of the exact scope with `contradictionKey` and the same content hash (`same`) or another, optionally
+ * outside one memory.
+ */
+export async function findCurrentWithKey(
+  reader: Reader, scope: ScopeColumns, contradictionKey: string, contentHash: string, same: boolean,
+  excludeMemoryId: string | null = null,
+): Promise<RecordRow | undefined> {
+  const args = excludeMemoryId === null ? [...scopeArgs(scope), contradictionKey, contentHash]
+    : [...scopeArgs(scope), contradictionKey, contentHash, excludeMemoryId];
+  return (await runShape(reader,
+    `findCurrentWithKey:${same ? 'same' : 'other'}:${excludeMemoryId === null ? 'any' : 'outside'}`, args, (slots) => {
+    let query = inScope(reader, scopeSlots(slots)).where('contradiction_key', '=', slots[5] as string)
+      .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
       .where('native_content_hash', same ? '=' : '!=', slots[6] as string);
     if (excludeMemoryId !== null) query = query.where('memory_id', '!=', slots[7] as string);
     return query.orderBy(CREATED_AT_ORDER, 'desc').orderBy('record_id', 'asc').compile();
@@ -138,11 +171,16 @@ export async function findCurrentWithKey(reader: Reader, scope: ScopeColumns, co
 }
 
 /** The live record of a memory in the exact scope, if any. */
-export async function findLiveRecord(reader: Reader, scope: ScopeColumns, memoryId: string): Promise<RecordRow | undefined> {
+export async function findLiveRecord(
+  reader: Reader, scope: ScopeColumns, memoryId: string,
+): Promise<RecordRow | undefined> {
   // Literal states: SQLite can use the partial index ux_adapter_live_memory only when it sees the values;
   // bound, it walked every live record of the scope instead.
-  return (await runShape(reader, 'findLiveRecord', [...scopeArgs(scope), memoryId], (slots) => inScope(reader, scopeSlots(slots))
-    .where('memory_id', '=', slots[5]).where('lifecycle_state', 'in', [sql.lit('CANDIDATE'), sql.lit('VALIDATED_CURRENT')]).compile())).rows[0] as RecordRow | undefined;
+  return (await runShape(reader, 'findLiveRecord', [...scopeArgs(scope), memoryId], (slots) =>
+    inScope(reader, scopeSlots(slots))
+    .where('memory_id', '=', slots[5])
+    .where('lifecycle_state', 'in', [sql.lit('CANDIDATE'), sql.lit('VALIDATED_CURRENT')])
+    .compile())).rows[0] as RecordRow | undefined;
 }
 
 /** Where a memory exists: in the exact scope (any lifecycle), and anywhere at all. */
@@ -162,7 +200,9 @@ export async function memoryPresence(reader: Reader, scope: ScopeColumns, memory
   };
 }
 
-/** Where a memory's records are: in the exact scope, in any scope; and whether those in the scope are all tombstones. */
+/**
+ * Where a memory's records are: in the exact scope, in any scope; and whether those in the scope are all tombstones.
+ */
 export interface MemoryPresence {
   readonly inScope: boolean;
   readonly anywhere: boolean;
@@ -186,19 +226,24 @@ export interface ContradictionItem {
 const SUMMARY_LIMIT = sql.lit(16);
 
 /**
- * The contradiction summary of the exact scope (by its `scope_key`): UNRESOLVED records whose conflict is live (a current
- * record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
+ * The contradiction summary of the exact scope (by its `scope_key`): UNRESOLVED records whose conflict is live (a
+ * current record of the scope with the same key and another content hash), by created_at then record_id, at most 16.
  */
 export async function contradictionSummary(reader: Reader, scopeKey: string): Promise<ContradictionItem[]> {
   // scope_key is the digest of the exact tuple: idx_adapter_scope_key answers this without scanning the scope.
-  const rows = (await runShape(reader, 'contradictionSummary', [scopeKey], ([key]) => reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', key)
+  const rows = (await runShape(reader, 'contradictionSummary', [scopeKey], ([key]) =>
+    reader.selectFrom('adapter_records').selectAll().where('scope_key', '=', key)
     .where('contradiction_state', '=', 'UNRESOLVED').where('lifecycle_state', '!=', 'QUARANTINED')
     .where(({ exists, selectFrom }) => exists(selectFrom('adapter_records as c').select('c.row_id')
-      .whereRef('c.scope_key', '=', 'adapter_records.scope_key').whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
-      .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash').where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
+      .whereRef('c.scope_key', '=', 'adapter_records.scope_key')
+      .whereRef('c.contradiction_key', '=', 'adapter_records.contradiction_key')
+      .whereRef('c.native_content_hash', '!=', 'adapter_records.native_content_hash')
+      .where('c.lifecycle_state', '=', 'VALIDATED_CURRENT')))
     .orderBy(CREATED_AT_ORDER).orderBy('record_id').limit(SUMMARY_LIMIT).compile())).rows as RecordRow[];
   return rows.map((row) => ({
-    record_id: row.record_id, memory_id: row.memory_id, contradiction_key: row.contradiction_key, contradiction_state: row.contradiction_state,
-    lifecycle_state: row.lifecycle_state, authority_role: row.authority_role, source_class: (JSON.parse(row.source_provenance) as { source_class: string }).source_class,
+    record_id: row.record_id, memory_id: row.memory_id, contradiction_key: row.contradiction_key,
+    contradiction_state: row.contradiction_state,
+    lifecycle_state: row.lifecycle_state, authority_role: row.authority_role,
+    source_class: (JSON.parse(row.source_provenance) as { source_class: string }).source_class,
   }));
 }

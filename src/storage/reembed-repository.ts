@@ -49,13 +49,17 @@ export interface VectorChanges {
  * The `fact_vec` definition exactly as the shipped migrations 1…`schemaVersion` create it at `dimension`
  * (built in an in-memory reference database, as `verify` builds its reference), and the same definition
  * named `fact_vec_next`, each with the indexes the shipped files put on its shadow tables (`fact_vec_chunks`…;
- * the next table's are named `…fact_vec_next…`). Throws SCHEMA_MISMATCH when the shipped files define no `fact_vec`.
+ * the next table's are named `…fact_vec_next…`). Throws SCHEMA_MISMATCH when the shipped files define no
+ * `fact_vec`.
  */
-export function vectorTableDefinitions(shipped: readonly MigrationFile[], schemaVersion: number, dimension: number): VectorTableDefinitions {
+export function vectorTableDefinitions(
+  shipped: readonly MigrationFile[], schemaVersion: number, dimension: number,
+): VectorTableDefinitions {
   const { objects } = referenceObjects(shipped, schemaVersion, dimension);
   const current = objects.get('fact_vec')?.sql ?? undefined;
   const head = /^CREATE VIRTUAL TABLE fact_vec\b/;
-  if (!current || !head.test(current)) throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
+  if (!current || !head.test(current))
+    throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
   const currentIndexes = [...objects.values()]
     .filter((object) => object.type === 'index' && object.sql !== null && object.tbl_name.startsWith('fact_vec_'))
     .map((object) => object.sql!);
@@ -73,7 +77,9 @@ export function readVectorRows(connection: SqliteConnection): VectorRow[] {
   // vec0 has no generated types and its rows join to records by rowid, hence raw SQL.
   const rows = connection.prepare(`SELECT v.rowid AS row_id, v.scope_key, v.is_current, r.fact
     FROM fact_vec v JOIN adapter_records r ON r.row_id = v.rowid ORDER BY v.rowid`).all() as { row_id: number; scope_key: string; is_current: number; fact: string }[];
-  return rows.map((row) => ({ rowId: row.row_id, scopeKey: row.scope_key, isCurrent: row.is_current, factDigest: sha256Hex(row.fact) }));
+  return rows.map((row) => ({
+    rowId: row.row_id, scopeKey: row.scope_key, isCurrent: row.is_current, factDigest: sha256Hex(row.fact),
+  }));
 }
 
 /**
@@ -85,8 +91,12 @@ export function readDocuments(connection: SqliteConnection, rows: readonly Vecto
   let facts: Map<number, string>;
   try {
     // One statement for any batch size; shared by the read-only dry run, which has no Kysely handle.
-    facts = new Map((connection.prepare('SELECT row_id, fact FROM adapter_records WHERE row_id IN (SELECT value FROM json_each(?))')
-      .all(JSON.stringify(rows.map((row) => row.rowId))) as { row_id: number; fact: string }[]).map((r) => [r.row_id, r.fact]));
+    facts =
+      new Map((connection.prepare('SELECT row_id, fact FROM adapter_records WHERE row_id IN (SELECT value FROM '
+        + 'json_each(?))')
+      .all(JSON.stringify(rows.map((row) => row.rowId))) as {
+        row_id: number; fact: string;
+      }[]).map((r) => [r.row_id, r.fact]));
   } catch (error) {
     throw translateSqliteError(error);
   }
@@ -122,11 +132,18 @@ export function recreateNextTable(connection: SqliteConnection, definitions: Vec
   for (const index of definitions.nextIndexes) connection.exec(index);
 }
 
-/** Writes one batch into `fact_vec_next` (replacing rows of the same id) and drops `remove`; inside the caller's write. */
-export function writeNextVectors(connection: SqliteConnection, batch: readonly { row: VectorRow; embedding: Float32Array }[], remove: readonly number[] = []): void {
+/**
+ * Writes one batch into `fact_vec_next` (replacing rows of the same id) and drops `remove`; inside the caller's write.
+ */
+export function writeNextVectors(
+  connection: SqliteConnection, batch: readonly { row: VectorRow; embedding: Float32Array }[],
+  remove: readonly number[] = [],
+): void {
   // vec0 has no upsert and refuses REAL for rowid and metadata integers: delete first, bind BigInt.
   const drop = connection.prepare(`DELETE FROM ${NEXT_VECTOR_TABLE} WHERE rowid = ?`);
-  const insert = connection.prepare(`INSERT INTO ${NEXT_VECTOR_TABLE} (rowid, scope_key, is_current, embedding) VALUES (?, ?, ?, ?)`);
+  const insert =
+    connection.prepare(`INSERT INTO ${NEXT_VECTOR_TABLE} (rowid, scope_key, is_current, embedding) VALUES (?, ?, ?, `
+      + `?)`);
   for (const rowId of remove) drop.run(BigInt(rowId));
   for (const { row, embedding } of batch) {
     drop.run(BigInt(row.rowId));
@@ -138,7 +155,8 @@ export function writeNextVectors(connection: SqliteConnection, batch: readonly {
 export function vectorChanges(current: readonly VectorRow[], filled: ReadonlyMap<number, VectorRow>): VectorChanges {
   const embed = current.filter((row) => {
     const had = filled.get(row.rowId);
-    return !had || had.scopeKey !== row.scopeKey || had.isCurrent !== row.isCurrent || had.factDigest !== row.factDigest;
+    return !had || had.scopeKey !== row.scopeKey || had.isCurrent !== row.isCurrent
+      || had.factDigest !== row.factDigest;
   });
   const live = new Set(current.map((row) => row.rowId));
   return { embed, remove: [...filled.keys()].filter((rowId) => !live.has(rowId)) };
@@ -163,7 +181,9 @@ export interface SwitchInput {
  * vector forms from it, sets the embedding provenance of every record with a vector, writes the binding, and runs
  * the verify checks of the schema and binding: VERIFY_FAILED (rolled back) if they fail.
  */
-export async function switchVectorTable(trx: Transaction<DB>, connection: SqliteConnection, input: SwitchInput): Promise<SwitchOutcome> {
+export async function switchVectorTable(
+  trx: Transaction<DB>, connection: SqliteConnection, input: SwitchInput,
+): Promise<SwitchOutcome> {
   const changes = vectorChanges(readVectorRows(connection), input.filled);
   if (changes.embed.length > 0 || changes.remove.length > 0) return { switched: false, changes };
   // sqlite-vec 0.1.9 cannot rename a vec0 table (its shadow tables keep the old name): drop, recreate, copy.
@@ -178,12 +198,16 @@ export async function switchVectorTable(trx: Transaction<DB>, connection: Sqlite
   // Which records were re-embedded is the set of vec0 rowids, which Kysely's types do not know.
   await sql`UPDATE adapter_records SET embedding_profile_id = ${input.profileId}, embedding_model_digest = ${input.modelDigest},
     embedding_output_dimension = ${input.dimension} WHERE row_id IN (SELECT rowid FROM fact_vec)`.execute(trx);
-  const updated = await trx.updateTable('adapter_meta').set({ value: input.bindingJson }).where('key', '=', 'embedding_profile').executeTakeFirst();
-  if (updated.numUpdatedRows !== 1n) await trx.insertInto('adapter_meta').values({ key: 'embedding_profile', value: input.bindingJson }).execute();
+  const updated = await trx.updateTable('adapter_meta').set({ value: input.bindingJson })
+    .where('key', '=', 'embedding_profile').executeTakeFirst();
+  if (updated.numUpdatedRows !== 1n)
+    await trx.insertInto('adapter_meta').values({ key: 'embedding_profile', value: input.bindingJson }).execute();
   const failed = verifySchema(connection, inspectSchema(connection, input.shipped), input.shipped)
-    .filter((check) => ['schema_objects', 'binding_well_formed', 'fences_present'].includes(check.name) && check.status === 'FAIL');
+    .filter((check) =>
+      ['schema_objects', 'binding_well_formed', 'fences_present'].includes(check.name) && check.status === 'FAIL');
   if (failed.length > 0) {
-    throw new AdapterError('VERIFY_FAILED', `the switched schema failed verification (${failed.map((c) => c.name).join(', ')}); nothing was switched`);
+    throw new AdapterError('VERIFY_FAILED',
+      `the switched schema failed verification (${failed.map((c) => c.name).join(', ')}); nothing was switched`);
   }
   return { switched: true };
 }

@@ -1,6 +1,8 @@
 import { sql } from 'kysely';
 import { eligibleNeighbours, vectorBytes, type Neighbour } from './eligible-vectors.js';
-import { createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns } from './record-repository.js';
+import {
+  createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns,
+} from './record-repository.js';
 import { runShape } from './statement-shapes.js';
 
 // The retrieval channels of CONTRACT.md §12.2. Every query matches the exact scope tuple; for CURRENT the
@@ -11,7 +13,8 @@ import { runShape } from './statement-shapes.js';
  * reads only these, for its whole pool; the full records are read for the results alone (resultRecords).
  */
 const CANDIDATE_COLUMNS = [
-  'row_id', 'record_id', 'lifecycle_state', 'contradiction_state', 'verified_by', 'last_verified_at', 'freshness_policy',
+  'row_id', 'record_id', 'lifecycle_state', 'contradiction_state', 'verified_by', 'last_verified_at',
+  'freshness_policy',
   'source_provenance',
 ] as const;
 
@@ -26,11 +29,16 @@ export interface ChannelHit {
 }
 
 /** EXACT: records whose content hash equals the query's, newest first; CURRENT filter before the limit. */
-export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash: string, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
-  const rows = (await runShape(reader, `exactHits:${currentOnly}`, [...scopeArgs(scope), contentHash, limit], (slots) => {
+export async function exactHits(
+  reader: Reader, scope: ScopeColumns, contentHash: string, currentOnly: boolean, limit: number,
+): Promise<ChannelHit[]> {
+  const rows = (await runShape(reader, `exactHits:${currentOnly}`, [...scopeArgs(scope), contentHash, limit],
+    (slots) => {
     let query = inScope(reader, scopeSlots(slots)).clearSelect().select(CANDIDATE_COLUMNS)
       .where('native_content_hash', '=', slots[5]);
-    if (currentOnly) query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT').where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
+    if (currentOnly)
+      query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+        .where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
     return query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(slots[6]).compile();
   })).rows as CandidateRow[];
   return rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
@@ -42,14 +50,19 @@ export async function exactHits(reader: Reader, scope: ScopeColumns, contentHash
  * §12.2; quoted token runs give FTS5 nothing to reject, so this is a safeguard); any other error is a fault and passes
  * through, such as a damaged `fact_fts`, which used to look like a search that found nothing.
  */
-export async function keywordHits(reader: Reader, scope: ScopeColumns, terms: readonly string[], currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
+export async function keywordHits(
+  reader: Reader, scope: ScopeColumns, terms: readonly string[], currentOnly: boolean, limit: number,
+): Promise<ChannelHit[]> {
   if (terms.length === 0) return [];
   const match = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' ');
   const columns = sql.join(CANDIDATE_COLUMNS.map((column) => sql.ref(`r.${column}`)));
-  const current = currentOnly ? sql`AND r.lifecycle_state = 'VALIDATED_CURRENT' AND r.contradiction_state IN ('NONE', 'RESOLVED')` : sql``;
+  const current = currentOnly
+    ? sql`AND r.lifecycle_state = 'VALIDATED_CURRENT' AND r.contradiction_state IN ('NONE', 'RESOLVED')`
+    : sql``;
   try {
     // FTS5 MATCH and bm25() have no Kysely builder, hence raw SQL.
-    const result = await runShape(reader, `keywordHits:${currentOnly}`, [...scopeArgs(scope), match, limit], (slots) => {
+    const result = await runShape(reader, `keywordHits:${currentOnly}`, [...scopeArgs(scope), match, limit],
+      (slots) => {
       const s = scopeSlots(slots);
       return sql<CandidateRow>`
       SELECT ${columns} FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
@@ -76,7 +89,9 @@ function isRejectedExpression(error: unknown): boolean {
  * for a small one), so nearer Candidates are never scored nor use up k; REVIEW_HISTORY is sqlite-vec KNN over every
  * vector of the scope's `fact_vec` partition.
  */
-export async function semanticHits(reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number): Promise<ChannelHit[]> {
+export async function semanticHits(
+  reader: Reader, scopeKey: string, embedding: Float32Array, currentOnly: boolean, limit: number,
+): Promise<ChannelHit[]> {
   // CURRENT: the candidate columns come back with the neighbours, in one statement.
   if (currentOnly) {
     const rows = await eligibleNeighbours(reader, scopeKey, embedding, limit, CANDIDATE_COLUMNS);
@@ -89,7 +104,8 @@ export async function semanticHits(reader: Reader, scopeKey: string, embedding: 
       AND scope_key = ${key} ORDER BY distance`.compile(reader))).rows;
   if (neighbours.length === 0) return [];
   const rowIds = neighbours.map((n) => n.rowid);
-  const rows = (await runShape(reader, `candidatesByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records')
+  const rows = (await runShape(reader, `candidatesByRowId:${rowIds.length}`, rowIds, (slots) =>
+    reader.selectFrom('adapter_records')
     .select(CANDIDATE_COLUMNS).where('row_id', 'in', slots).compile())).rows as CandidateRow[];
   const byRowId = new Map(rows.map((row) => [row.row_id, row]));
   return neighbours.flatMap((n, index) => {
@@ -101,18 +117,23 @@ export async function semanticHits(reader: Reader, scopeKey: string, embedding: 
 /** The full records of `rowIds` by row id; a row id no longer stored is absent. */
 export async function resultRecords(reader: Reader, rowIds: readonly number[]): Promise<Map<number, RecordRow>> {
   if (rowIds.length === 0) return new Map();
-  const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) => reader.selectFrom('adapter_records')
+  const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) =>
+    reader.selectFrom('adapter_records')
     .selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
   return new Map(rows.map((row) => [row.row_id, row]));
 }
 
 /** True when the exact scope holds at least one compacted (HISTORICAL) record. */
 export async function scopeHasHistorical(reader: Reader, scope: ScopeColumns): Promise<boolean> {
-  return (await runShape(reader, 'scopeHasHistorical', scopeArgs(scope), (slots) => inScope(reader, scopeSlots(slots)).where('lifecycle_state', '=', 'HISTORICAL').limit(sql.lit(1)).compile())).rows.length > 0;
+  return (await runShape(reader, 'scopeHasHistorical', scopeArgs(scope), (slots) => inScope(reader, scopeSlots(slots))
+    .where('lifecycle_state', '=', 'HISTORICAL').limit(sql.lit(1)).compile())).rows.length > 0;
 }
 
 /** The records of one memory in the exact scope, revision descending. */
-export async function memoryRecords(reader: Reader, scope: ScopeColumns, memoryId: string, limit: number): Promise<RecordRow[]> {
-  return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) => inScope(reader, scopeSlots(slots))
+export async function memoryRecords(
+  reader: Reader, scope: ScopeColumns, memoryId: string, limit: number,
+): Promise<RecordRow[]> {
+  return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) =>
+    inScope(reader, scopeSlots(slots))
     .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile())).rows as RecordRow[];
 }

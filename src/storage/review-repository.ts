@@ -71,7 +71,9 @@ export async function readReviewQueue(path: string, filter: ReviewQueueFilter): 
   }
 }
 
-/** Where a memory lives: the scope tuple of its records and its live record (CANDIDATE or VALIDATED_CURRENT), if any. */
+/**
+ * Where a memory lives: the scope tuple of its records and its live record (CANDIDATE or VALIDATED_CURRENT), if any.
+ */
 export interface MemoryWhereabouts {
   readonly scope: ScopeColumns;
   readonly live: RecordRow | undefined;

@@ -58,7 +58,8 @@ export function probeRuntime(options: RuntimeProbeOptions = {}): RuntimeReport {
       ? options.sqliteVersion(connection)
       : (connection.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
     if (!versionAtLeast(sqliteVersion, SQLITE_MINIMUM_VERSION)) {
-      throw refuse(`linked SQLite ${sqliteVersion} is older than the required ${SQLITE_MINIMUM_VERSION}; reinstall better-sqlite3 12.x`);
+      throw refuse(`linked SQLite ${sqliteVersion} is older than the required ${SQLITE_MINIMUM_VERSION}; reinstall `
+        + `better-sqlite3 12.x`);
     }
     try {
       connection.exec('CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x)');
@@ -73,7 +74,8 @@ export function probeRuntime(options: RuntimeProbeOptions = {}): RuntimeReport {
       throw refuse('the sqlite-vec extension cannot be loaded', error, 'sqlite-vec');
     }
     if (!versionAtLeast(sqliteVecVersion, SQLITE_VEC_MINIMUM_VERSION)) {
-      throw refuse(`sqlite-vec ${sqliteVecVersion} is older than the required ${SQLITE_VEC_MINIMUM_VERSION}`, undefined, 'sqlite-vec');
+      throw refuse(`sqlite-vec ${sqliteVecVersion} is older than the required ${SQLITE_VEC_MINIMUM_VERSION}`, undefined,
+        'sqlite-vec');
     }
     try {
       loadFlock();

@@ -128,9 +128,15 @@ export function inspectSchema(connection: SqliteConnection, shipped: readonly Mi
   if (!names.has('schema_migrations') || !names.has('adapter_meta')) return { ...EMPTY_FINDINGS, kind: 'FOREIGN' };
 
   const shippedByVersion = new Map(shipped.map((file) => [file.version, file]));
-  const rows = connection.prepare('SELECT version, name, checksum FROM schema_migrations ORDER BY version').all() as { version: number; name: string; checksum: string }[];
-  const applied = rows.map((row) => ({ ...row, checksumOk: shippedByVersion.get(row.version)?.checksum === row.checksum }));
-  const meta = Object.fromEntries((connection.prepare('SELECT key, value FROM adapter_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+  const rows = connection.prepare('SELECT version, name, checksum FROM schema_migrations ORDER BY version').all() as {
+    version: number; name: string; checksum: string;
+  }[];
+  const applied = rows.map((row) => ({
+    ...row, checksumOk: shippedByVersion.get(row.version)?.checksum === row.checksum,
+  }));
+  const meta = Object.fromEntries((connection.prepare('SELECT key, value FROM adapter_meta').all() as {
+    key: string; value: string;
+  }[]).map((r) => [r.key, r.value]));
   const vecSql = objects.find((o) => o.name === 'fact_vec' && o.type === 'table')?.sql;
   return {
     kind: 'FACTLANE',
@@ -147,26 +153,35 @@ export function inspectSchema(connection: SqliteConnection, shipped: readonly Mi
 }
 
 /** Why a FactLane database cannot be served by this release, or null when it can. Messages are safe. */
-export function schemaRefusal(findings: SchemaFindings, shipped: readonly MigrationFile[], bindingDimension: number | null): string | null {
+export function schemaRefusal(
+  findings: SchemaFindings, shipped: readonly MigrationFile[], bindingDimension: number | null,
+): string | null {
   const latest = shipped.at(-1)?.version ?? 0;
-  if (findings.kind === 'FOREIGN') return 'the file is an SQLite database FactLane did not create; point --db at a new file';
+  if (findings.kind === 'FOREIGN')
+    return 'the file is an SQLite database FactLane did not create; point --db at a new file';
   if (findings.kind !== 'FACTLANE') return null;
   if (findings.schemaVersion > latest) {
-    return `the database schema version ${findings.schemaVersion} is newer than this release (${latest}); run a newer FactLane`;
+    return `the database schema version ${findings.schemaVersion} is newer than this release (${latest}); run a newer `
+      + `FactLane`;
   }
   if (findings.contractVersion !== String(STORAGE_CONTRACT_VERSION)) {
-    return `the database storage contract version ${findings.contractVersion ?? 'missing'} is not ${STORAGE_CONTRACT_VERSION}`;
+    return `the database storage contract version ${findings.contractVersion ?? 'missing'} is not `
+      + `${STORAGE_CONTRACT_VERSION}`;
   }
-  if (!findings.contiguous || findings.applied.length === 0) return 'the applied migrations are not contiguous from 1; the database was altered outside FactLane';
+  if (!findings.contiguous || findings.applied.length === 0)
+    return 'the applied migrations are not contiguous from 1; the database was altered outside FactLane';
   const tampered = findings.applied.filter((row) => !row.checksumOk);
   if (tampered.length > 0) {
-    return `applied migration ${tampered.map((row) => String(row.version).padStart(4, '0')).join(', ')} does not match the checksum shipped with this release`;
+    return `applied migration ${tampered.map((row) => String(row.version).padStart(4, '0')).join(', ')} does not match `
+      + `the checksum shipped with this release`;
   }
   if (findings.schemaVersion < latest) {
-    return `the database schema version ${findings.schemaVersion} is older than this release (${latest}); run \`factlane-migrate up --db PATH --backup FILE\``;
+    return `the database schema version ${findings.schemaVersion} is older than this release (${latest}); run `
+      + `\`factlane-migrate up --db PATH --backup FILE\``;
   }
   if (bindingDimension !== null && findings.vectorDimension !== bindingDimension) {
-    return `the vector table dimension ${findings.vectorDimension ?? 'missing'} does not match the embedding binding (${bindingDimension})`;
+    return `the vector table dimension ${findings.vectorDimension ?? 'missing'} does not match the embedding binding `
+      + `(${bindingDimension})`;
   }
   return null;
 }

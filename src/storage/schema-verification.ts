@@ -11,19 +11,24 @@ export interface CheckResult {
 }
 
 /** Meta keys every FactLane database holds (STORAGE.md §4.1). */
-export const REQUIRED_META_KEYS = Object.freeze(['contract_version', 'database_id', 'created_at', 'created_by', 'embedding_profile']);
+export const REQUIRED_META_KEYS = Object.freeze([
+  'contract_version', 'database_id', 'created_at', 'created_by', 'embedding_profile',
+]);
 
 /** One row of sqlite_master. */
 export interface SchemaObject { type: string; name: string; tbl_name: string; sql: string | null }
 
 function schemaObjects(connection: SqliteConnection): Map<string, SchemaObject> {
-  const rows = connection.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name').all() as SchemaObject[];
+  const rows = connection.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name')
+    .all() as SchemaObject[];
   return new Map(rows.map((row) => [row.name, row]));
 }
 
 function secureDelete(connection: SqliteConnection): number | null {
   try {
-    const row = connection.prepare("SELECT v FROM fact_fts_config WHERE k = 'secure-delete'").get() as { v: number } | undefined;
+    const row = connection.prepare("SELECT v FROM fact_fts_config WHERE k = 'secure-delete'").get() as {
+      v: number;
+    } | undefined;
     return row?.v ?? null;
   } catch {
     return null;
@@ -35,7 +40,9 @@ function check(name: string, ok: boolean, passDetail: string, failDetail: string
 }
 
 /** Builds the reference schema (shipped files 1…version at `dimension`) in an in-memory database. */
-export function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): { objects: Map<string, SchemaObject>; secureDelete: number | null } {
+export function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): {
+  objects: Map<string, SchemaObject>; secureDelete: number | null;
+} {
   const reference = new Database(':memory:');
   try {
     loadSqliteVec(reference);
@@ -63,20 +70,26 @@ function bindingWellFormed(text: string | null, tableDimension: number | null): 
  * the database's version and dimension (tables, indexes, the fences of that version, the FTS5 secure-delete option),
  * contract version, meta keys, binding well-formed, FTS5 integrity and quick_check. Read-only.
  */
-export function verifySchema(connection: SqliteConnection, findings: SchemaFindings, shipped: readonly MigrationFile[]): CheckResult[] {
+export function verifySchema(
+  connection: SqliteConnection, findings: SchemaFindings, shipped: readonly MigrationFile[],
+): CheckResult[] {
   const results: CheckResult[] = [];
   results.push(check('versions_contiguous', findings.contiguous && findings.applied.length > 0,
     `versions 1…${findings.schemaVersion}`, 'applied versions are not exactly 1…n'));
   const known = findings.schemaVersion <= (shipped.at(-1)?.version ?? 0);
-  results.push(check('release_knows_version', known, `schema version ${findings.schemaVersion}`, `schema version ${findings.schemaVersion} is newer than this release`));
+  results.push(check('release_knows_version', known, `schema version ${findings.schemaVersion}`,
+    `schema version ${findings.schemaVersion} is newer than this release`));
   const tampered = findings.applied.filter((row) => !row.checksumOk).map((row) => row.version);
-  results.push(check('checksums_match', tampered.length === 0, 'every applied migration matches its shipped checksum', `checksum differs for version ${tampered.join(', ')}`));
+  results.push(check('checksums_match', tampered.length === 0, 'every applied migration matches its shipped checksum',
+    `checksum differs for version ${tampered.join(', ')}`));
   results.push(check('contract_version', findings.contractVersion === String(STORAGE_CONTRACT_VERSION),
     `contract version ${STORAGE_CONTRACT_VERSION}`, `contract version is ${findings.contractVersion ?? 'missing'}`));
   const missingMeta = REQUIRED_META_KEYS.filter((key) => findings.meta[key] === undefined);
-  results.push(check('meta_keys_present', missingMeta.length === 0, 'all meta keys present', `missing meta keys: ${missingMeta.join(', ')}`));
+  results.push(check('meta_keys_present', missingMeta.length === 0, 'all meta keys present',
+    `missing meta keys: ${missingMeta.join(', ')}`));
   results.push(check('binding_well_formed', bindingWellFormed(findings.bindingText, findings.vectorDimension),
-    'embedding binding is well-formed and matches the vector table', 'embedding binding is missing, malformed or disagrees with the vector table'));
+    'embedding binding is well-formed and matches the vector table',
+    'embedding binding is missing, malformed or disagrees with the vector table'));
 
   if (known && findings.vectorDimension !== null) {
     const reference = referenceObjects(shipped, findings.schemaVersion, findings.vectorDimension);
@@ -86,14 +99,19 @@ export function verifySchema(connection: SqliteConnection, findings: SchemaFindi
       const r = reference.objects.get(name);
       return !a || !r || a.type !== r.type || a.tbl_name !== r.tbl_name || a.sql !== r.sql;
     });
-    results.push(check('schema_objects', differing.length === 0, `${reference.objects.size} objects match the shipped definitions`, `objects differ from the shipped definitions: ${differing.join(', ')}`));
+    results.push(check('schema_objects', differing.length === 0,
+      `${reference.objects.size} objects match the shipped definitions`,
+      `objects differ from the shipped definitions: ${differing.join(', ')}`));
     // Every table the database has keeps its fences, whatever the migrations it ran say: a migration that dropped
     // a fence would otherwise also drop it from the reference built from those migrations.
-    const expected = FENCE_TRIGGER_NAMES.filter((name) => actual.get(FENCED_TABLE_OF[name])?.type === 'table' || reference.objects.has(name));
-    const fences = expected.filter((name) => !actual.has(name) || actual.get(name)?.sql !== reference.objects.get(name)?.sql);
+    const expected = FENCE_TRIGGER_NAMES.filter((name) =>
+      actual.get(FENCED_TABLE_OF[name])?.type === 'table' || reference.objects.has(name));
+    const fences = expected.filter((name) =>
+      !actual.has(name) || actual.get(name)?.sql !== reference.objects.get(name)?.sql);
     results.push(check('fences_present', fences.length === 0, `${expected.length} fence triggers present`,
       `fence triggers missing or altered: ${fences.join(', ')}`));
-    results.push(check('fts5_options', secureDelete(connection) === reference.secureDelete, 'FTS5 secure-delete is on', 'FTS5 secure-delete option differs'));
+    results.push(check('fts5_options', secureDelete(connection) === reference.secureDelete, 'FTS5 secure-delete is on',
+      'FTS5 secure-delete option differs'));
   } else {
     results.push(check('schema_objects', false, '', 'no reference schema for this version or no vector table'));
   }

@@ -31,7 +31,8 @@ export function isIdempotencyKeyViolation(error: unknown): boolean {
  * prepare a statement on; and SQLite's when a virtual table cannot be constructed (FTS5 without `fact_fts_config`).
  */
 const VIRTUAL_TABLE_DAMAGE = new RegExp([
-  '^vtable constructor failed: ', '^could not (open|fetch|extract|find|write to|mark) ', '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
+  '^vtable constructor failed: ', '^could not (open|fetch|extract|find|write to|mark) ',
+  '^error (preparing (rowid scan|stmtchunk)|opening vector blob)',
   '^vectors blob read error', '^chunks iter error', '^internal sqlite-vec error',
   '^(chunk )?(validity|rowids) size doesn\'t match',
 ].join('|'), 'i');
@@ -47,24 +48,32 @@ export function translateSqliteError(error: unknown): unknown {
   const code = sqliteCode(error);
   if (code === undefined) return error;
   if (isBusyError(error)) {
-    return new AdapterError('BACKEND_BUSY', 'the database stayed busy after bounded retries; retry the request later', { cause: error });
+    return new AdapterError('BACKEND_BUSY', 'the database stayed busy after bounded retries; retry the request later', {
+      cause: error,
+    });
   }
   if (code === 'SQLITE_FULL') {
-    return new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written', { cause: error });
+    return new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written', {
+      cause: error,
+    });
   }
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
-    return new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be read or written; check the file and its disk', { cause: error });
+    return new AdapterError('BACKEND_UNAVAILABLE',
+      'the database file cannot be read or written; check the file and its disk', { cause: error });
   }
   // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR, and so does SQLite
   // for a virtual table whose shadow table went.
   const damage = VIRTUAL_TABLE_DAMAGE.test(String((error as Error).message));
   if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB' || damage) {
-    return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', { cause: error });
+    return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', {
+      cause: error,
+    });
   }
   if (code === 'SQLITE_CONSTRAINT_UNIQUE') {
     const columns = String((error as Error).message).replace(/^UNIQUE constraint failed: /, '');
     if (LINEAGE_UNIQUE_COLUMNS.has(columns)) {
-      return new AdapterError('VERSION_CONFLICT', 'a concurrent writer changed this memory first; read memory_get and retry', { cause: error });
+      return new AdapterError('VERSION_CONFLICT',
+        'a concurrent writer changed this memory first; read memory_get and retry', { cause: error });
     }
   }
   return error;

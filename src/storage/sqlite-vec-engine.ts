@@ -83,7 +83,8 @@ function inspectExistingFile(path: string, shipped: readonly MigrationFile[]): S
     return withReadOnly(path, (connection) => inspectSchema(connection, shipped));
   } catch (error) {
     if (error instanceof AdapterError) throw error;
-    throw new AdapterError('BACKEND_UNAVAILABLE', 'the recovery interlock could not be read; the database was not opened', { cause: error });
+    throw new AdapterError('BACKEND_UNAVAILABLE',
+      'the recovery interlock could not be read; the database was not opened', { cause: error });
   }
 }
 
@@ -105,7 +106,12 @@ export class SQLiteVecEngine {
   #closed = false;
   #closeConfirmed = false;
 
-  private constructor(init: { path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings; lease: DatabaseLease | undefined; connection: WriteConnection }) {
+  private constructor(
+    init: {
+      path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings;
+      lease: DatabaseLease | undefined; connection: WriteConnection;
+    },
+  ) {
     this.path = init.path;
     this.runtime = init.runtime;
     this.created = init.created;
@@ -139,10 +145,12 @@ export class SQLiteVecEngine {
     try {
       if (statSync(path).size > 0) {
         const findings = inspectExistingFile(path, shipped);
-        if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
+        if (findings.kind === 'FOREIGN')
+          throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
         if (findings.interlockPresent && ownsLease) {
-          throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
+          throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+            'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
         }
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
@@ -160,7 +168,9 @@ export class SQLiteVecEngine {
         const newBinding = binding;
         if (!newBinding) throw new Error('invariant: an empty database reached creation without a binding');
         const now = formatTimestamp(clock());
-        await applyMigrations(trx, raw, shipped, { vectorDimension: newBinding.vectorDimension, appliedAt: now, appliedBy: PACKAGE_LABEL });
+        await applyMigrations(trx, raw, shipped, {
+          vectorDimension: newBinding.vectorDimension, appliedAt: now, appliedBy: PACKAGE_LABEL,
+        });
         await trx.insertInto('adapter_meta').values([
           { key: 'contract_version', value: String(STORAGE_CONTRACT_VERSION) },
           { key: 'database_id', value: randomUUID() },
@@ -174,7 +184,9 @@ export class SQLiteVecEngine {
       const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
       if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
       lease.assertSameInode();
-      return new SQLiteVecEngine({ path, runtime, created, findings, lease: ownsLease ? lease : undefined, connection });
+      return new SQLiteVecEngine({
+        path, runtime, created, findings, lease: ownsLease ? lease : undefined, connection,
+      });
     } catch (error) {
       const closed = connection ? await connection.close() : true;
       if (closed && lease.createdFile) removeUnfinishedDatabase(lease);

@@ -42,10 +42,12 @@ export async function runShape<const Args extends readonly unknown[], R>(
   let shape = SHAPES.get(shapeKey);
   if (shape === undefined) {
     const compiled = compile(args.map((arg, index) => (arg === null ? null : new Slot(index))) as unknown as Args);
-    const sources = compiled.parameters.map((parameter) => (parameter instanceof Slot ? { index: parameter.index } : { constant: parameter }));
+    const sources = compiled.parameters.map((parameter) =>
+      (parameter instanceof Slot ? { index: parameter.index } : { constant: parameter }));
     const bound = new Set(sources.flatMap((source) => ('index' in source ? [source.index] : [])));
     const expected = args.filter((arg) => arg !== null).length;
-    if (bound.size !== expected) throw new TypeError(`statement shape ${key}: ${expected - bound.size} argument(s) are not bound values`);
+    if (bound.size !== expected)
+      throw new TypeError(`statement shape ${key}: ${expected - bound.size} argument(s) are not bound values`);
     shape = { sql: compiled.sql, sources };
     SHAPES.set(shapeKey, shape);
   }

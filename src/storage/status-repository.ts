@@ -7,7 +7,8 @@ import { isBusyError } from './sqlite-errors.js';
 import { runShape } from './statement-shapes.js';
 
 /** Records per stored lifecycle state in one exact scope. */
-export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL', number>;
+export type LifecycleCounts = Record<'CANDIDATE' | 'VALIDATED_CURRENT' | 'SUPERSEDED' | 'QUARANTINED' | 'HISTORICAL',
+  number>;
 
 /** Retention counts of one exact scope (OPERATIONS.md §2). */
 export interface RetentionCounts {
@@ -49,10 +50,16 @@ export interface ScopeReading {
  * statement instead of the counting one. A reading without pages is never remembered.
  */
 export class ScopeCounter {
-  readonly #readings = new Map<string, { readonly changes: number; readonly version: number; readonly reading: ScopeReading }>();
+  readonly #readings = new Map<string, {
+    readonly changes: number; readonly version: number; readonly reading: ScopeReading;
+  }>();
 
   async count(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
-    const state = (await runShape(db, 'databaseChangeState', [], () => sql<{ changes: number; version: number }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`.compile(db))).rows[0]!;
+    const state = (await runShape(db, 'databaseChangeState', [], () =>
+      sql<{
+        changes: number; version: number;
+      }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`
+        .compile(db))).rows[0]!;
     const key = JSON.stringify([scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id]);
     const known = this.#readings.get(key);
     if (known !== undefined && known.changes === state.changes && known.version === state.version) return known.reading;
@@ -60,7 +67,8 @@ export class ScopeCounter {
     if (reading.pages === null) {
       this.#readings.delete(key);
     } else {
-      if (!this.#readings.has(key) && this.#readings.size >= REMEMBERED_SCOPES) this.#readings.delete(this.#readings.keys().next().value!);
+      if (!this.#readings.has(key) && this.#readings.size >= REMEMBERED_SCOPES)
+        this.#readings.delete(this.#readings.keys().next().value!);
       Object.freeze(reading.counts); Object.freeze(reading.retention); Object.freeze(reading.pages);
       this.#readings.set(key, { changes: state.changes, version: state.version, reading: Object.freeze(reading) });
     }
@@ -112,9 +120,15 @@ async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: bo
     FROM scoped`.execute(db);
   const row = result.rows[0]!;
   return {
-    counts: { CANDIDATE: Number(row.candidate), VALIDATED_CURRENT: Number(row.current), SUPERSEDED: Number(row.superseded), QUARANTINED: Number(row.quarantined), HISTORICAL: Number(row.historical) },
+    counts: { CANDIDATE: Number(row.candidate), VALIDATED_CURRENT: Number(row.current),
+      SUPERSEDED: Number(row.superseded), QUARANTINED: Number(row.quarantined), HISTORICAL: Number(row.historical) },
     retention: { compactionReady: Number(row.ready), compactionBlockedPartial: Number(row.blocked) },
-    pages: withPages ? { page_size: Number(row.page_size), page_count: Number(row.page_count), freelist_count: Number(row.freelist_count) } : null,
+    pages: withPages
+      ? {
+        page_size: Number(row.page_size), page_count: Number(row.page_count),
+        freelist_count: Number(row.freelist_count),
+      }
+      : null,
   };
 }
 
@@ -126,12 +140,20 @@ function fileBytes(path: string): number | null {
   }
 }
 
-/** OPERATIONS.md §2: capacity is KNOWN when the three pragmas, the database file size and the free space were all read. */
+/**
+ * OPERATIONS.md §2: capacity is KNOWN when the three pragmas, the database file size and the free space were all read.
+ */
 export function capacityKnown(reading: CapacityReading): boolean {
-  return [reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes, reading.filesystemFreeBytes].every((value) => value !== null);
+  return [
+    reading.pageSizeBytes, reading.pageCount, reading.freelistCount, reading.databaseFileBytes,
+    reading.filesystemFreeBytes,
+  ].every((value) => value !== null);
 }
 
-/** Capacity from the page pragmas read with the counts (null when they failed) and file sizes; each failed reading is null. */
+/**
+ * Capacity from the page pragmas read with the counts (null when they failed) and file sizes; each failed reading is
+ * null.
+ */
 export function readCapacity(pages: PageReading | null, path: string): CapacityReading {
   let filesystemFreeBytes: number | null;
   try {
@@ -141,7 +163,9 @@ export function readCapacity(pages: PageReading | null, path: string): CapacityR
     filesystemFreeBytes = null;
   }
   return {
-    pageSizeBytes: pages?.page_size ?? null, pageCount: pages?.page_count ?? null, freelistCount: pages?.freelist_count ?? null,
-    databaseFileBytes: fileBytes(path), walFileBytes: fileBytes(`${path}-wal`), shmFileBytes: fileBytes(`${path}-shm`), filesystemFreeBytes,
+    pageSizeBytes: pages?.page_size ?? null, pageCount: pages?.page_count ?? null,
+    freelistCount: pages?.freelist_count ?? null,
+    databaseFileBytes: fileBytes(path), walFileBytes: fileBytes(`${path}-wal`), shmFileBytes: fileBytes(`${path}-shm`),
+    filesystemFreeBytes,
   };
 }

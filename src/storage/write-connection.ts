@@ -172,7 +172,8 @@ export function assertEffectivePragmas(connection: SqliteConnection): void {
   if (synchronous !== 2) problems.push(`synchronous is ${synchronous}, not 2 (FULL)`);
   if (busyTimeout < BUSY_TIMEOUT_MS) problems.push(`busy_timeout is ${busyTimeout}, below ${BUSY_TIMEOUT_MS}`);
   if (problems.length > 0) {
-    throw new AdapterError('BACKEND_COMPATIBILITY_MISMATCH', `the database connection cannot run safely: ${problems.join('; ')}`);
+    throw new AdapterError('BACKEND_COMPATIBILITY_MISMATCH',
+      `the database connection cannot run safely: ${problems.join('; ')}`);
   }
 }
 
@@ -195,7 +196,9 @@ export function openReadOnlyConnection(path: string, options: { loadVec?: boolea
 }
 
 /** Opens a read-only connection, runs `work`, closes it; SQLite errors are translated. */
-export function withReadOnly<T>(path: string, work: (connection: SqliteConnection) => T, options: { loadVec?: boolean } = {}): T {
+export function withReadOnly<T>(
+  path: string, work: (connection: SqliteConnection) => T, options: { loadVec?: boolean } = {},
+): T {
   const connection = openReadOnlyConnection(path, options);
   try {
     return work(connection);
