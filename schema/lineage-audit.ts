@@ -5,7 +5,9 @@
 import { UNCODED_SCOPE_MAX_RECORDS } from './constants.js';
 
 const LIVE = "('CANDIDATE', 'VALIDATED_CURRENT')";
-const CURRENT_ROLE = "CASE r.scope WHEN 'GLOBAL_USER' THEN 'OWNER_CURRENT' WHEN 'PROJECT' THEN 'PROJECT_CURRENT' WHEN 'TOOL_ENVIRONMENT' THEN 'TOOL_ENV_CURRENT' ELSE 'WORKFLOW_CURRENT' END";
+const CURRENT_ROLE =
+  "CASE r.scope WHEN 'GLOBAL_USER' THEN 'OWNER_CURRENT' WHEN 'PROJECT' THEN 'PROJECT_CURRENT' WHEN 'TOOL_ENVIRONMENT' "
+    + "THEN 'TOOL_ENV_CURRENT' ELSE 'WORKFLOW_CURRENT' END";
 
 /** Audit check name → the SQL selecting its violations as `sample`, ordered for stable reports. */
 export const LINEAGE_AUDIT_QUERIES = Object.freeze({
@@ -47,7 +49,10 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
     AND EXISTS (SELECT 1 FROM adapter_records b WHERE b.lifecycle_state = 'VALIDATED_CURRENT' AND b.scope_key = a.scope_key
       AND b.contradiction_key = a.contradiction_key AND b.native_content_hash <> a.native_content_hash)
     ORDER BY a.record_id`,
-  /** L10: FTS and vector rows per lifecycle (STORAGE.md §4.5); the vector's scope_key and is_current equal the record's. */
+  /**
+   * L10: FTS and vector rows per lifecycle (STORAGE.md §4.5); the vector's scope_key and is_current equal the
+   * record's.
+   */
   derived_state: `SELECT record_id AS sample FROM (
       SELECT r.record_id, r.lifecycle_state AS state, r.scope_key AS key,
         EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) AS has_fts,

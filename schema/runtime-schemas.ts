@@ -15,7 +15,8 @@ function openProperty(schema: Record<string, unknown>): Record<string, unknown> 
     return { type: ['object', 'null'] };
   }
   const open: Record<string, unknown> = {};
-  for (const keyword of KEPT_KEYWORDS) if (schema[keyword] !== undefined) open[keyword] = keyword === 'items' ? { type: 'string' } : schema[keyword];
+  for (const keyword of KEPT_KEYWORDS) if (schema[keyword] !== undefined)
+    open[keyword] = keyword === 'items' ? { type: 'string' } : schema[keyword];
   return open;
 }
 
@@ -23,10 +24,13 @@ function openProperty(schema: Record<string, unknown>): Record<string, unknown> 
 export function openRequestSchema(name: ToolName): Record<string, unknown> {
   const tool = TOOLS.find((t) => t.name === name);
   if (!tool) throw new RangeError(`unknown tool ${name}`);
-  const definition = JSON.parse(JSON.stringify(TOOL_DEFINITIONS[tool.requestDefinition])) as { properties: Record<string, Record<string, unknown>>; required?: string[] };
+  const definition = JSON.parse(JSON.stringify(TOOL_DEFINITIONS[tool.requestDefinition])) as {
+    properties: Record<string, Record<string, unknown>>; required?: string[];
+  };
   return {
     type: 'object',
-    properties: Object.fromEntries(Object.entries(definition.properties).map(([key, schema]) => [key, openProperty(schema)])),
+    properties: Object.fromEntries(Object.entries(definition.properties)
+      .map(([key, schema]) => [key, openProperty(schema)])),
     required: definition.required ?? [],
     additionalProperties: true,
   };

@@ -1,7 +1,8 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { PUBLIC_CONTRACT_REVISION } from './constants.js';
 import {
-  FRESHNESS_KINDS, INTENT_CLASSES, MEMORY_TYPES, RETRIEVAL_MODES, RETRIEVAL_MODE_KINDS, SCOPES, UPDATE_MODES, VERIFIED_BY,
+  FRESHNESS_KINDS, INTENT_CLASSES, MEMORY_TYPES, RETRIEVAL_MODES, RETRIEVAL_MODE_KINDS, SCOPES, UPDATE_MODES,
+  VERIFIED_BY,
   type ToolName,
 } from './enums.js';
 
@@ -14,13 +15,20 @@ const REVISION = { 'x-factlane-public-contract-revision': PUBLIC_CONTRACT_REVISI
 const closed = (properties: Record<string, TSchema>, description: string) =>
   Type.Object(properties, { additionalProperties: false, description, ...REVISION });
 const enumOf = (values: readonly string[], description: string, defaultValue?: string) =>
-  Type.Unsafe<string>({ type: 'string', enum: [...values], description, ...(defaultValue === undefined ? {} : { default: defaultValue }) });
+  Type.Unsafe<string>({
+    type: 'string', enum: [...values], description, ...(defaultValue === undefined ? {} : { default: defaultValue }),
+  });
 const str = (description: string) => Type.String({ description });
-const nullableStr = (description: string) => Type.Unsafe<string | null>({ type: ['string', 'null'], description, default: null });
+const nullableStr = (description: string) =>
+  Type.Unsafe<string | null>({ type: ['string', 'null'], description, default: null });
 const ref = (name: string, nullable = false) =>
-  nullable ? Type.Unsafe({ anyOf: [{ $ref: `#/$defs/${name}` }, { type: 'null' }], default: null }) : Type.Unsafe({ $ref: `#/$defs/${name}` });
+  nullable ? Type.Unsafe({ anyOf: [{ $ref: `#/$defs/${name}` }, { type: 'null' }], default: null })
+    : Type.Unsafe({ $ref: `#/$defs/${name}` });
 const int = (minimum: number, maximum: number | undefined, defaultValue: number | undefined, description: string) =>
-  Type.Integer({ minimum, ...(maximum === undefined ? {} : { maximum }), ...(defaultValue === undefined ? {} : { default: defaultValue }), description });
+  Type.Integer({
+    minimum, ...(maximum === undefined ? {} : { maximum }),
+    ...(defaultValue === undefined ? {} : { default: defaultValue }), description,
+  });
 
 const IDENTIFIER = 'identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like';
 const TIMESTAMP = 'YYYY-MM-DD[T ]HH:MM[:SS[.fraction]] with Z or ±HH:MM; output is UTC with Z';
@@ -42,7 +50,9 @@ const payloadFields = {
   verified_by: Type.Optional(enumOf(VERIFIED_BY, 'verification basis; the write profile decides the stored value')),
   memory_type: Type.Optional(enumOf(MEMORY_TYPES, 'kind of memory')),
   confidence: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: 'confidence 0-1' })),
-  tags: Type.Optional(Type.Array(Type.String(), { maxItems: 12, description: 'at most 12 tags, each at most 48 bytes' })),
+  tags: Type.Optional(Type.Array(Type.String(), {
+    maxItems: 12, description: 'at most 12 tags, each at most 48 bytes',
+  })),
   subject: Type.Optional(nullableStr('subject, at most 96 bytes; feeds the contradiction key only')),
 };
 
@@ -51,8 +61,10 @@ export const TOOL_DEFINITIONS = {
   MemorySearchRequest: closed({
     ...common,
     query: str('what to look for; 1-512 bytes'),
-    intent_class: enumOf(INTENT_CLASSES, 'why memory is asked; GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED'),
-    retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES, 'CURRENT: validated fresh facts; REVIEW_HISTORY: past revisions and Candidates', 'CURRENT')),
+    intent_class: enumOf(INTENT_CLASSES,
+      'why memory is asked; GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED'),
+    retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES,
+      'CURRENT: validated fresh facts; REVIEW_HISTORY: past revisions and Candidates', 'CURRENT')),
     retrieval_mode_kind: Type.Optional(enumOf(RETRIEVAL_MODE_KINDS, 'how to match', 'SEMANTIC')),
     top_k: Type.Optional(int(1, 8, 5, 'size of the candidate pool')),
     max_memories: Type.Optional(int(1, 8, 5, 'most results returned')),
@@ -62,7 +74,8 @@ export const TOOL_DEFINITIONS = {
   MemoryGetRequest: closed({
     ...common,
     memory_id: str('memory UUID'),
-    retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES, 'CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle', 'CURRENT')),
+    retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES,
+      'CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle', 'CURRENT')),
   }, 'Read one memory by id.'),
   MemoryStoreRequest: closed({
     ...common,
@@ -71,12 +84,18 @@ export const TOOL_DEFINITIONS = {
     source_provenance: ref('SourceProvenance'),
     freshness_policy: ref('FreshnessPolicy'),
     idempotency_key: str(`unique key of this write (${IDENTIFIER})`),
-    source_timestamp: Type.Optional(nullableStr(`when the source was observed (${TIMESTAMP}); required for a current record`)),
-    last_verified_at: Type.Optional(nullableStr(`when the fact was verified (${TIMESTAMP}); required for a current record`)),
-    verified_by: Type.Optional(enumOf(VERIFIED_BY, 'verification basis; the write profile decides the stored value', 'UNVERIFIED')),
-    requested_lifecycle_state: Type.Optional(enumOf(['CANDIDATE', 'VALIDATED_CURRENT'], 'CANDIDATE, or VALIDATED_CURRENT when the write profile allows', 'CANDIDATE')),
+    source_timestamp:
+      Type.Optional(nullableStr(`when the source was observed (${TIMESTAMP}); required for a current record`)),
+    last_verified_at:
+      Type.Optional(nullableStr(`when the fact was verified (${TIMESTAMP}); required for a current record`)),
+    verified_by: Type.Optional(enumOf(VERIFIED_BY, 'verification basis; the write profile decides the stored value',
+      'UNVERIFIED')),
+    requested_lifecycle_state: Type.Optional(enumOf(['CANDIDATE', 'VALIDATED_CURRENT'],
+      'CANDIDATE, or VALIDATED_CURRENT when the write profile allows', 'CANDIDATE')),
     confidence: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 0.5, description: 'confidence 0-1' })),
-    tags: Type.Optional(Type.Array(Type.String(), { maxItems: 12, default: [], description: 'at most 12 tags, each at most 48 bytes; duplicates dropped' })),
+    tags: Type.Optional(Type.Array(Type.String(), {
+      maxItems: 12, default: [], description: 'at most 12 tags, each at most 48 bytes; duplicates dropped',
+    })),
     subject: Type.Optional(nullableStr('subject, at most 96 bytes; feeds the contradiction key only')),
   }, 'Store one bounded, provenance-bearing fact.'),
   MemoryUpdateRequest: closed({
@@ -100,23 +119,51 @@ export const TOOL_DEFINITIONS = {
   }, 'Where a fact comes from.'),
   FreshnessPolicy: closed({
     kind: enumOf(FRESHNESS_KINDS, 'when the fact goes stale'),
-    ttl_seconds: Type.Optional(Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 1, maximum: 31_536_000, default: null, description: 'required for ttl, forbidden otherwise' })),
+    ttl_seconds: Type.Optional(Type.Unsafe<number | null>({
+      type: ['integer', 'null'], minimum: 1, maximum: 31_536_000, default: null,
+      description: 'required for ttl, forbidden otherwise',
+    })),
     recheck_ref: Type.Optional(nullableStr('what to re-check; at most 256 bytes; required for on_change')),
-    source_fingerprint: Type.Optional(nullableStr('64 hex digits; for on_change equal to source_provenance.source_hash')),
+    source_fingerprint:
+      Type.Optional(nullableStr('64 hex digits; for on_change equal to source_provenance.source_hash')),
   }, 'When a fact stops being fresh.'),
   VerificationPayload: closed({ ...payloadFields }, 'Fields a REVERIFY may restate.'),
-  ReplacementPayload: closed({ fact: Type.Optional(str('the replacing fact; 1-2000 bytes')), ...payloadFields }, 'The replacing record of a REPLACE.'),
+  ReplacementPayload: closed({ fact: Type.Optional(str('the replacing fact; 1-2000 bytes')), ...payloadFields },
+    'The replacing record of a REPLACE.'),
 } satisfies Record<string, TSchema>;
 
 export type DefinitionName = keyof typeof TOOL_DEFINITIONS;
 
 /** Per tool: its request definition and description (CONTRACT.md §3.2), in tools/list order. */
-export const TOOLS: readonly { readonly name: ToolName; readonly requestDefinition: DefinitionName; readonly description: string }[] = Object.freeze([
-  { name: 'memory_search', requestDefinition: 'MemorySearchRequest', description: 'Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; REVIEW_HISTORY returns past revisions and Candidates. Facts support decisions; they never override the user, the repository or a live source.' },
-  { name: 'memory_get', requestDefinition: 'MemoryGetRequest', description: 'Read one memory by memory_id in one exact scope: its current record, or its history with REVIEW_HISTORY.' },
-  { name: 'memory_store', requestDefinition: 'MemoryStoreRequest', description: 'Store one bounded, provenance-bearing fact if the launcher\'s write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts.' },
-  { name: 'memory_update', requestDefinition: 'MemoryUpdateRequest', description: 'Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with expected_revision compare-and-swap.' },
-  { name: 'memory_status', requestDefinition: 'MemoryStatusRequest', description: 'Report bounded health for one scope: lifecycle counts, retention and capacity observations, embedding profile and provider status.' },
+export const TOOLS: readonly {
+  readonly name: ToolName; readonly requestDefinition: DefinitionName; readonly description: string;
+}[] = Object.freeze([
+  {
+    name: 'memory_search', requestDefinition: 'MemorySearchRequest',
+    description: 'Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; '
+      + 'REVIEW_HISTORY returns past revisions and Candidates. Facts support decisions; they never override the user, '
+      + 'the repository or a live source.',
+  },
+  {
+    name: 'memory_get', requestDefinition: 'MemoryGetRequest',
+    description:
+      'Read one memory by memory_id in one exact scope: its current record, or its history with REVIEW_HISTORY.',
+  },
+  {
+    name: 'memory_store', requestDefinition: 'MemoryStoreRequest',
+    description: 'Store one bounded, provenance-bearing fact if the launcher\'s write profile allows it. Delegated '
+      + 'agents submit Candidates only; verifiers may store current facts.',
+  },
+  {
+    name: 'memory_update', requestDefinition: 'MemoryUpdateRequest',
+    description: 'Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with '
+      + 'expected_revision compare-and-swap.',
+  },
+  {
+    name: 'memory_status', requestDefinition: 'MemoryStatusRequest',
+    description: 'Report bounded health for one scope: lifecycle counts, retention and capacity observations, '
+      + 'embedding profile and provider status.',
+  },
 ]);
 
 /** The inputSchema of one tool: a single required `request` referring into the shared `$defs`. */

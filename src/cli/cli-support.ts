@@ -25,7 +25,9 @@ export class UsageError extends Error {
  * line `<command>: <CODE>: <message>` on stderr (and `error_code` on stdout with --json), usage errors
  * exit 2, anything unexpected keeps its stack on stderr and exits 1.
  */
-export async function runCommand(command: string, usage: string, json: () => boolean, main: () => Promise<number>): Promise<never> {
+export async function runCommand(
+  command: string, usage: string, json: () => boolean, main: () => Promise<number>,
+): Promise<never> {
   ignoreClosedStdout();
   let code: number;
   try {
@@ -36,7 +38,10 @@ export async function runCommand(command: string, usage: string, json: () => boo
       code = EXIT.USAGE;
     } else if (error instanceof AdapterError) {
       process.stderr.write(`${command}: ${error.code}: ${error.message}\n`);
-      if (json()) process.stdout.write(`${JSON.stringify({ error_code: error.code, message: error.message, retryable: error.retryable })}\n`);
+      if (json())
+        process.stdout.write(`${JSON.stringify({
+          error_code: error.code, message: error.message, retryable: error.retryable,
+        })}\n`);
       code = EXIT.FAILED;
     } else if (error instanceof MigrationFileError) {
       process.stderr.write(`${command}: SCHEMA_MISMATCH: ${error.message}\n`);

@@ -49,7 +49,8 @@ function parse() {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
-      db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+      db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' },
+      json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
       profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
       plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
       'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
@@ -61,7 +62,9 @@ function parse() {
   }
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
-  if (command === 'candidates' || command === 'promote') return { command, values: parsed.values, review: parseReviewCommand(command, rest, parsed.values) };
+  if (command === 'candidates' || command === 'promote') return {
+    command, values: parsed.values, review: parseReviewCommand(command, rest, parsed.values),
+  };
   rejectReviewFlags(command, parsed.values);
   const subcommand = command === 'recover' && rest[0] === 'plan' ? rest.shift() : undefined;
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
@@ -69,16 +72,21 @@ function parse() {
     .filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'recover' && recoverFlags.length > 0) throw new UsageError(`--${recoverFlags[0]} belongs to recover`);
   if (command !== 'restore' && parsed.values.from !== undefined) throw new UsageError('--from belongs to restore');
-  const housekeepFlags = HOUSEKEEP_FLAGS.filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
-  if (command !== 'housekeep' && housekeepFlags.length > 0) throw new UsageError(`--${housekeepFlags[0]} belongs to housekeep`);
-  const reembedFlags = ['profile', 'ollama-url', 'dry-run'].filter((flag) => parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  const housekeepFlags = HOUSEKEEP_FLAGS.filter((flag) =>
+    parsed.values[flag as keyof typeof parsed.values] !== undefined);
+  if (command !== 'housekeep' && housekeepFlags.length > 0)
+    throw new UsageError(`--${housekeepFlags[0]} belongs to housekeep`);
+  const reembedFlags = ['profile', 'ollama-url', 'dry-run'].filter((flag) =>
+    parsed.values[flag as keyof typeof parsed.values] !== undefined);
   if (command !== 'reembed' && reembedFlags.length > 0) throw new UsageError(`--${reembedFlags[0]} belongs to reembed`);
   if (command === 'reembed') {
     const { db, profile, out, backup } = parsed.values;
     if (!db || !profile || out || backup) throw new UsageError('reembed needs --db PATH and --profile ID');
-    if (!Object.hasOwn(EMBEDDING_PROFILES, profile)) throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
+    if (!Object.hasOwn(EMBEDDING_PROFILES, profile))
+      throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
     if (parsed.values['ollama-url'] !== undefined && !isLoopbackOllamaUrl(parsed.values['ollama-url'])) {
-      throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
+      throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, '
+        + 'query or fragment');
     }
   } else if (command === 'recover' && subcommand === 'plan') {
     const { db, out, plan, confirm, receipt, state } = parsed.values;
@@ -86,7 +94,8 @@ function parse() {
       throw new UsageError('recover plan needs --db PATH, --out PLAN.json and at least one --memory-id ID');
     }
     const incidentClass = parsed.values['incident-class'];
-    if (incidentClass !== undefined && incidentClass !== 'S1' && incidentClass !== 'M1') throw new UsageError('--incident-class must be S1 or M1');
+    if (incidentClass !== undefined && incidentClass !== 'S1' && incidentClass !== 'M1')
+      throw new UsageError('--incident-class must be S1 or M1');
     return { command: 'recover-plan', values: parsed.values };
   } else if (command === 'recover') {
     const { db, plan, confirm, receipt, out } = parsed.values;
@@ -95,16 +104,22 @@ function parse() {
         'recover needs --db PATH, --plan PLAN.json, --confirm OPERATION_ID and --receipt RECEIPT.json');
     }
   } else if (command === 'restore') {
-    if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('restore needs --from FILE and --db PATH');
+    if (!parsed.values.from || !parsed.values.db || parsed.values.out || parsed.values.backup)
+      throw new UsageError('restore needs --from FILE and --db PATH');
   } else if (command === 'audit') {
     if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('audit needs --db PATH');
   } else if (command === 'housekeep') {
-    if (!parsed.values.db || parsed.values.out || parsed.values.backup) throw new UsageError('housekeep needs --db PATH');
-    return { command, values: parsed.values, housekeep: housekeepRequest(parsed.values as Record<string, string | undefined>) };
+    if (!parsed.values.db || parsed.values.out || parsed.values.backup)
+      throw new UsageError('housekeep needs --db PATH');
+    return {
+      command, values: parsed.values, housekeep: housekeepRequest(parsed.values as Record<string, string | undefined>),
+    };
   } else if (command === 'backup') {
-    if (!parsed.values.db || !parsed.values.out || parsed.values.backup) throw new UsageError('backup needs --db PATH and --out FILE');
+    if (!parsed.values.db || !parsed.values.out || parsed.values.backup)
+      throw new UsageError('backup needs --db PATH and --out FILE');
   } else if (command === 'verify') {
-    if (Boolean(parsed.values.db) === Boolean(parsed.values.backup) || parsed.values.out) throw new UsageError('verify needs exactly one of --db PATH and --backup FILE');
+    if (Boolean(parsed.values.db) === Boolean(parsed.values.backup) || parsed.values.out)
+      throw new UsageError('verify needs exactly one of --db PATH and --backup FILE');
   } else {
     throw new UsageError(command ? `unknown or unavailable command ${command}` : 'a command is required');
   }
@@ -112,18 +127,24 @@ function parse() {
 }
 
 const RECOVER_FLAGS = ['plan', 'confirm', 'receipt', 'state', 'incident-class'] as const;
-const HOUSEKEEP_FLAGS = ['scope', 'project-id', 'worktree-id', 'workflow-id', 'agent-id', 'max-records', 'required-free-bytes'] as const;
+const HOUSEKEEP_FLAGS = [
+  'scope', 'project-id', 'worktree-id', 'workflow-id', 'agent-id', 'max-records', 'required-free-bytes',
+] as const;
 
 /** A whole number of at least `min` written in decimal digits, else a usage error. */
 function wholeNumber(flag: string, text: string | undefined, min: number): number {
   const value = text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min) throw new UsageError(`--${flag} must be a whole number of at least ${min}`);
+  if (!Number.isSafeInteger(value) || value < min)
+    throw new UsageError(`--${flag} must be a whole number of at least ${min}`);
   return value;
 }
 
 /** The housekeep flags as a request: the scope follows CONTRACT.md §4.2; a violation is a usage error. */
 function housekeepRequest(values: Record<string, string | undefined>): HousekeepRequest {
-  const fields = { scope: values.scope, project_id: values['project-id'], worktree_id: values['worktree-id'], workflow_id: values['workflow-id'], agent_id: values['agent-id'] };
+  const fields = {
+    scope: values.scope, project_id: values['project-id'], worktree_id: values['worktree-id'],
+    workflow_id: values['workflow-id'], agent_id: values['agent-id'],
+  };
   let scope;
   try {
     scope = validateScope(Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)));
@@ -131,7 +152,10 @@ function housekeepRequest(values: Record<string, string | undefined>): Housekeep
     if (error instanceof AdapterError) throw new UsageError(`${error.code}: ${error.message}`);
     throw error;
   }
-  return { scope, maxRecords: wholeNumber('max-records', values['max-records'], 1), requiredFreeBytes: wholeNumber('required-free-bytes', values['required-free-bytes'], 0) };
+  return {
+    scope, maxRecords: wholeNumber('max-records', values['max-records'], 1),
+    requiredFreeBytes: wholeNumber('required-free-bytes', values['required-free-bytes'], 0),
+  };
 }
 
 function printHousekeep(report: HousekeepReport): void {
@@ -140,12 +164,18 @@ function printHousekeep(report: HousekeepReport): void {
     return;
   }
   const free = (bytes: number | null) => (bytes === null ? 'unknown' : `${bytes}`);
-  process.stdout.write(`housekeep: ${report.outcome}\n  next: ${report.next_action}\n  compacted ${report.compacted_records} of ${report.selected_records} selected (at most ${report.max_records}); ready ${report.compaction_ready_before} -> ${report.compaction_ready_after}\n  free bytes ${free(report.filesystem_free_bytes_before)} -> ${free(report.filesystem_free_bytes_after)}, required ${report.required_free_bytes}; the file does not shrink\n`);
+  process.stdout.write(`housekeep: ${report.outcome}\n  next: ${report.next_action}\n  compacted `
+    + `${report.compacted_records} of ${report.selected_records} selected (at most ${report.max_records}); ready `
+    + `${report.compaction_ready_before} -> ${report.compaction_ready_after}\n  free bytes `
+    + `${free(report.filesystem_free_bytes_before)} -> ${free(report.filesystem_free_bytes_after)}, required `
+    + `${report.required_free_bytes}; the file does not shrink\n`);
 }
 
 function printVerify(report: VerifyReport): void {
-  process.stdout.write(`verify: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock ${report.interlock_present ? 'PRESENT' : 'absent'}\n`);
-  for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
+  process.stdout.write(`verify: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock `
+    + `${report.interlock_present ? 'PRESENT' : 'absent'}\n`);
+  for (const check of report.checks)
+    process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
 }
 
 /** The command's progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json. */
@@ -156,9 +186,12 @@ const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.ceil(ms
 function printReembed(report: ReembedReport): void {
   if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else if (report.dry_run) {
-    process.stdout.write(`reembed --dry-run: ${report.records_to_embed} records would be embedded under ${report.to_profile} in ${report.batches} batch(es), about ${formatDuration(report.estimated_ms ?? 0)}; nothing changed\n`);
+    process.stdout.write(`reembed --dry-run: ${report.records_to_embed} records would be embedded under `
+      + `${report.to_profile} in ${report.batches} batch(es), about `
+      + `${formatDuration(report.estimated_ms ?? 0)}; nothing changed\n`);
   } else {
-    process.stdout.write(`reembed: ${report.records_embedded} records embedded in ${report.batches} batch(es), ${report.elapsed_ms} ms; bound ${report.from_profile ?? '(no valid binding)'} -> ${report.to_profile}\n`);
+    process.stdout.write(`reembed: ${report.records_embedded} records embedded in ${report.batches} batch(es), `
+      + `${report.elapsed_ms} ms; bound ${report.from_profile ?? '(no valid binding)'} -> ${report.to_profile}\n`);
   }
 }
 
@@ -169,7 +202,8 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     process.stdout.write(USAGE);
     return EXIT.OK;
   }
-  if (parsedCommand.review) return (await import('./review-queue.js')).runReviewCommand(parsedCommand.review, wantsJson());
+  if (parsedCommand.review)
+    return (await import('./review-queue.js')).runReviewCommand(parsedCommand.review, wantsJson());
   if (command === 'recover-plan') {
     const plan = buildRecoveryPlan({
       dbPath: values.db!, memoryIds: values['memory-id']!,
@@ -207,8 +241,11 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     }));
     if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else {
-      process.stdout.write(`restored and verified: ${report.file_bytes} bytes, database_id ${report.database_id}, schema version ${report.schema_version}\n`);
-      if (report.needs_migration) process.stdout.write('the schema is older than this release: run factlane-migrate up on it before serving it\n');
+      process.stdout.write(`restored and verified: ${report.file_bytes} bytes, database_id `
+        + `${report.database_id}, schema version ${report.schema_version}\n`);
+      if (report.needs_migration)
+        process.stdout.write('the schema is older than this release: run factlane-migrate up on it before serving '
+          + 'it\n');
     }
     return EXIT.OK;
   }
@@ -225,12 +262,15 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else {
         process.stdout.write(`audit: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}\n`);
-        for (const check of report.checks) process.stdout.write(`  ${check.status}  ${check.name.padEnd(26)} ${check.count}${check.samples.length > 0 ? `  e.g. ${check.samples.slice(0, 3).join(', ')}` : ''}\n`);
+        for (const check of report.checks)
+          process.stdout.write(`  ${check.status}  ${check.name.padEnd(26)} ${check.count}`
+            + `${check.samples.length > 0 ? `  e.g. ${check.samples.slice(0, 3).join(', ')}` : ''}\n`);
       }
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
     if (command === 'housekeep') {
-      printHousekeep(await progress('housekeep').run((onStep) => housekeep(target, { ...parsedCommand.housekeep!, onStep })));
+      printHousekeep(await progress('housekeep')
+        .run((onStep) => housekeep(target, { ...parsedCommand.housekeep!, onStep })));
       return EXIT.OK;
     }
     if (command === 'verify') {
@@ -239,9 +279,11 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       else printVerify(report);
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
-    const manifest = await progress('backup').run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep));
+    const manifest = await progress('backup')
+      .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep));
     if (wantsJson()) process.stdout.write(`${JSON.stringify({ db_identity: target.dbIdentity, manifest }, null, 2)}\n`);
-    else process.stdout.write(`${backupLine(manifest)}: ${manifest.file_bytes} bytes, sha256 ${manifest.file_sha256}\n`);
+    else process.stdout.write(`${backupLine(manifest)}: ${manifest.file_bytes} bytes, sha256 `
+      + `${manifest.file_sha256}\n`);
     return EXIT.OK;
   } finally {
     target.close();

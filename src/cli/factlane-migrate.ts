@@ -19,25 +19,32 @@ const argv = process.argv.slice(2);
 const wantsJson = () => argv.includes('--json');
 
 function parse() {
-  if (argv.includes('--help') || argv.includes('-h')) return { command: 'help' as const, values: {} as Record<string, never> };
+  if (argv.includes('--help') || argv.includes('-h')) return {
+    command: 'help' as const, values: {} as Record<string, never>,
+  };
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { db: { type: 'string' }, json: { type: 'boolean' }, backup: { type: 'string' }, 'no-backup': { type: 'boolean' } },
+      options: { db: { type: 'string' }, json: { type: 'boolean' }, backup: { type: 'string' }, 'no-backup': {
+        type: 'boolean',
+      } },
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
   const [command, ...rest] = parsed.positionals;
-  if (command !== 'status' && command !== 'up' && command !== 'verify') throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
+  if (command !== 'status' && command !== 'up' && command !== 'verify')
+    throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   if (!parsed.values.db) throw new UsageError('--db PATH is required');
   const hasBackup = parsed.values.backup !== undefined;
-  if (command === 'up' && hasBackup === Boolean(parsed.values['no-backup'])) throw new UsageError('up needs exactly one of --backup FILE and --no-backup');
-  if (command !== 'up' && (hasBackup || parsed.values['no-backup'])) throw new UsageError(`--backup and --no-backup belong to up, not ${command}`);
+  if (command === 'up' && hasBackup === Boolean(parsed.values['no-backup']))
+    throw new UsageError('up needs exactly one of --backup FILE and --no-backup');
+  if (command !== 'up' && (hasBackup || parsed.values['no-backup']))
+    throw new UsageError(`--backup and --no-backup belong to up, not ${command}`);
   return { command, values: parsed.values };
 }
 
@@ -52,12 +59,14 @@ function printStatus(report: StatusReport): void {
   out('schema', `${report.schema_version} (this release: ${report.latest_version})`);
   out('contract', report.contract_version ?? 'missing');
   out('interlock', report.interlock_present ? 'PRESENT' : 'absent');
-  for (const row of report.applied) out('applied', `${String(row.version).padStart(4, '0')}_${row.name}  checksum ${row.checksum_ok ? 'ok' : 'MISMATCH'}`);
+  for (const row of report.applied) out('applied',
+    `${String(row.version).padStart(4, '0')}_${row.name}  checksum ${row.checksum_ok ? 'ok' : 'MISMATCH'}`);
   for (const row of report.pending) out('pending', `${String(row.version).padStart(4, '0')}_${row.name}`);
 }
 
 function printUp(report: UpReport): void {
-  if (report.skipped_reason) process.stdout.write(`nothing to do: ${report.skipped_reason}; schema version ${report.schema_version}\n`);
+  if (report.skipped_reason)
+    process.stdout.write(`nothing to do: ${report.skipped_reason}; schema version ${report.schema_version}\n`);
   else process.stdout.write(`applied ${report.applied.length} migration(s); schema version ${report.schema_version}\n`);
   if (report.backup) process.stdout.write(`${backupLine(report.backup)} (sha256 ${report.backup.file_sha256})\n`);
   if (report.reembed_work_discarded) {
@@ -68,7 +77,8 @@ function printUp(report: UpReport): void {
   printChecks(report.verification);
 }
 
-const print = (report: unknown, human: () => void) => (wantsJson() ? process.stdout.write(`${JSON.stringify(report, null, 2)}\n`) : human());
+const print = (report: unknown, human: () => void) =>
+  (wantsJson() ? process.stdout.write(`${JSON.stringify(report, null, 2)}\n`) : human());
 
 await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   const { command, values } = parse();
@@ -92,7 +102,8 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
       const checks = target.verify();
       const ok = checks.every((c) => c.status === 'PASS');
       print({ db_identity: target.dbIdentity, ok, interlock_present: target.findings.interlockPresent, checks }, () => {
-        process.stdout.write(`verify: ${ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock ${target.findings.interlockPresent ? 'PRESENT' : 'absent'}\n`);
+        process.stdout.write(`verify: ${ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock `
+          + `${target.findings.interlockPresent ? 'PRESENT' : 'absent'}\n`);
         printChecks(checks);
       });
       return ok ? EXIT.OK : EXIT.PROBLEMS;

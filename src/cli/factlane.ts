@@ -55,7 +55,8 @@ function printHelp(options: LaunchOptions): number {
   if (options.mode === 'help') process.stdout.write(USAGE);
   if (options.mode === 'version') {
     const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
-    process.stdout.write(`factlane ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\nstorage contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`);
+    process.stdout.write(`factlane ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\nstorage `
+      + `contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`);
   }
   if (options.mode === 'help-tools') process.stdout.write(fullToolReference());
   if (options.mode === 'help-tool') {
@@ -79,7 +80,8 @@ async function serve(options: LaunchOptions): Promise<void> {
   let stopRequested = false;
   let onStop: () => unknown = () => { stopRequested = true; };
   for (const signal of STOP_SIGNALS) process.on(signal, () => onStop());
-  if (options.tokenizerPathGiven) logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
+  if (options.tokenizerPathGiven)
+    logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
   // Loaded while the database opens, and awaited before initialize is answered: the first store of a fresh server
   // took 186 ms when it met the load in progress, 21 ms after it (docs/decisions/0026-ready-before-initialize.md).
   const tokenizerReady = warmUpTokenizer();
@@ -87,13 +89,21 @@ async function serve(options: LaunchOptions): Promise<void> {
   const provider = createProvider(profile.profileId, options.ollamaUrl);
   const engine = await SQLiteVecEngine.open({
     dbPath: options.dbPath,
-    newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    newDatabaseBinding: async () => ({
+      vectorDimension: profile.outputDimension,
+      bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())),
+    }),
     // Only the write bench turns the queue off, to measure SQLite's busy handling alone beside it
     // (docs/decisions/0018); it is no flag, and off changes latency, never an outcome.
     writerQueue: { enabled: process.env[BENCH_WRITER_QUEUE_ENV] !== 'off' },
     logger,
   });
-  const gateway = new MemoryGateway({ adapter: new MemoryAdapter({ engine, provider, writeProfile: options.writeProfile, hostId: options.hostBinding!.host_id }), hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio' });
+  const gateway = new MemoryGateway({
+    adapter: new MemoryAdapter({
+      engine, provider, writeProfile: options.writeProfile, hostId: options.hostBinding!.host_id,
+    }),
+    hostBinding: options.hostBinding!, contextBinding: options.contextBinding, transport: 'stdio',
+  });
   const inFlight = new Set<Promise<unknown>>();
   const trackedGateway = {
     handle(operation: string, request: unknown) {
@@ -113,7 +123,9 @@ async function serve(options: LaunchOptions): Promise<void> {
   }
   await connectStdio(server);
   if (process.stdin.isTTY) {
-    logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile ${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host configuration. Press Ctrl-D to quit.`);
+    logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile `
+      + `${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host `
+      + `configuration. Press Ctrl-D to quit.`);
   }
   let stopping = false;
   const shutdown = async () => {

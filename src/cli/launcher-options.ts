@@ -24,14 +24,16 @@ const FLAGS = {
   db: { type: 'string' }, 'host-id': { type: 'string' }, profile: { type: 'string' }, 'ollama-url': { type: 'string' },
   'write-profile': { type: 'string' }, 'binding-source': { type: 'string' }, 'project-id': { type: 'string' },
   'workflow-id': { type: 'string' }, 'agent-id': { type: 'string' }, 'project-id-source': { type: 'string' },
-  'workflow-id-source': { type: 'string' }, 'agent-id-source': { type: 'string' }, 'context-binding-source': { type: 'string' },
+  'workflow-id-source': { type: 'string' }, 'agent-id-source': { type: 'string' },
+  'context-binding-source': { type: 'string' },
   'tokenizer-path': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
   'help-tools': { type: 'boolean' }, 'help-tool': { type: 'string' },
 } as const;
 
 /** The default database: `$XDG_DATA_HOME/factlane/factlane.sqlite3`, else under `~/.local/share`. */
 export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
-  const dataHome = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME : join(homedir(), '.local', 'share');
+  const dataHome = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME
+    : join(homedir(), '.local', 'share');
   return join(dataHome, 'factlane', 'factlane.sqlite3');
 }
 
@@ -43,7 +45,8 @@ export function isLoopbackOllamaUrl(value: string): boolean {
   } catch {
     return false;
   }
-  return url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === '[::1]') && url.username === '' && url.password === '' &&
+  return url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === '[::1]') &&
+    url.username === '' && url.password === '' &&
     url.pathname === '/' && !value.includes('?') && !value.includes('#');
 }
 
@@ -62,7 +65,8 @@ export function parseLaunchOptions(argv: readonly string[], env: NodeJS.ProcessE
   const str = (name: string) => values[name] as string | undefined;
   const base = {
     dbPath: str('db') ?? defaultDatabasePath(env), profileId: str('profile') ?? DEFAULT_PROFILE_ID,
-    ollamaUrl: str('ollama-url') ?? 'http://127.0.0.1:11434', writeProfile: (str('write-profile') ?? 'read-only') as WriteProfile,
+    ollamaUrl: str('ollama-url') ?? 'http://127.0.0.1:11434',
+    writeProfile: (str('write-profile') ?? 'read-only') as WriteProfile,
     contextBinding: null, tokenizerPathGiven: str('tokenizer-path') !== undefined,
   };
   if (values.help) return { ...base, mode: 'help' };
@@ -70,22 +74,31 @@ export function parseLaunchOptions(argv: readonly string[], env: NodeJS.ProcessE
   if (values['help-tools']) return { ...base, mode: 'help-tools' };
   if (str('help-tool') !== undefined) return { ...base, mode: 'help-tool', helpTool: str('help-tool') };
   if (str('db') === '') throw new UsageError('--db needs a path');
-  if (!Object.hasOwn(EMBEDDING_PROFILES, base.profileId)) throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
-  if (!isLoopbackOllamaUrl(base.ollamaUrl)) throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
-  if (!(WRITE_PROFILES as readonly string[]).includes(base.writeProfile)) throw new UsageError(`--write-profile must be one of: ${WRITE_PROFILES.join(', ')}`);
+  if (!Object.hasOwn(EMBEDDING_PROFILES, base.profileId))
+    throw new UsageError(`--profile must be one of: ${Object.keys(EMBEDDING_PROFILES).join(', ')}`);
+  if (!isLoopbackOllamaUrl(base.ollamaUrl))
+    throw new UsageError('--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, '
+      + 'query or fragment');
+  if (!(WRITE_PROFILES as readonly string[]).includes(base.writeProfile))
+    throw new UsageError(`--write-profile must be one of: ${WRITE_PROFILES.join(', ')}`);
   const hostId = str('host-id');
-  if (hostId === undefined) throw new UsageError('--host-id LABEL is required (the host this server runs for, e.g. codex)');
+  if (hostId === undefined)
+    throw new UsageError('--host-id LABEL is required (the host this server runs for, e.g. codex)');
   return {
     ...base, mode: 'serve',
     hostBinding: createHostBinding(hostId, str('binding-source')),
     contextBinding: createContextBinding({
-      bindingSource: str('context-binding-source'), projectId: str('project-id'), projectIdSource: str('project-id-source'),
-      workflowId: str('workflow-id'), workflowIdSource: str('workflow-id-source'), agentId: str('agent-id'), agentIdSource: str('agent-id-source'),
+      bindingSource: str('context-binding-source'), projectId: str('project-id'),
+      projectIdSource: str('project-id-source'),
+      workflowId: str('workflow-id'), workflowIdSource: str('workflow-id-source'), agentId: str('agent-id'),
+      agentIdSource: str('agent-id-source'),
     }),
   };
 }
 
 /** True for the errors that make a launch a usage error (exit 2). */
 export function isUsageFailure(error: unknown): boolean {
-  return error instanceof UsageError || (error instanceof AdapterError && ['INVALID_HOST_BINDING', 'INVALID_CONTEXT_BINDING', 'RAW_OR_SENSITIVE_CONTENT'].includes(error.code));
+  return error instanceof UsageError
+    || (error instanceof AdapterError
+      && ['INVALID_HOST_BINDING', 'INVALID_CONTEXT_BINDING', 'RAW_OR_SENSITIVE_CONTENT'].includes(error.code));
 }

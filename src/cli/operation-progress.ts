@@ -9,12 +9,16 @@ export type ProgressOperation = 'backup' | 'restore' | 'housekeep' | 'reembed' |
 /** A reembed batch as a step: `batch` with done/total records, and the batch number, rate and time left. */
 export function reembedBatchStep(progress: ReembedProgress): OperationStep {
   const { batch, done, total, records_per_second: recordsPerSecond, seconds_left: secondsLeft } = progress;
-  return { step: 'batch', done, total, fields: { batch, records_per_second: recordsPerSecond, seconds_left: secondsLeft } };
+  return {
+    step: 'batch', done, total, fields: { batch, records_per_second: recordsPerSecond, seconds_left: secondsLeft },
+  };
 }
 
 /** A recovery phase as a step named after it, keeping `phase`, `recovery_state` and `detail` as they were. */
 export function recoveryStep(event: RecoveryEvent): OperationStep {
-  const fields = { phase: event.phase, recovery_state: event.recovery_state, ...(event.detail ? { detail: event.detail } : {}) };
+  const fields = {
+    phase: event.phase, recovery_state: event.recovery_state, ...(event.detail ? { detail: event.detail } : {}),
+  };
   return { step: event.phase, fields };
 }
 
@@ -51,5 +55,7 @@ const LIVE_TEXTS: Readonly<Partial<Record<ProgressOperation, (step: OperationSte
 export function operationProgress(
   operation: ProgressOperation, json: boolean, stream: ProgressStream = process.stderr,
 ): ProgressReporter {
-  return new ProgressReporter({ operation, stream, json, plainLine: PLAIN_LINES[operation], liveText: LIVE_TEXTS[operation] });
+  return new ProgressReporter({
+    operation, stream, json, plainLine: PLAIN_LINES[operation], liveText: LIVE_TEXTS[operation],
+  });
 }

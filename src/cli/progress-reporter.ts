@@ -35,7 +35,8 @@ export function describeStep(operation: string, step: OperationStep): string {
   if (step.total !== undefined && step.done !== undefined) {
     counts = ` ${step.done}/${step.total} (${step.total === 0 ? 100 : Math.floor((step.done / step.total) * 100)}%)`;
   } else if (step.done !== undefined || step.total !== undefined) counts = ` ${step.done ?? step.total}`;
-  const fields = Object.entries(step.fields ?? {}).map(([key, value]) => `${key.replaceAll('_', ' ')} ${value ?? 'none'}`);
+  const fields = Object.entries(step.fields ?? {})
+    .map(([key, value]) => `${key.replaceAll('_', ' ')} ${value ?? 'none'}`);
   return `${operation.replaceAll('_', ' ')}: ${words}${counts}${fields.length > 0 ? `; ${fields.join(', ')}` : ''}`;
 }
 
@@ -69,9 +70,12 @@ export class ProgressReporter {
     const { operation, stream, plainLine, liveText } = this.#options;
     if (this.mode === 'json') {
       const counts = {
-        ...(step.done !== undefined ? { done: step.done } : {}), ...(step.total !== undefined ? { total: step.total } : {}),
+        ...(step.done !== undefined ? { done: step.done } : {}),
+        ...(step.total !== undefined ? { total: step.total } : {}),
       };
-      stream.write(`${JSON.stringify({ operation, step: step.step, ...counts, ...step.fields, elapsed_ms: elapsedMs })}\n`);
+      stream.write(`${JSON.stringify({
+        operation, step: step.step, ...counts, ...step.fields, elapsed_ms: elapsedMs,
+      })}\n`);
       return;
     }
     if (this.mode === 'plain') {

@@ -106,7 +106,8 @@ export function parseReviewCommand(
   }
   return {
     command, db, memoryId: memoryIds[0]!.toLowerCase(), expectedRevision: whole('expected-revision', revision, 1),
-    expectedRecordId: recordId.toLowerCase(), sourceTimestamp: (values['source-timestamp'] as string | undefined) ?? null,
+    expectedRecordId: recordId.toLowerCase(),
+    sourceTimestamp: (values['source-timestamp'] as string | undefined) ?? null,
     ollamaUrl,
   };
 }

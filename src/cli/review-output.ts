@@ -29,7 +29,8 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
   PROFILE_MISMATCH: 'the embedding binding is not usable here: see memory_status, or run factlane-admin reembed',
   EMBEDDING_UNAVAILABLE: 'the database is bound to an Ollama profile: start Ollama on loopback or pass --ollama-url',
   BACKEND_BUSY: 'the database stayed busy: run the same command again',
-  BACKEND_UNAVAILABLE: 'the database could not be used (disk full, read-only, moved): fix that and run the command again',
+  BACKEND_UNAVAILABLE:
+    'the database could not be used (disk full, read-only, moved): fix that and run the command again',
   WRITE_UNCONFIRMED: `the outcome is unknown: ${AGAIN}, or run the same promote again (it replays)`,
   IDEMPOTENCY_CONFLICT: `this record was already promoted by a different request: ${AGAIN}`,
 };
@@ -43,7 +44,9 @@ export function refusalHint(error: AdapterError): string {
   return HINTS[error.code] ?? 'see docs/errors.md for this code';
 }
 
-/** Prints a refusal: `factlane-admin: CODE: message` and `factlane-admin: hint: …` on stderr, with --json also stdout. */
+/**
+ * Prints a refusal: `factlane-admin: CODE: message` and `factlane-admin: hint: …` on stderr, with --json also stdout.
+ */
 export function printRefusal(error: AdapterError, json: boolean): void {
   const hint = refusalHint(error);
   process.stderr.write(`factlane-admin: ${error.code}: ${error.message}\nfactlane-admin: hint: ${hint}\n`);

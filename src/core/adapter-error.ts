@@ -10,7 +10,10 @@ export class AdapterError extends Error {
   /** Trusted audit metadata the gateway attaches (request_id, host and context bindings) for the BLOCKED envelope. */
   readonly audit: Readonly<Record<string, unknown>> | undefined;
 
-  constructor(code: ErrorCode, safeMessage: string, options: { retryable?: boolean; cause?: unknown; audit?: Readonly<Record<string, unknown>> } = {}) {
+  constructor(
+    code: ErrorCode, safeMessage: string,
+    options: { retryable?: boolean; cause?: unknown; audit?: Readonly<Record<string, unknown>> } = {},
+  ) {
     super(safeMessage, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AdapterError';
     this.code = code;

@@ -31,7 +31,8 @@ export function parseTimestamp(value: string): ContractTime | null {
   if (value.length > MAX_TIMESTAMP_CHARS) return null;
   const m = TIMESTAMP.exec(value);
   if (!m) return null;
-  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '00'].map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6] ?? '00'].map(Number) as [number,
+    number, number, number, number, number];
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 59) return null;
   const monthEnd = new Date(0);
   monthEnd.setUTCFullYear(year, month, 0);

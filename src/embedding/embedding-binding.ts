@@ -32,14 +32,18 @@ export function freshBindingJson(profile: EmbeddingProfile, provenance: RuntimeP
 /** The compatibility state (CONTRACT.md §14.6) as `memory_status` reports it. */
 export interface EmbeddingCompatibility {
   readonly state: 'COMPATIBLE' | 'UNPROVEN' | 'INCOMPATIBLE';
-  readonly reason: 'SEMANTIC_IDENTITY_MISMATCH' | 'VECTOR_DIMENSION_MISMATCH' | 'BINDING_INVALID' | 'PROVIDER_UNAVAILABLE' | 'RUNTIME_PROVENANCE_CHANGED' | 'BOUND_RUNTIME_MATCH';
+  readonly reason: 'SEMANTIC_IDENTITY_MISMATCH' | 'VECTOR_DIMENSION_MISMATCH' | 'BINDING_INVALID'
+    | 'PROVIDER_UNAVAILABLE' | 'RUNTIME_PROVENANCE_CHANGED' | 'BOUND_RUNTIME_MATCH';
   readonly store_key: string | null;
   readonly vector_dimension: number | null;
   readonly binding: unknown;
   readonly runtime_fingerprint_matches_bound: boolean;
 }
 
-interface ParsedBinding { profile_id: string; store_key: string; vector_dimension: number; semantic_identity: Record<string, unknown>; runtime_fingerprint: string }
+interface ParsedBinding {
+  profile_id: string; store_key: string; vector_dimension: number; semantic_identity: Record<string, unknown>;
+  runtime_fingerprint: string;
+}
 
 function parseBinding(text: string | null): { raw: unknown; binding: ParsedBinding | null } {
   if (text === null) return { raw: null, binding: null };
@@ -50,7 +54,8 @@ function parseBinding(text: string | null): { raw: unknown; binding: ParsedBindi
     return { raw: null, binding: null };
   }
   const b = raw as Partial<ParsedBinding> | null;
-  const wellFormed = b !== null && typeof b === 'object' && typeof b.profile_id === 'string' && typeof b.store_key === 'string' &&
+  const wellFormed = b !== null && typeof b === 'object' && typeof b.profile_id === 'string' &&
+    typeof b.store_key === 'string' &&
     Number.isInteger(b.vector_dimension) && typeof b.semantic_identity === 'object' && b.semantic_identity !== null &&
     typeof b.runtime_fingerprint === 'string';
   return { raw, binding: wellFormed ? (b as ParsedBinding) : null };
@@ -62,18 +67,22 @@ function parseBinding(text: string | null): { raw: unknown; binding: ParsedBindi
  * it failed.
  */
 export function evaluateCompatibility(input: {
-  profile: EmbeddingProfile; bindingText: string | null; tableDimension: number | null; provenance: RuntimeProvenance | null;
+  profile: EmbeddingProfile; bindingText: string | null; tableDimension: number | null;
+  provenance: RuntimeProvenance | null;
 }): EmbeddingCompatibility {
   // A pure function of its inputs, evaluated on every status, search and write: the last answer is
   // kept (frozen with its canonical text, since envelopes carry it) and reused while the inputs are unchanged:
   // the very same inputs (a provenance that was deep-frozen when the answer was kept, as the built-in provider
   // returns), else equal ones.
   const last = lastCompatibility;
-  if (last !== undefined && last.profile === input.profile && last.tableDimension === input.tableDimension && last.bindingText === input.bindingText
-    && (input.provenance === null ? last.provenance === null : last.provenance === input.provenance && last.provenanceFrozen)) {
+  if (last !== undefined && last.profile === input.profile && last.tableDimension === input.tableDimension
+    && last.bindingText === input.bindingText
+    && (input.provenance === null ? last.provenance === null
+      : last.provenance === input.provenance && last.provenanceFrozen)) {
     return last.result;
   }
-  const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000${JSON.stringify(input.provenance)}`;
+  const key = `${input.profile.profileId}\u0000${input.tableDimension}\u0000${input.bindingText}\u0000`
+    + `${JSON.stringify(input.provenance)}`;
   if (last?.key === key && last.profile === input.profile) return last.result;
   const result = freezeCanonical(computeCompatibility(input));
   lastCompatibility = {
@@ -89,13 +98,19 @@ let lastCompatibility: {
 
 function computeCompatibility(input: Parameters<typeof evaluateCompatibility>[0]): EmbeddingCompatibility {
   const { raw, binding } = parseBinding(input.bindingText);
-  const fingerprintMatches = binding !== null && input.provenance !== null && runtimeFingerprint(input.provenance) === binding.runtime_fingerprint;
-  const result = (state: EmbeddingCompatibility['state'], reason: EmbeddingCompatibility['reason']): EmbeddingCompatibility => ({
-    state, reason, store_key: binding?.store_key ?? null, vector_dimension: binding?.vector_dimension ?? input.tableDimension,
+  const fingerprintMatches = binding !== null && input.provenance !== null
+    && runtimeFingerprint(input.provenance) === binding.runtime_fingerprint;
+  const result = (
+    state: EmbeddingCompatibility['state'], reason: EmbeddingCompatibility['reason'],
+  ): EmbeddingCompatibility => ({
+    state, reason, store_key: binding?.store_key ?? null,
+    vector_dimension: binding?.vector_dimension ?? input.tableDimension,
     binding: raw, runtime_fingerprint_matches_bound: fingerprintMatches,
   });
-  if (binding && canonicalJson(binding.semantic_identity) !== canonicalJson(semanticIdentity(input.profile))) return result('INCOMPATIBLE', 'SEMANTIC_IDENTITY_MISMATCH');
-  if (input.tableDimension !== input.profile.outputDimension || (binding && binding.vector_dimension !== input.profile.outputDimension)) {
+  if (binding && canonicalJson(binding.semantic_identity) !== canonicalJson(semanticIdentity(input.profile)))
+    return result('INCOMPATIBLE', 'SEMANTIC_IDENTITY_MISMATCH');
+  if (input.tableDimension !== input.profile.outputDimension
+    || (binding && binding.vector_dimension !== input.profile.outputDimension)) {
     return result('INCOMPATIBLE', 'VECTOR_DIMENSION_MISMATCH');
   }
   if (!binding) return result('UNPROVEN', 'BINDING_INVALID');

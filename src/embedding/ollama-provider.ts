@@ -41,7 +41,10 @@ export class OllamaProvider implements EmbeddingProvider {
     this.#baseUrl = baseUrl.replace(/\/$/, '');
   }
 
-  /** One JSON request. Connection failure, timeout or an `error` member → EMBEDDING_UNAVAILABLE; non-JSON → SCHEMA_MISMATCH. */
+  /**
+   * One JSON request. Connection failure, timeout or an `error` member → EMBEDDING_UNAVAILABLE; non-JSON →
+   * SCHEMA_MISMATCH.
+   */
   async #request(path: string, body?: unknown): Promise<Record<string, unknown>> {
     let response: Response;
     try {
@@ -77,21 +80,29 @@ export class OllamaProvider implements EmbeddingProvider {
     if (!supported) throw unavailable(`Ollama ${String(version)} is older than 0.22.1; upgrade Ollama`);
     const tags = await this.#request('/api/tags');
     if (!Array.isArray(tags.models)) throw drift('Ollama /api/tags has no models list');
-    const entry = tags.models.find((model) => isJsonObject(model) && model.name === p.model) as Record<string, unknown> | undefined;
+    const entry = tags.models.find((model) => isJsonObject(model) && model.name === p.model) as Record<string, unknown>
+      | undefined;
     if (!entry) throw unavailable(`the model ${p.model} is not pulled; run: ollama pull ${p.model}`);
     const details = isJsonObject(entry.details) ? entry.details : {};
-    if (typeof entry.digest !== 'string' || !/^[0-9a-f]{64}$/.test(entry.digest)) throw drift(`Ollama reported a malformed digest for ${p.model}`);
+    if (typeof entry.digest !== 'string' || !/^[0-9a-f]{64}$/.test(entry.digest))
+      throw drift(`Ollama reported a malformed digest for ${p.model}`);
     if (details.family !== p.semanticFamily) throw drift(`${p.model} is not of the ${p.semanticFamily} family`);
     const show = await this.#request('/api/show', { model: p.model });
     const info = isJsonObject(show.model_info) ? show.model_info : {};
-    if (singleValue(info, '.embedding_length') !== p.sourceDimension) throw drift(`${p.model} does not report embedding length ${p.sourceDimension}`);
-    const capabilities = Array.isArray(show.capabilities) ? show.capabilities.filter((c): c is string => typeof c === 'string') : [];
+    if (singleValue(info, '.embedding_length') !== p.sourceDimension)
+      throw drift(`${p.model} does not report embedding length ${p.sourceDimension}`);
+    const capabilities = Array.isArray(show.capabilities)
+      ? show.capabilities.filter((c): c is string => typeof c === 'string')
+      : [];
     if (!capabilities.includes('embedding')) throw unavailable(`${p.model} has no embedding capability`);
-    const context = info[`${p.semanticFamily}.context_length`] ?? singleValue(info, '.context_length') ?? singleValue(info, '.max_position_embeddings');
-    if (typeof context !== 'number' || context < (p.minimumContextWindow ?? 0)) throw drift(`${p.model} has a context window below ${p.minimumContextWindow}`);
+    const context = info[`${p.semanticFamily}.context_length`] ?? singleValue(info, '.context_length')
+      ?? singleValue(info, '.max_position_embeddings');
+    if (typeof context !== 'number' || context < (p.minimumContextWindow ?? 0))
+      throw drift(`${p.model} has a context window below ${p.minimumContextWindow}`);
     this.#lastObservedDigest = entry.digest;
     return {
-      local_only: true, provider_kind: p.providerKind, model: p.model, digest: entry.digest, ollama_version: version as string,
+      local_only: true, provider_kind: p.providerKind, model: p.model, digest: entry.digest,
+      ollama_version: version as string,
       semantic_family: p.semanticFamily, size_bytes: typeof entry.size === 'number' ? entry.size : null,
       native_dimension: p.sourceDimension, output_dimension: p.outputDimension, capabilities,
       document_prefix: p.documentPrefix, query_prefix: p.queryPrefix, distance_metric: 'cosine',
@@ -103,18 +114,27 @@ export class OllamaProvider implements EmbeddingProvider {
   async #embed(texts: readonly string[], prefix: string, maxBytes: number): Promise<Float32Array[]> {
     for (const text of texts) {
       if (text.trim() === '') throw new AdapterError('INVALID_ENVELOPE', 'an embedding input is empty');
-      if (utf8Bytes(text) > maxBytes) throw new AdapterError('INVALID_ENVELOPE', `an embedding input exceeds ${maxBytes} bytes; it is never truncated`);
+      if (utf8Bytes(text) > maxBytes)
+        throw new AdapterError('INVALID_ENVELOPE',
+          `an embedding input exceeds ${maxBytes} bytes; it is never truncated`);
     }
-    const answer = await this.#request('/api/embed', { model: this.profile.model, input: texts.map((text) => prefix + text), truncate: false, dimensions: this.profile.outputDimension });
+    const answer = await this.#request('/api/embed', {
+      model: this.profile.model, input: texts.map((text) => prefix + text), truncate: false,
+      dimensions: this.profile.outputDimension,
+    });
     const vectors = answer.embeddings;
-    if (!Array.isArray(vectors) || vectors.length !== texts.length) throw drift('Ollama returned a different number of embeddings than inputs');
+    if (!Array.isArray(vectors) || vectors.length !== texts.length)
+      throw drift('Ollama returned a different number of embeddings than inputs');
     return vectors.map((vector) => {
-      if (!Array.isArray(vector) || vector.length !== this.profile.outputDimension || !vector.every((x) => typeof x === 'number')) {
+      if (!Array.isArray(vector) || vector.length !== this.profile.outputDimension
+        || !vector.every((x) => typeof x === 'number')) {
         throw drift(`Ollama returned an embedding that is not ${this.profile.outputDimension} numbers`);
       }
       const values = vector as number[];
-      if (!values.every(Number.isFinite) || values.every((x) => x === 0)) throw unavailable('Ollama returned a non-finite or zero embedding');
-      if (Math.abs(Math.hypot(...values) - 1) > NORM_TOLERANCE) throw drift('Ollama returned an embedding that is not unit length');
+      if (!values.every(Number.isFinite) || values.every((x) => x === 0))
+        throw unavailable('Ollama returned a non-finite or zero embedding');
+      if (Math.abs(Math.hypot(...values) - 1) > NORM_TOLERANCE)
+        throw drift('Ollama returned an embedding that is not unit length');
       return Float32Array.from(values);
     });
   }

@@ -22,7 +22,9 @@ export interface ContextBinding {
 
 function label(code: 'INVALID_HOST_BINDING' | 'INVALID_CONTEXT_BINDING', flag: string, value: string): string {
   if (isSecretLike(value)) throw new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${flag} looks like a secret`);
-  if (!isHostLabel(value)) throw new AdapterError(code, `${flag} must be a label: 1-128 letters, digits and . _ : -, starting with a letter or digit`);
+  if (!isHostLabel(value))
+    throw new AdapterError(code,
+      `${flag} must be a label: 1-128 letters, digits and . _ : -, starting with a letter or digit`);
   return value;
 }
 
@@ -30,7 +32,8 @@ function label(code: 'INVALID_HOST_BINDING' | 'INVALID_CONTEXT_BINDING', flag: s
 export function createHostBinding(hostId: string, bindingSource = 'explicit-launcher'): HostBinding {
   return Object.freeze({
     host_id: label('INVALID_HOST_BINDING', '--host-id', hostId), transport: 'stdio',
-    binding_source: label('INVALID_HOST_BINDING', '--binding-source', bindingSource), gateway_instance_id: mintInstanceId(),
+    binding_source: label('INVALID_HOST_BINDING', '--binding-source', bindingSource),
+    gateway_instance_id: mintInstanceId(),
   });
 }
 
@@ -50,9 +53,13 @@ export interface ContextBindingInput {
  * not an identifier, `--workflow-id` without `--project-id`, or a source label without its id.
  */
 export function createContextBinding(input: ContextBindingInput): ContextBinding | null {
-  const source = label('INVALID_CONTEXT_BINDING', '--context-binding-source', input.bindingSource ?? 'explicit-launcher');
+  const source = label('INVALID_CONTEXT_BINDING', '--context-binding-source',
+    input.bindingSource ?? 'explicit-launcher');
   const binding: Record<string, string> = { binding_source: source };
-  for (const [key, id, idSource] of [['project_id', input.projectId, input.projectIdSource], ['workflow_id', input.workflowId, input.workflowIdSource], ['agent_id', input.agentId, input.agentIdSource]] as const) {
+  for (const [key, id, idSource] of [
+    ['project_id', input.projectId, input.projectIdSource], ['workflow_id', input.workflowId, input.workflowIdSource],
+    ['agent_id', input.agentId, input.agentIdSource],
+  ] as const) {
     const flag = `--${key.replace('_', '-')}`;
     if (id === undefined) {
       if (idSource !== undefined) throw new AdapterError('INVALID_CONTEXT_BINDING', `${flag}-source needs ${flag}`);
@@ -61,8 +68,10 @@ export function createContextBinding(input: ContextBindingInput): ContextBinding
     if (isSecretLike(id)) throw new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${flag} looks like a secret`);
     if (!isIdentifier(id)) throw new AdapterError('INVALID_CONTEXT_BINDING', `${flag} must be an identifier`);
     binding[key] = id;
-    binding[`${key}_source`] = idSource === undefined ? source : label('INVALID_CONTEXT_BINDING', `${flag}-source`, idSource);
+    binding[`${key}_source`] = idSource === undefined ? source
+      : label('INVALID_CONTEXT_BINDING', `${flag}-source`, idSource);
   }
-  if (binding.workflow_id !== undefined && binding.project_id === undefined) throw new AdapterError('INVALID_CONTEXT_BINDING', '--workflow-id needs --project-id');
+  if (binding.workflow_id !== undefined && binding.project_id === undefined)
+    throw new AdapterError('INVALID_CONTEXT_BINDING', '--workflow-id needs --project-id');
   return Object.keys(binding).length > 1 ? Object.freeze(binding as unknown as ContextBinding) : null;
 }

@@ -28,12 +28,15 @@ const GOVERNED: Readonly<Record<string, readonly ('project_id' | 'workflow_id' |
  */
 export class MemoryGateway {
   readonly #options: MemoryGatewayOptions;
-  /** The audit fields the gateway owns, copied from the bindings once and deep-frozen: no envelope can alter another's. */
+  /**
+   * The audit fields the gateway owns, copied from the bindings once and deep-frozen: no envelope can alter another's.
+   */
   readonly #bindingAudit: Readonly<{ host_binding: HostBinding; context_binding?: ContextBinding }>;
 
   /** HOST_TRANSPORT_IDENTITY_MISMATCH for any transport other than stdio. */
   constructor(options: MemoryGatewayOptions) {
-    if (options.transport !== 'stdio') throw new AdapterError('HOST_TRANSPORT_IDENTITY_MISMATCH', 'FactLane serves local stdio only');
+    if (options.transport !== 'stdio')
+      throw new AdapterError('HOST_TRANSPORT_IDENTITY_MISMATCH', 'FactLane serves local stdio only');
     this.#options = Object.freeze({ ...options });
     this.#bindingAudit = freezeCanonical(options.contextBinding
       ? { host_binding: { ...options.hostBinding }, context_binding: { ...options.contextBinding } }
@@ -48,11 +51,15 @@ export class MemoryGateway {
   async handle(operation: string, request: unknown): Promise<Envelope> {
     const mintedId = mintUuid();
     try {
-      if (!(TOOL_NAMES as readonly string[]).includes(operation)) throw new AdapterError('INVALID_OPERATION', 'unknown operation');
+      if (!(TOOL_NAMES as readonly string[]).includes(operation))
+        throw new AdapterError('INVALID_OPERATION', 'unknown operation');
       if (!isJsonObject(request)) throw new AdapterError('INVALID_ENVELOPE', 'request must be a JSON object');
       const claims = IDENTITY_CLAIM_KEYS.filter((key) => Object.hasOwn(request, key));
-      if (claims.length > 0) throw new AdapterError('HOST_IDENTITY_CLAIM_DENIED', `the request cannot claim host identity: ${claims.join(', ')}`);
-      if (TRUST_CLAIM_KEYS.some((key) => Object.hasOwn(request, key))) throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
+      if (claims.length > 0)
+        throw new AdapterError('HOST_IDENTITY_CLAIM_DENIED',
+          `the request cannot claim host identity: ${claims.join(', ')}`);
+      if (TRUST_CLAIM_KEYS.some((key) => Object.hasOwn(request, key)))
+        throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
       // No field of the contract nests more than a few levels; a deeper request would exhaust the stack of the copy.
       if (nestsDeeperThan(request, MAX_REQUEST_DEPTH)) {
         throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
@@ -79,14 +86,18 @@ export class MemoryGateway {
       const bound = binding![key];
       if (bound === undefined) continue;
       if (!Object.hasOwn(copy, key)) copy[key] = bound;
-      else if (copy[key] !== bound) throw new AdapterError('BOUND_CONTEXT_IDENTITY_MISMATCH', `${key} differs from the launcher-bound value; omit it or send the bound value`);
+      else if (copy[key] !== bound)
+        throw new AdapterError('BOUND_CONTEXT_IDENTITY_MISMATCH',
+          `${key} differs from the launcher-bound value; omit it or send the bound value`);
     }
     return copy;
   }
 
   /** A copy of the envelope with the gateway's audit fields; the adapter's objects are left as they are. */
   #stamp(envelope: Envelope): Envelope {
-    const audit: Record<string, unknown> = { ...(isJsonObject(envelope.audit) ? envelope.audit : {}), ...this.#bindingAudit };
+    const audit: Record<string, unknown> = {
+      ...(isJsonObject(envelope.audit) ? envelope.audit : {}), ...this.#bindingAudit,
+    };
     // The gateway owns both binding fields: an adapter value never survives, bound or not.
     if (!this.#bindingAudit.context_binding && Object.hasOwn(audit, 'context_binding')) delete audit.context_binding;
     return { ...envelope, audit };
@@ -95,7 +106,9 @@ export class MemoryGateway {
   /** request_id echoes a valid caller value, the minted id when none was sent, else null (CONTRACT.md §6.3). */
   #blockedAudit(request: unknown, mintedId: string, error: AdapterError): Record<string, unknown> {
     const sent = isJsonObject(request) ? request.request_id : undefined;
-    const requestId = sent === undefined || sent === null ? mintedId : typeof sent === 'string' && isIdentifier(sent) ? sent : null;
+    const requestId = sent === undefined || sent === null ? mintedId : typeof sent === 'string' && isIdentifier(sent)
+      ? sent
+      : null;
     return { ...this.#bindingAudit, raw_content_logged: false, request_id: requestId, retryable: error.retryable };
   }
 }

@@ -28,8 +28,11 @@ export function auditFile(path: string, shipped: readonly MigrationFile[]): Audi
     return [
       ...lineage,
       fromVerify('fences_present', verify, ['fences_present']),
-      fromVerify('schema_current', verify, ['contract_version', 'versions_contiguous', 'checksums_match', 'release_knows_version']),
-      { name: 'interlock_absent', status: findings.interlockPresent ? 'FAIL' : 'PASS', count: findings.interlockPresent ? 1 : 0, samples: [] } as AuditCheck,
+      fromVerify('schema_current', verify, [
+        'contract_version', 'versions_contiguous', 'checksums_match', 'release_knows_version',
+      ]),
+      { name: 'interlock_absent', status: findings.interlockPresent ? 'FAIL' : 'PASS',
+        count: findings.interlockPresent ? 1 : 0, samples: [] } as AuditCheck,
       fromVerify('quick_check', verify, ['quick_check']),
     ];
   }, { loadVec: true });

@@ -91,7 +91,8 @@ export async function migrateUp(
   const before = migrationStatus(target);
   assertMigratable(before);
   if (before.interlock_present) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish recovery first');
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+      'the database holds the recovery interlock; finish recovery first');
   }
   if (before.state === 'UP_TO_DATE') {
     return {

@@ -74,11 +74,14 @@ export function reembedBindingJson(profile: EmbeddingProfile, provenance: Runtim
 }
 
 /** Document embeddings of `documents`, checked for count and dimension (SCHEMA_MISMATCH otherwise). */
-async function embed(provider: EmbeddingProvider, documents: readonly VectorDocument[]): Promise<{ row: VectorRow; embedding: Float32Array }[]> {
+async function embed(provider: EmbeddingProvider, documents: readonly VectorDocument[]): Promise<{
+  row: VectorRow; embedding: Float32Array;
+}[]> {
   if (documents.length === 0) return [];
   const vectors = await provider.embedDocuments(documents.map((document) => document.fact));
   if (vectors.length !== documents.length || vectors.some((v) => v.length !== provider.profile.outputDimension)) {
-    throw new AdapterError('SCHEMA_MISMATCH', 'the embedding provider returned the wrong number or dimension of vectors');
+    throw new AdapterError('SCHEMA_MISMATCH',
+      'the embedding provider returned the wrong number or dimension of vectors');
   }
   return documents.map(({ fact: _fact, ...row }, index) => ({ row, embedding: vectors[index]! }));
 }
@@ -107,9 +110,11 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
   let connectionClosed = true;
   try {
     const findings = target.findings;
-    if (findings.kind !== 'FACTLANE' || findings.vectorDimension === null) throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
+    if (findings.kind !== 'FACTLANE' || findings.vectorDimension === null)
+      throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
     if (findings.interlockPresent) {
-      throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+      throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+        'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
     }
     const refusal = schemaRefusal(findings, target.shipped, null);
     if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
@@ -119,7 +124,11 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     onStep({ step: 'provider_checked', fields: { profile: profile.profileId } });
     const plan = target.withReadOnly(readVectorRows);
     onStep({ step: 'planned', total: plan.length });
-    const report = { db_identity: target.dbIdentity, dry_run: options.dryRun === true, from_profile: bindingProfileId(findings.bindingText), to_profile: profile.profileId, records_to_embed: plan.length };
+    const report = {
+      db_identity: target.dbIdentity, dry_run: options.dryRun === true,
+      from_profile: bindingProfileId(findings.bindingText), to_profile: profile.profileId,
+      records_to_embed: plan.length,
+    };
     const progress = new ProgressMeter(plan.length, options.onProgress);
 
     if (options.dryRun) {
@@ -128,7 +137,8 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
       await embed(provider, sample);
       onStep({ step: 'sampled', done: sample.length, total: sample.length });
       const perRecordMs = sample.length === 0 ? 0 : (performance.now() - sampleStarted) / sample.length;
-      return { ...report, records_embedded: 0, batches: Math.ceil(plan.length / batchSize), estimated_ms: Math.round(perRecordMs * plan.length),
+      return { ...report, records_embedded: 0, batches: Math.ceil(plan.length / batchSize),
+        estimated_ms: Math.round(perRecordMs * plan.length),
         elapsed_ms: Math.round(performance.now() - started), switched: false };
     }
 
@@ -146,23 +156,30 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
         for (const { row } of embedded) filled.set(row.rowId, row);
         progress.batchDone(embedded.length);
       };
-      for (let offset = 0; offset < plan.length; offset += batchSize) await fill(plan.slice(offset, offset + batchSize));
+      for (let offset = 0; offset < plan.length; offset += batchSize) await fill(plan.slice(offset,
+        offset + batchSize));
 
       for (let attempt = 1; ; attempt += 1) {
         const now = await provider.statusCheck();
         if (runtimeFingerprint(now) !== fingerprint) {
-          throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the run (model or Ollama version); nothing was switched, rerun reembed');
+          throw new AdapterError('PROFILE_MISMATCH',
+            'the embedding runtime changed during the run (model or Ollama version); nothing was switched, rerun '
+              + 'reembed');
         }
         const outcome = await connection.write((trx, raw) => switchVectorTable(trx, raw, {
           filled, definitions, shipped: target.shipped, profileId: profile.profileId, modelDigest: now.digest,
-          dimension: profile.outputDimension, bindingJson: reembedBindingJson(profile, now, formatTimestamp((options.clock ?? SYSTEM_CLOCK)())),
+          dimension: profile.outputDimension,
+          bindingJson: reembedBindingJson(profile, now, formatTimestamp((options.clock ?? SYSTEM_CLOCK)())),
         }));
         if (outcome.switched) {
           onStep({ step: 'switched', done: filled.size, total: filled.size });
           break;
         }
         if (attempt >= MAX_SWITCH_ATTEMPTS) {
-          throw new AdapterError('BACKEND_BUSY', 'records kept changing during reembed; stop every process writing to the database and rerun', { retryable: true });
+          throw new AdapterError('BACKEND_BUSY',
+            'records kept changing during reembed; stop every process writing to the database and rerun', {
+              retryable: true,
+            });
         }
         await catchUp(outcome.changes, batchSize, fill);
       }
@@ -177,7 +194,10 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
 }
 
 /** Redoes the rows that changed since they were filled, in batches; the first batch also drops vanished rows. */
-async function catchUp(changes: VectorChanges, batchSize: number, fill: (rows: readonly VectorRow[], remove?: readonly number[]) => Promise<void>): Promise<void> {
+async function catchUp(
+  changes: VectorChanges, batchSize: number,
+  fill: (rows: readonly VectorRow[], remove?: readonly number[]) => Promise<void>,
+): Promise<void> {
   let remove = changes.remove;
   for (let offset = 0; offset < Math.max(changes.embed.length, 1); offset += batchSize) {
     await fill(changes.embed.slice(offset, offset + batchSize), remove);

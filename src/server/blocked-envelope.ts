@@ -7,5 +7,8 @@ import type { AdapterError } from '../core/adapter-error.js';
  */
 export function blockedEnvelope(error: AdapterError): Record<string, unknown> {
   const audit = error.audit ?? { raw_content_logged: false, request_id: null, retryable: error.retryable };
-  return { status: 'BLOCKED', error_code: error.code, message: error.message, results: [], degradation: null, audit: { ...audit } };
+  return {
+    status: 'BLOCKED', error_code: error.code, message: error.message, results: [], degradation: null,
+    audit: { ...audit },
+  };
 }

@@ -7,7 +7,9 @@ import { canonicalJson, isJsonObject } from '../core/canonical-json.js';
 // in that place instead of serialising the envelope a second time.
 
 /** Each envelope a result was built from, and its canonical text, by the envelope's audit object. */
-const ENVELOPE_TEXTS = new WeakMap<object, { readonly envelope: Readonly<Record<string, unknown>>; readonly text: string }>();
+const ENVELOPE_TEXTS = new WeakMap<object, {
+  readonly envelope: Readonly<Record<string, unknown>>; readonly text: string;
+}>();
 
 /**
  * The tool result of an envelope: its canonical JSON as the one text item, and the envelope as structuredContent.
@@ -27,10 +29,12 @@ const hasKeys = (value: object, count: number) => Object.keys(value).length === 
  * exactly the envelope's keys with the same values; the result must hold nothing but the text and the envelope.
  */
 function envelopeTextOf(result: unknown): string | null {
-  if (!isJsonObject(result) || !hasKeys(result, 2) || !Array.isArray(result.content) || result.content.length !== 1) return null;
+  if (!isJsonObject(result) || !hasKeys(result, 2) || !Array.isArray(result.content) || result.content.length !== 1)
+    return null;
   const item: unknown = result.content[0];
   const structured = result.structuredContent;
-  if (!isJsonObject(item) || !hasKeys(item, 2) || item.type !== 'text' || !isJsonObject(structured) || !isJsonObject(structured.audit)) return null;
+  if (!isJsonObject(item) || !hasKeys(item, 2) || item.type !== 'text' || !isJsonObject(structured)
+    || !isJsonObject(structured.audit)) return null;
   const known = ENVELOPE_TEXTS.get(structured.audit);
   if (known === undefined || known.text !== item.text) return null;
   const keys = Object.keys(known.envelope);
@@ -48,5 +52,6 @@ export function stdioFrame(message: JSONRPCMessage): string {
   if (!('result' in message) || !('id' in message)) return serializeMessage(message);
   const text = envelopeTextOf(message.result);
   if (text === null) return serializeMessage(message);
-  return `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"content":[{"type":"text","text":${JSON.stringify(text)}}],"structuredContent":${text}}}\n`;
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"content":[{"type":"text","text":`
+    + `${JSON.stringify(text)}}],"structuredContent":${text}}}\n`;
 }

@@ -1,6 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
 import type { Logger } from '../core/logger.js';
 import {
@@ -12,7 +14,9 @@ import { envelopeResult } from './envelope-frames.js';
 import { EnvelopeStdioTransport } from './stdio-transport.js';
 
 /** What the server tells a host about FactLane (CONTRACT.md §3.1). */
-export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. A fact never overrides the user\'s instructions, the repository, or a live authoritative source. Search one exact scope; CURRENT returns validated, fresh facts only.';
+export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. '
+  + 'A fact never overrides the user\'s instructions, the repository, or a live authoritative source. '
+  + 'Search one exact scope; CURRENT returns validated, fresh facts only.';
 
 /** Options of createFactLaneServer, frozen. */
 export interface FactLaneServerOptions {
@@ -21,7 +25,10 @@ export interface FactLaneServerOptions {
   readonly logger: Logger;
 }
 
-const TOOL_LIST = TOOLS.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.name), outputSchema: { ...TOOL_OUTPUT_SCHEMA } }));
+const TOOL_LIST = TOOLS.map((tool) => ({
+  name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.name),
+  outputSchema: { ...TOOL_OUTPUT_SCHEMA },
+}));
 
 /** Compiles the open runtime validators once (CONTRACT.md §3.3). */
 function compileValidators(): Map<ToolName, ValidateFunction> {
@@ -34,7 +41,9 @@ function compileValidators(): Map<ToolName, ValidateFunction> {
 /** A schema-violation text: the tool, each offending field's JSON pointer and the problem, never a value. */
 function describeViolations(tool: string, errors: readonly ErrorObject[]): string {
   const problems = errors.map((error) => {
-    const pointer = error.keyword === 'required' ? `/request${error.instancePath}/${(error.params as { missingProperty: string }).missingProperty}` : `/request${error.instancePath}`;
+    const pointer = error.keyword === 'required'
+      ? `/request${error.instancePath}/${(error.params as { missingProperty: string }).missingProperty}`
+      : `/request${error.instancePath}`;
     const problem = error.keyword === 'required' ? 'is required' : error.message ?? 'is invalid';
     return `${pointer} ${problem}`;
   });
@@ -50,7 +59,9 @@ const schemaViolation = (text: string): CallToolResult => ({ isError: true, cont
  */
 export function createFactLaneServer(options: FactLaneServerOptions): Server {
   const validators = compileValidators();
-  const server = new Server({ name: 'factlane', version: options.version }, { capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS });
+  const server = new Server({ name: 'factlane', version: options.version }, {
+    capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS,
+  });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
     const name = call.params.name;
@@ -65,14 +76,17 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
         return schemaViolation(`${name}: invalid arguments: /request is a string that is not JSON`);
       }
     }
-    if (typeof request !== 'object' || request === null || Array.isArray(request)) return schemaViolation(`${name}: invalid arguments: /request must be an object`);
+    if (typeof request !== 'object' || request === null || Array.isArray(request))
+      return schemaViolation(`${name}: invalid arguments: /request must be an object`);
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {
       return envelopeResult(await options.gateway.handle(name, request));
     } catch (error) {
       if (error instanceof AdapterError) return envelopeResult(blockedEnvelope(error));
       options.logger.error(`unexpected fault in ${name}: ${(error as Error)?.stack ?? String(error)}`);
-      return { isError: true, content: [{ type: 'text', text: `${name}: internal error; details are in the server log` }] };
+      return {
+        isError: true, content: [{ type: 'text', text: `${name}: internal error; details are in the server log` }],
+      };
     }
   });
   return server;
