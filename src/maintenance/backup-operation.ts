@@ -46,20 +46,26 @@ export function backupProblems(manifest: BackupManifest): string[] {
  * Verifies a fresh copy as OPERATIONS.md §4.1 step 3 asks: integrity_check must be `ok` (else VERIFY_FAILED);
  * the verify checks run and are returned, not enforced, so a damaged database can still be copied.
  */
-export function verifyCopy(path: string, shipped: readonly MigrationFile[]): { findings: SchemaFindings; checks: CheckResult[] } {
-  if (!integrityOk(path)) throw new AdapterError('VERIFY_FAILED', 'the copy failed integrity_check; the source may be damaged');
+export function verifyCopy(path: string, shipped: readonly MigrationFile[]): {
+  findings: SchemaFindings; checks: CheckResult[];
+} {
+  if (!integrityOk(path))
+    throw new AdapterError('VERIFY_FAILED', 'the copy failed integrity_check; the source may be damaged');
   return withReadOnly(path, (connection) => {
     const findings = inspectSchema(connection, shipped);
     return { findings, checks: verifySchema(connection, findings, shipped) };
   }, { loadVec: true });
 }
 
-/** A system error of the output directory (read-only, no permission, full) as BACKEND_UNAVAILABLE with its code only. */
+/**
+ * A system error of the output directory (read-only, no permission, full) as BACKEND_UNAVAILABLE with its code only.
+ */
 function unwritable(error: unknown): unknown {
   // Only the system's own errors (with an errno) are about the output; an SQLite error is the source's or the copy's.
   const { code, errno } = error as NodeJS.ErrnoException;
   if (error instanceof AdapterError || typeof code !== 'string' || typeof errno !== 'number') return error;
-  return new AdapterError('BACKEND_UNAVAILABLE', `the output cannot be written there (${code}); nothing was published`, { cause: error });
+  return new AdapterError('BACKEND_UNAVAILABLE', `the output cannot be written there (${code}); nothing was published`,
+    { cause: error });
 }
 
 /** A small file published together with the main one, such as a backup's manifest. */
@@ -105,7 +111,9 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   } catch (error) {
     if (published.length === 1 && companion) unlinkSync(file);
     for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', 'the target appeared while it was being written; nothing was overwritten');
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new AdapterError('TARGET_EXISTS',
+        'the target appeared while it was being written; nothing was overwritten');
     throw unwritable(error);
   }
   for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
@@ -120,7 +128,9 @@ function createTemporary(temp: string): void {
   try {
     closeSync(openSync(temp, 'wx', 0o600));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new AdapterError('TARGET_EXISTS', `a temporary file of an earlier run is in the way (${basename(temp)}); remove it`);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new AdapterError('TARGET_EXISTS',
+        `a temporary file of an earlier run is in the way (${basename(temp)}); remove it`);
     throw unwritable(error);
   }
 }
@@ -139,7 +149,8 @@ export async function writeVerifiedBackup(
 ): Promise<BackupManifest> {
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; an unsealed purge may still hold old pages');
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+      'the database holds the recovery interlock; an unsealed purge may still hold old pages');
   }
   const file = resolve(outFile);
   const manifestPath = `${file}.manifest.json`;
@@ -158,7 +169,9 @@ export async function writeVerifiedBackup(
   await writeThenPublish(file, async (temp) => {
     await onlineBackup(target.path, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
     const verified = verifyCopy(temp, target.shipped);
-    onStep({ step: 'verified', fields: { failed_checks: verified.checks.filter((check) => check.status === 'FAIL').length } });
+    onStep({
+      step: 'verified', fields: { failed_checks: verified.checks.filter((check) => check.status === 'FAIL').length },
+    });
     return verified;
   }, (temp, { findings, checks }) => {
     manifest = manifestOf(temp, findings, checks, target.shipped, clock);

@@ -57,7 +57,9 @@ interface Observation {
   readonly historical: number;
 }
 
-/** The readings a run takes and its one mutation; tests replace them to reach outcomes a healthy machine never shows. */
+/**
+ * The readings a run takes and its one mutation; tests replace them to reach outcomes a healthy machine never shows.
+ */
 export interface HousekeepProbes {
   readonly capacity: typeof readCapacity;
   readonly health: typeof readHealth;
@@ -65,15 +67,19 @@ export interface HousekeepProbes {
   readonly compact: (connection: WriteConnection, recordId: string) => Promise<boolean>;
 }
 const PROBES: HousekeepProbes = {
-  capacity: readCapacity, health: readHealth, compact: (connection, recordId) => connection.write((trx) => compactRecord(trx, recordId)),
+  capacity: readCapacity, health: readHealth, compact: (connection, recordId) =>
+    connection.write((trx) => compactRecord(trx, recordId)),
 };
 
-async function observe(connection: WriteConnection, path: string, scope: ScopeColumns, probes: HousekeepProbes): Promise<Observation> {
+async function observe(
+  connection: WriteConnection, path: string, scope: ScopeColumns, probes: HousekeepProbes,
+): Promise<Observation> {
   const reading = await connection.read((db) => countScope(db, scope));
   const capacity = probes.capacity(reading.pages, path);
   return {
     known: capacityKnown(capacity), freeBytes: capacity.filesystemFreeBytes,
-    ready: reading.retention.compactionReady, blockedPartial: reading.retention.compactionBlockedPartial, historical: reading.counts.HISTORICAL,
+    ready: reading.retention.compactionReady, blockedPartial: reading.retention.compactionBlockedPartial,
+    historical: reading.counts.HISTORICAL,
   };
 }
 
@@ -97,7 +103,9 @@ function assertHousekeepable(target: MaintenanceTarget): void {
   }
 }
 
-const healthy = (health: HealthReading) => health.vectorOrphans === 0 && health.currentLineageForks === 0 && health.quickCheck === 'PASS' && health.integrityCheck === 'PASS';
+const healthy = (health: HealthReading) =>
+  health.vectorOrphans === 0 && health.currentLineageForks === 0 && health.quickCheck === 'PASS'
+    && health.integrityCheck === 'PASS';
 
 /**
  * One bounded housekeeping run over an exact scope (OPERATIONS.md §3) under the shared lease the caller holds:
@@ -106,17 +114,21 @@ const healthy = (health: HealthReading) => health.vectorOrphans === 0 && health.
  * provider is not consulted. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (a database
  * this release cannot write). An error during compaction stops the run; finished compactions stay.
  */
-export async function housekeep(target: MaintenanceTarget, request: HousekeepRequest, probes: HousekeepProbes = PROBES): Promise<HousekeepReport> {
+export async function housekeep(
+  target: MaintenanceTarget, request: HousekeepRequest, probes: HousekeepProbes = PROBES,
+): Promise<HousekeepReport> {
   const onStep = request.onStep ?? IGNORE_STEPS;
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+      'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
   }
   assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });
   try {
     const required = request.requiredFreeBytes;
-    const met = (observation: Observation) => (observation.known && observation.freeBytes !== null ? observation.freeBytes >= required : null);
+    const met = (observation: Observation) =>
+      (observation.known && observation.freeBytes !== null ? observation.freeBytes >= required : null);
     const before = await observe(connection, target.path, request.scope, probes);
     let after = before;
     let health: HealthReading | null = null;
@@ -135,22 +147,30 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
       compaction_ready_before: before.ready, compaction_ready_after: after.ready,
       selected_records: selected, compacted_records: compacted, compaction_blocked_partial: before.blockedPartial,
       historical_total_before: before.historical, historical_total_after: after.historical,
-      vector_orphans_after: health?.vectorOrphans ?? null, current_lineage_forks_after: health?.currentLineageForks ?? null,
+      vector_orphans_after: health?.vectorOrphans ?? null,
+      current_lineage_forks_after: health?.currentLineageForks ?? null,
       quick_check_after: health?.quickCheck ?? null, integrity_check_after: health?.integrityCheck ?? null,
       physical_file_shrink_claimed: false, automatic_housekeeping: false,
     });
 
-    if (!before.known) return report('BLOCKED_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
+    if (!before.known)
+      return report('BLOCKED_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
     if (met(before)) return report('NO_ACTION_CAPACITY_REQUIREMENT_ALREADY_MET', 'NO_ACTION_REQUIRED');
-    if (before.blockedPartial > 0) return report('BLOCKED_PARTIAL_RECLAIM_STATE', 'REPAIR_PARTIAL_RECLAIM_STATE_BEFORE_MEMORY_MUTATION');
+    if (before.blockedPartial > 0)
+      return report('BLOCKED_PARTIAL_RECLAIM_STATE', 'REPAIR_PARTIAL_RECLAIM_STATE_BEFORE_MEMORY_MUTATION');
     health = probes.health(connection.connection);
     onStep({ step: 'health_checked' });
-    if (health.vectorOrphans > 0) return report('BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION');
-    if (health.currentLineageForks > 0) return report('BLOCKED_PREEXISTING_CURRENT_FORK', 'REPAIR_CURRENT_LINEAGE_FORK_BEFORE_MEMORY_MUTATION');
-    if (health.quickCheck !== 'PASS' || health.integrityCheck !== 'PASS') return report('BLOCKED_DATABASE_INTEGRITY', 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION');
+    if (health.vectorOrphans > 0)
+      return report('BLOCKED_PREEXISTING_VECTOR_ORPHAN', 'REPAIR_VECTOR_ORPHANS_BEFORE_MEMORY_MUTATION');
+    if (health.currentLineageForks > 0)
+      return report('BLOCKED_PREEXISTING_CURRENT_FORK', 'REPAIR_CURRENT_LINEAGE_FORK_BEFORE_MEMORY_MUTATION');
+    if (health.quickCheck !== 'PASS' || health.integrityCheck !== 'PASS')
+      return report('BLOCKED_DATABASE_INTEGRITY', 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION');
 
     const ready = await connection.read((db) => readyForCompaction(db, request.scope, request.maxRecords));
-    if (ready.length === 0) return report('NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
+    if (ready.length === 0)
+      return report('NO_ELIGIBLE_RECORDS_CAPACITY_REQUIREMENT_NOT_MET',
+        'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
     selected = ready.length;
     onStep({ step: 'selected', total: selected });
     for (const [index, recordId] of ready.entries()) {
@@ -160,8 +180,11 @@ export async function housekeep(target: MaintenanceTarget, request: HousekeepReq
     after = await observe(connection, target.path, request.scope, probes);
     health = probes.health(connection.connection);
     onStep({ step: 'rechecked' });
-    if (!healthy(health)) return report('BLOCKED_POST_MAINTENANCE_HEALTH', 'REPAIR_POST_MAINTENANCE_HEALTH_BEFORE_MEMORY_MUTATION');
-    if (!after.known) return report('BLOCKED_POST_MAINTENANCE_UNKNOWN_CAPACITY', 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
+    if (!healthy(health))
+      return report('BLOCKED_POST_MAINTENANCE_HEALTH', 'REPAIR_POST_MAINTENANCE_HEALTH_BEFORE_MEMORY_MUTATION');
+    if (!after.known)
+      return report('BLOCKED_POST_MAINTENANCE_UNKNOWN_CAPACITY',
+        'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION');
     return met(after)
       ? report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_MET', 'NO_ACTION_REQUIRED')
       : report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');

@@ -30,7 +30,8 @@ function readManifestDigest(from: string): string {
   return String((JSON.parse(readFileSync(`${from}.manifest.json`, 'utf8')) as { file_sha256?: unknown }).file_sha256);
 }
 
-const failed = (checks: readonly CheckResult[], name: string) => checks.some((check) => check.name === name && check.status === 'FAIL');
+const failed = (checks: readonly CheckResult[], name: string) =>
+  checks.some((check) => check.name === name && check.status === 'FAIL');
 
 /**
  * Restores a verified backup into a new database file (OPERATIONS.md §4.2). The backup must match its manifest
@@ -48,14 +49,21 @@ export async function restoreVerifiedBackup(input: {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
-    throw new AdapterError('MANIFEST_MISMATCH', 'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not the file the manifest describes');
+    throw new AdapterError('MANIFEST_MISMATCH',
+      'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not '
+        + 'the file the manifest describes');
   }
-  if (failed(source.checks, 'release_knows_version')) throw new AdapterError('SCHEMA_MISMATCH', 'the backup\'s schema is newer than this release; restore it with the release that wrote it');
+  if (failed(source.checks, 'release_knows_version'))
+    throw new AdapterError('SCHEMA_MISMATCH',
+      'the backup\'s schema is newer than this release; restore it with the release that wrote it');
   if (source.interlock_present) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'the backup holds the recovery interlock; an unsealed purge may still hold old pages');
+    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
+      'the backup holds the recovery interlock; an unsealed purge may still hold old pages');
   }
   const failing = source.checks.filter((check) => check.status === 'FAIL').map((check) => check.name);
-  if (failing.length > 0) throw new AdapterError('VERIFY_FAILED', `the backup fails verification (${failing.join(', ')}); see factlane-admin verify --backup`);
+  if (failing.length > 0)
+    throw new AdapterError('VERIFY_FAILED',
+      `the backup fails verification (${failing.join(', ')}); see factlane-admin verify --backup`);
 
   const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
@@ -70,7 +78,9 @@ export async function restoreVerifiedBackup(input: {
     const copy = await writeThenPublish(file, async (temp) => {
       // Verified while still in rollback-journal mode, so the read-only checks leave no -wal/-shm beside it.
       await onlineBackup(from, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
-      if (fileDigest(from).sha256 !== manifestDigest) throw new AdapterError('MANIFEST_MISMATCH', 'the backup changed while it was being restored; nothing was written');
+      if (fileDigest(from).sha256 !== manifestDigest)
+        throw new AdapterError('MANIFEST_MISMATCH',
+          'the backup changed while it was being restored; nothing was written');
       onStep({ step: 'hash_rechecked' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);

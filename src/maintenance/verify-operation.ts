@@ -16,7 +16,9 @@ export interface VerifyReport {
   readonly checks: readonly CheckResult[];
 }
 
-const pass = (name: string, ok: boolean, detail: string): CheckResult => ({ name, status: ok ? 'PASS' : 'FAIL', detail });
+const pass = (name: string, ok: boolean, detail: string): CheckResult => ({
+  name, status: ok ? 'PASS' : 'FAIL', detail,
+});
 
 function report(checks: CheckResult[], interlockPresent: boolean): VerifyReport {
   return { ok: checks.every((c) => c.status === 'PASS'), interlock_present: interlockPresent, checks };
@@ -37,7 +39,8 @@ export function verifyDatabase(target: MaintenanceTarget): VerifyReport {
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
   const manifestPath = `${path}.manifest.json`;
-  if (!existsSync(path) || !existsSync(manifestPath)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file or its manifest does not exist');
+  if (!existsSync(path) || !existsSync(manifestPath))
+    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file or its manifest does not exist');
   if (!statSync(path).isFile() || !statSync(manifestPath).isFile()) {
     throw new AdapterError('SOURCE_NOT_FOUND', 'the backup or its manifest is not a regular file');
   }
@@ -61,10 +64,12 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
     }, { loadVec: true });
   } catch (error) {
     if (!(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, 'an SQLite database file')], false);
+    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, 'an SQLite database file')],
+      false);
   }
   const { findings, checks } = inspected;
-  const manifestOk = fileMatches && manifest.database_id === (findings.meta.database_id ?? null) && manifest.schema_version === findings.schemaVersion;
+  const manifestOk = fileMatches && manifest.database_id === (findings.meta.database_id ?? null)
+    && manifest.schema_version === findings.schemaVersion;
   return report([
     pass('manifest_matches', manifestOk, describe),
     pass('sqlite_file', true, 'an SQLite database file'),
