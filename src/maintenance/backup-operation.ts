@@ -88,8 +88,21 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   companion?: (temp: string, result: T) => Companion): Promise<T> {
   const temp = temporaryName(file);
   createTemporary(temp);
-  const temporaries = [temp, `${temp}-wal`, `${temp}-shm`];
+  const temporaries = [temp, `${temp}-wal`, `${temp}-shm`, `${temp}-journal`];
   const published: string[] = [];
+  const removeTemporaries = () => {
+    for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
+  };
+  // Stopped by a signal (Ctrl-C during a long copy), the run is a failure like any other: the temporary files, a
+  // full copy of the database's content under a hidden name, go with it (OPERATIONS.md §4.1), then exit 1.
+  const stop = (signal: NodeJS.Signals) => {
+    removeTemporaries();
+    const command = basename(process.argv[1] ?? 'factlane', '.js');
+    process.stderr.write(`${command}: stopped by ${signal}; the temporary copy was removed, nothing was published\n`);
+    process.exit(1);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   let result: T;
   try {
     result = await fill(temp);
@@ -110,13 +123,16 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
     }
   } catch (error) {
     if (published.length === 1 && companion) unlinkSync(file);
-    for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
+    removeTemporaries();
     if ((error as NodeJS.ErrnoException).code === 'EEXIST')
       throw new AdapterError('TARGET_EXISTS',
         'the target appeared while it was being written; nothing was overwritten');
     throw unwritable(error);
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
   }
-  for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
+  removeTemporaries();
   fsyncPath(dirname(file));
   return result;
 }
@@ -151,6 +167,9 @@ export async function writeVerifiedBackup(
   if (target.findings.interlockPresent) {
     throw new AdapterError('MAINTENANCE_IN_PROGRESS',
       'the database holds the recovery interlock; an unsealed purge may still hold old pages');
+  }
+  if (target.findings.kind !== 'FACTLANE') {
+    throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');
   }
   const file = resolve(outFile);
   const manifestPath = `${file}.manifest.json`;

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { spawn } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
@@ -68,6 +69,38 @@ t.test('a damaged database is still saved, its failures recorded; a sidecar name
   t.equal(journal.status, 1);
   t.match(journal.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names a -wal, -shm or -journal/m);
   t.notOk(existsSync(`${out}-journal`), 'nothing written there');
+});
+
+t.test('a file that is no FactLane database is not backed up; Ctrl-C during a copy leaves no temporary copy', async (t) => {
+  const dir = t.testdir();
+  const empty = join(dir, 'empty.sqlite3');
+  writeFileSync(empty, '');
+  const refused = admin('backup', '--db', empty, '--out', join(dir, 'of-empty.sqlite3'));
+  t.equal(refused.status, 1);
+  t.match(refused.stderr, /^factlane-admin: SCHEMA_MISMATCH: the file is not a FactLane database/m);
+  t.notOk(existsSync(join(dir, 'of-empty.sqlite3')), 'no backup of nothing');
+
+  // About 120 MB of free pages, which the online backup copies too: long enough to be stopped midway.
+  const dbPath = join(dir, 'large.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  const raw = new RawDatabase(dbPath);
+  raw.exec('CREATE TABLE pad (b); INSERT INTO pad SELECT zeroblob(30000000) FROM (VALUES (1), (2), (3), (4)); DROP TABLE pad;');
+  raw.close();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const out = join(dir, `stopped-${signal}.sqlite3`);
+    const child = spawn(process.execPath, [ADMIN_BIN, 'backup', '--db', dbPath, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => { stderr += chunk; });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const temporary = () => readdirSync(dir).some((name) => name.startsWith(`.stopped-${signal}.sqlite3.`));
+    while (!temporary()) await new Promise((resolve) => setTimeout(resolve, 2));
+    child.kill(signal);
+    t.equal(await exited, 1, `${signal}: exit 1`);
+    t.match(stderr, new RegExp(`stopped by ${signal}; the temporary copy was removed`));
+    t.same(readdirSync(dir).filter((name) => name.includes(`stopped-${signal}`)), [], `${signal}: nothing left behind`);
+  }
 });
 
 t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its code, naming no path', async (t) => {
