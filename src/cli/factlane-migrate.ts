@@ -90,9 +90,11 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   try {
     if (command === 'status') {
       const report = migrationStatus(target);
-      print(report, () => printStatus(report));
+      // STORAGE.md §12.3: a refused state exits 1 after its report, with `error_code` in the JSON report.
+      const refused = report.state !== 'PENDING' && report.state !== 'UP_TO_DATE';
+      print(refused ? { ...report, error_code: 'SCHEMA_MISMATCH' } : report, () => printStatus(report));
       if (report.state === 'PENDING') return EXIT.PROBLEMS;
-      if (report.state !== 'UP_TO_DATE') {
+      if (refused) {
         process.stderr.write(`factlane-migrate: SCHEMA_MISMATCH: database state is ${report.state}\n`);
         return EXIT.FAILED;
       }

@@ -157,6 +157,11 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   t.equal(newerStatus.status, 1);
   t.match(newerStatus.stdout, /NEWER_THAN_RELEASE/, 'report printed before refusing');
   t.match(newerStatus.stderr, /^factlane-migrate: SCHEMA_MISMATCH: /m);
+  const newerJson = cli('status', '--db', newer, '--json');
+  t.equal(newerJson.status, 1);
+  t.match(JSON.parse(newerJson.stdout), { state: 'NEWER_THAN_RELEASE', error_code: 'SCHEMA_MISMATCH' },
+    'error_code in the JSON report (STORAGE.md §12.3)');
+  t.notOk('error_code' in JSON.parse(cli('status', '--db', dbPath, '--json').stdout), 'none when up to date');
 
   const missing = cli('status', '--db', join(dir, 'missing.sqlite3'));
   t.equal(missing.status, 1);
