@@ -1,6 +1,6 @@
-import { accessSync, constants, realpathSync } from 'node:fs';
+import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
 import { UsageError, runCommand } from './cli-support.js';
@@ -61,7 +61,12 @@ export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   try {
     parsed = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: true });
   } catch (error) {
-    throw new UsageError((error as Error).message);
+    const { code, message } = error as NodeJS.ErrnoException;
+    // Node's own text ("To specify a positional argument starting with a '-' ...") sends the user the wrong way.
+    const option = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(message)?.[1] : undefined;
+    if (option === undefined) throw new UsageError(message);
+    throw new UsageError(`setup takes no ${option}; it writes --host-id (the host's name) itself and takes only --db, `
+      + '--write-profile, --project-id, --print and --force; edit the entry afterwards for any other launcher flag');
   }
   const { values, positionals } = parsed;
   const flags = { print: values.print === true, force: values.force === true };
@@ -72,7 +77,9 @@ export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   }
   const host = positionals[0] as SetupHost;
   if (values.db === '') throw new UsageError('--db needs a path');
-  const args = ['--db', values.db === undefined ? defaultDatabasePath(env) : resolve(values.db), '--host-id', host];
+  const db = values.db === undefined ? defaultDatabasePath(env) : resolve(values.db);
+  checkDatabasePlace(db);
+  const args = ['--db', db, '--host-id', host];
   if (values['write-profile'] !== undefined) args.push('--write-profile', values['write-profile']);
   if (values['project-id'] !== undefined) args.push('--project-id', values['project-id']);
   try {
@@ -82,6 +89,22 @@ export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
     throw new UsageError(error instanceof AdapterError ? `${error.code}: ${error.message}` : (error as Error).message);
   }
   return { mode: 'setup', host, args: Object.freeze(args), ...flags };
+}
+
+/**
+ * UsageError when `db` can never be a database file: a directory or another non-file, or a path under a file. The
+ * host would only report "Failed to connect", with the reason in its own logs.
+ */
+function checkDatabasePlace(db: string): void {
+  if (existsSync(db)) {
+    if (!statSync(db).isFile()) {
+      throw new UsageError(`--db ${db} is not a regular file; give the path of a database file`);
+    }
+    return;
+  }
+  let parent = dirname(db);
+  while (!existsSync(parent)) parent = dirname(parent);
+  if (!statSync(parent).isDirectory()) throw new UsageError(`--db ${db} is under ${parent}, which is not a directory`);
 }
 
 /** Codex's config file: `$CODEX_HOME/config.toml`, else `~/.codex/config.toml`. */
@@ -137,15 +160,33 @@ function setup(request: SetupRequest, entry: ServerEntry, env: NodeJS.ProcessEnv
     if (request.host === 'codex') process.stdout.write(codexSnippet(entry));
     if (request.host === 'hermes') process.stdout.write(hermesSnippet(entry));
     if (request.host === 'claude-code') for (const line of claudeCommandLines(entry, env)) say(line);
+    const note = request.host === 'claude-code' || request.force ? null : refusalNote(request.host!, entry, env);
+    if (note !== null) process.stderr.write(`${note}\n`);
     return 0;
   }
   const now = new Date();
   if (request.host === 'claude-code') return setupClaudeCode({ entry, force: request.force, env, now, say });
-  const [path, plan] = request.host === 'codex'
-    ? [codexConfigPath(env), planCodexEntry]
-    : [hermesConfigPath(env), planHermesEntry];
+  const [path, plan] = configOf(request.host!, env);
   say(setupConfigFile(request.host!, path, (text, where) => plan(text, entry, where), request.force, now));
   return 0;
+}
+
+/** The config file of a host that has one, and how its entry is planned. */
+function configOf(host: 'codex' | 'hermes', env: NodeJS.ProcessEnv): [string, typeof planCodexEntry] {
+  return host === 'codex' ? [codexConfigPath(env), planCodexEntry] : [hermesConfigPath(env), planHermesEntry];
+}
+
+/** For --print: a note when the real run would refuse (a different entry, no --force); nothing when it cannot tell. */
+function refusalNote(host: 'codex' | 'hermes', entry: ServerEntry, env: NodeJS.ProcessEnv): string | null {
+  try {
+    const [path, plan] = configOf(host, env);
+    const file = readConfigFile(path);
+    if (plan(file.text, entry, file.path).state !== 'different') return null;
+    return `factlane setup: ${file.path} already has a different MCP server entry ${ENTRY_NAME}: `
+      + 'without --print this command would refuse; add --force to replace it';
+  } catch {
+    return null;
+  }
 }
 
 /** `factlane setup ...`: argv after `setup`; sets process.exitCode (0 done or nothing to do, 1 refused, 2 usage). */

@@ -110,6 +110,14 @@ t.test('codex: a different entry is refused and kept; --force replaces it and ke
   t.equal(refused.stdout, '');
   t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.codexConfig} already has a different MCP server entry factlane; left as it was: rerun with --force to replace it\n`);
   t.same(box.snapshot(), before, 'file untouched, no backup');
+  // A dry run says the real one would refuse, instead of looking fine.
+  const printed = box.run(['codex', '--print']);
+  t.equal(printed.status, 0);
+  t.match(printed.stdout, /^\[mcp_servers\.factlane\]\n/);
+  t.equal(printed.stderr, `factlane setup: ${box.codexConfig} already has a different MCP server entry factlane: `
+    + 'without --print this command would refuse; add --force to replace it\n');
+  t.equal(box.run(['codex', '--print', '--force']).stderr, '', 'no note with --force');
+  t.same(box.snapshot(), before, 'the dry runs change nothing');
 
   const forced = box.run(['codex', '--force']);
   t.equal(forced.status, 0, forced.stderr);
@@ -288,6 +296,8 @@ t.test('--print writes the entry on stdout and touches nothing', async (t) => {
 
 t.test('usage errors exit 2 with the usage text and touch nothing', async (t) => {
   const box = setupSandbox(t.testdir());
+  const aFile = join(box.cwd, 'a-file');
+  writeFileSync(aFile, '');
   const before = box.snapshot();
   const cases: [string[], RegExp][] = [
     [['nope'], /^factlane setup: the host must be one of: codex, claude-code, hermes\n/],
@@ -297,7 +307,11 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
     [['hermes', '--project-id', 'not an id'], /^factlane setup: INVALID_CONTEXT_BINDING: --project-id must be an identifier\n/],
     [['codex', '--project-id', 'sk-abcdefghijklmnopqrstuvwxyz0123456789'], /^factlane setup: RAW_OR_SENSITIVE_CONTENT: --project-id looks like a secret\n/],
     [['codex', '--db', ''], /^factlane setup: --db needs a path\n/],
-    [['codex', '--host-id', 'x'], /^factlane setup: Unknown option '--host-id'/],
+    [['codex', '--host-id', 'x'], /^factlane setup: setup takes no --host-id; it writes --host-id \(the host's name\) itself/],
+    [['codex', '--profile', 'nomic-768'], /^factlane setup: setup takes no --profile; .*edit the entry afterwards/],
+    // A path that can never be a database file: the host would only say "Failed to connect".
+    [['codex', '--db', box.home], /^factlane setup: --db .* is not a regular file; give the path of a database file\n/],
+    [['hermes', '--db', join(aFile, 'x.sqlite3')], /^factlane setup: --db .* is under .*, which is not a directory\n/],
     [['claude-code', '--write-profile'], /^factlane setup: Option '--write-profile <value>' argument missing/],
   ];
   for (const [args, message] of cases) {
