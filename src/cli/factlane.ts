@@ -34,8 +34,10 @@ Speaks MCP over stdio with five tools: ${TOOL_NAMES.join(', ')}.
   --profile ID                embedding profile (default local-hash-384)
   --ollama-url URL            loopback Ollama (default http://127.0.0.1:11434)
   --binding-source LABEL      host binding source label (default explicit-launcher)
-  --project-id ID, --workflow-id ID, --agent-id ID      bound context, with --<id>-source LABEL
+  --project-id ID, --workflow-id ID, --agent-id ID      bound context, each with its source label:
+  --project-id-source LABEL, --workflow-id-source LABEL, --agent-id-source LABEL
   --context-binding-source LABEL                        (default explicit-launcher)
+  --tokenizer-path PATH       accepted and ignored: tokens are counted with the bundled o200k_base
 
 Host configuration (Codex, ~/.codex/config.toml):
   [mcp_servers.factlane]
@@ -44,6 +46,12 @@ Host configuration (Codex, ~/.codex/config.toml):
 factlane setup HOST writes this entry for you (factlane setup --help).
 
 exit codes: 0 clean shutdown or help; 1 startup failure; 2 usage error
+`;
+
+const DEMO_HELP = `Takes a temporary database through the fact lifecycle over stdio, with two launched servers: an agent
+(delegated-candidate) submits a Candidate and the owner (owner-current) promotes it, each step printed with its
+answer. The database is removed at the end; --keep keeps it.
+exit codes: 0 every step answered as the contract says; 1 otherwise; 2 usage error
 `;
 
 const SHUTDOWN_GRACE_MS = 5000;
@@ -158,6 +166,10 @@ async function answersWritten(): Promise<void> {
 
 /** `factlane demo [--keep]`: the guided first run; exit 0 when every step answered as the contract says. */
 async function demo(args: readonly string[]): Promise<void> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(`usage: factlane demo [--keep]\n\n${DEMO_HELP}`);
+    return;
+  }
   const unknown = args.find((arg) => arg !== '--keep');
   if (unknown !== undefined) {
     process.stderr.write(`factlane: demo takes only --keep, not ${unknown}\n${USAGE}`);

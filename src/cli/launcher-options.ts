@@ -20,7 +20,8 @@ export interface LaunchOptions {
   readonly tokenizerPathGiven: boolean;
 }
 
-const FLAGS = {
+/** Every launcher flag (CONTRACT.md §16.1); `factlane --help` names each. */
+export const LAUNCHER_FLAGS = {
   db: { type: 'string' }, 'host-id': { type: 'string' }, profile: { type: 'string' }, 'ollama-url': { type: 'string' },
   'write-profile': { type: 'string' }, 'binding-source': { type: 'string' }, 'project-id': { type: 'string' },
   'workflow-id': { type: 'string' }, 'agent-id': { type: 'string' }, 'project-id-source': { type: 'string' },
@@ -58,7 +59,7 @@ export function isLoopbackOllamaUrl(value: string): boolean {
 export function parseLaunchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): LaunchOptions {
   let values: Record<string, string | boolean | undefined>;
   try {
-    ({ values } = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({ args: [...argv], options: LAUNCHER_FLAGS, strict: true, allowPositionals: false }));
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult,
+  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
 import type { Logger } from '../core/logger.js';
@@ -66,7 +66,10 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
   server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
     const name = call.params.name;
     const validate = validators.get(name as ToolName);
-    if (!validate) throw new McpError(ErrorCode.InvalidParams, `unknown tool: ${name.slice(0, 64)}`);
+    // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
+    if (!validate) {
+      throw Object.assign(new Error(`unknown tool: ${name.slice(0, 64)}`), { code: ErrorCode.InvalidParams });
+    }
     let request: unknown = call.params.arguments?.request;
     if (typeof request === 'string') {
       // Some hosts serialise nested objects: parse once (CONTRACT.md §3.3).

@@ -136,6 +136,7 @@ t.test('an unknown tool is a JSON-RPC -32602 error', async (t) => {
   const error = await client.callTool({ name: 'memory_delete', arguments: { request: GLOBAL } }).then(() => null, (e: unknown) => e);
   t.type(error, McpError);
   t.equal((error as McpError).code, -32602);
+  t.equal((error as McpError).message, 'MCP error -32602: unknown tool: memory_delete', 'the code said once');
 });
 
 t.test('an unexpected fault is a generic isError; details go to the log only, without request content', async (t) => {

@@ -52,6 +52,10 @@ t.test('factlane demo refuses an unknown flag with exit 2 and touches nothing', 
   t.match(run.stderr, /^factlane: demo takes only --keep, not --db\nusage: factlane/);
   t.equal(run.stdout, '');
   t.same(readdirSync(tmp), []);
+  const help = runBuilt(['demo', '--help'], tmp);
+  t.equal(help.status, 0, 'demo --help is help, not a usage error');
+  t.match(help.stdout, /^usage: factlane demo \[--keep\]\n\nTakes a temporary database through the fact lifecycle/);
+  t.same(readdirSync(tmp), [], 'and runs nothing');
 });
 
 t.test('a step that does not answer as the contract says stops the demo with exit 1 and names the step', async (t) => {

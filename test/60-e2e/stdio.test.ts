@@ -5,6 +5,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
+import { LAUNCHER_FLAGS } from '../../src/cli/launcher-options.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -196,6 +197,7 @@ t.test('--help-tools and --help-tool print the reference without --db or --host-
   const help = box.run(['--help']);
   t.equal(help.status, 0);
   t.match(help.stdout, /^usage: factlane --host-id LABEL/);
+  for (const flag of Object.keys(LAUNCHER_FLAGS)) t.match(help.stdout, `--${flag}`, `--help names --${flag}`);
   t.same(box.tree(), before, 'no file or directory created');
 });
 
