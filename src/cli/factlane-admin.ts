@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
@@ -12,8 +13,10 @@ import { AdapterError } from '../core/adapter-error.js';
 import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
-import { verifyBackup, verifyDatabase, type VerifyReport } from '../maintenance/verify-operation.js';
-import { MaintenanceTarget } from '../storage/maintenance-target.js';
+import {
+  notADatabaseReport, verifyBackup, verifyDatabase, type VerifyReport,
+} from '../maintenance/verify-operation.js';
+import { dbIdentity, MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
@@ -255,7 +258,17 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     else printVerify(report);
     return report.ok ? EXIT.OK : EXIT.PROBLEMS;
   }
-  const target = MaintenanceTarget.open({ dbPath: values.db!, lease: 'shared' });
+  let target: MaintenanceTarget;
+  try {
+    target = MaintenanceTarget.open({ dbPath: values.db!, lease: 'shared' });
+  } catch (error) {
+    // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3).
+    if (command !== 'verify' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
+    const report = { db_identity: dbIdentity(realpathSync(values.db!)), ...notADatabaseReport() };
+    if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else printVerify(report);
+    return EXIT.PROBLEMS;
+  }
   try {
     if (command === 'audit') {
       const report = { db_identity: target.dbIdentity, ...auditDatabase(target) };

@@ -24,10 +24,23 @@ function report(checks: CheckResult[], interlockPresent: boolean): VerifyReport 
   return { ok: checks.every((c) => c.status === 'PASS'), interlock_present: interlockPresent, checks };
 }
 
-/** Verifies a live database under the caller's shared lease: integrity_check plus every migrate-verify check. */
+const SQLITE_FILE = 'an SQLite database file';
+
+/**
+ * Verifies a live database under the caller's shared lease (OPERATIONS.md §4.3): an SQLite file, integrity_check,
+ * then every migrate-verify check.
+ */
 export function verifyDatabase(target: MaintenanceTarget): VerifyReport {
-  const checks = [pass('integrity_check', integrityOk(target.path), 'PRAGMA integrity_check'), ...target.verify()];
+  const checks = [
+    pass('sqlite_file', true, SQLITE_FILE), pass('integrity_check', integrityOk(target.path), 'PRAGMA integrity_check'),
+    ...target.verify(),
+  ];
   return report(checks, target.findings.interlockPresent);
+}
+
+/** The report on a file SQLite cannot read as a database: its first check fails, and nothing else can be checked. */
+export function notADatabaseReport(): VerifyReport {
+  return report([pass('sqlite_file', false, SQLITE_FILE)], false);
 }
 
 /**
@@ -64,15 +77,14 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
     }, { loadVec: true });
   } catch (error) {
     if (!(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, 'an SQLite database file')],
-      false);
+    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, SQLITE_FILE)], false);
   }
   const { findings, checks } = inspected;
   const manifestOk = fileMatches && manifest.database_id === (findings.meta.database_id ?? null)
     && manifest.schema_version === findings.schemaVersion;
   return report([
     pass('manifest_matches', manifestOk, describe),
-    pass('sqlite_file', true, 'an SQLite database file'),
+    pass('sqlite_file', true, SQLITE_FILE),
     pass('integrity_check', integrityOk(path), 'PRAGMA integrity_check'),
     ...checks,
   ], findings.interlockPresent);

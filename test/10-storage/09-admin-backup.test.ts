@@ -35,6 +35,14 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
 
   const live = admin('verify', '--db', dbPath);
   t.equal(live.status, 0, live.stdout);
+  t.match(live.stdout, /PASS +sqlite_file/);
+  // OPERATIONS.md §4.3: "an SQLite file" is a check like the others, so a file that is none is reported, exit 3.
+  const junk = join(dir, 'junk.sqlite3');
+  writeFileSync(junk, 'hello, this is no database\n'.repeat(200));
+  const notDb = admin('verify', '--db', junk, '--json');
+  t.equal(notDb.status, 3, notDb.stderr);
+  t.match(JSON.parse(notDb.stdout), { ok: false, checks: [{ name: 'sqlite_file', status: 'FAIL' }] });
+  t.equal(readFileSync(junk, 'utf8'), 'hello, this is no database\n'.repeat(200), 'the file is left as it was');
   await engine.close();
 
   t.equal(admin('backup', '--db', dbPath).status, 2, 'usage');
