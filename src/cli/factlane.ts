@@ -205,7 +205,8 @@ async function launch(args: readonly string[]): Promise<void> {
     await serve(options);
   } catch (error) {
     if (error instanceof AdapterError) {
-      process.stderr.write(`factlane: ${error.code}: ${error.message}\n`);
+      // CONTRACT.md §16.2: the line may name the database path the operator gave (or the default it stands for).
+      process.stderr.write(`factlane: ${error.code}: ${error.message} (database ${options.dbPath})\n`);
     } else {
       process.stderr.write(`factlane: startup failed\n${(error as Error)?.stack ?? String(error)}\n`);
     }

@@ -51,9 +51,10 @@ export class DatabaseLease {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
       }
-      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file cannot be opened; check its permissions', {
-        cause: error,
-      });
+      // The code only (ENOTDIR: a parent is a file; EACCES: permissions), never the path: this text may reach a host.
+      const code = (error as NodeJS.ErrnoException).code ?? 'unknown error';
+      throw new AdapterError('BACKEND_UNAVAILABLE',
+        `the database file cannot be opened (${code}); check the path and its permissions`, { cause: error });
     }
     const lease = new DatabaseLease(path, mode, fd, createdFile);
     try {

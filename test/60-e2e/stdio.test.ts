@@ -250,13 +250,18 @@ t.test('startup failures exit 1 with one stderr line and leave files as they wer
     ['text file', ['--db', text, '--host-id', 'h'], 'BACKEND_CORRUPT'],
     ['Ollama profile on a new database', ['--db', join(box.root, 'new', 'x.sqlite3'), '--host-id', 'h', '--profile', 'nomic-768'], 'EMBEDDING_UNAVAILABLE'],
     ['a directory that cannot be created', ['--db', join(text, 'sub', 'x.sqlite3'), '--host-id', 'h'], 'BACKEND_UNAVAILABLE'],
+    ['a path under a file', ['--db', join(text, 'x.sqlite3'), '--host-id', 'h'], 'BACKEND_UNAVAILABLE'],
   ];
   for (const [label, args, code] of cases) {
     const before = box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']);
     const run = box.run(args);
     t.equal(run.status, 1, `${label}: exit 1`);
     t.match(run.stderr, new RegExp(`^factlane: ${code}: \\S[^\\n]*\\n$`), `${label}: exactly one line naming ${code}`);
+    // The path the operator gave: with the default one, the user would not know which file it is about.
+    t.ok(run.stderr.endsWith(` (database ${args[1]})\n`), `${label}: names the database path`);
     t.equal(run.stdout, '', `${label}: no MCP output`);
     t.same(box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']), before, `${label}: files unchanged, nothing created`);
   }
+  const underFile = box.run(['--db', join(text, 'x.sqlite3'), '--host-id', 'h']);
+  t.match(underFile.stderr, /cannot be opened \(ENOTDIR\); check the path/, 'the cause is named by its code');
 });
