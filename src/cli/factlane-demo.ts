@@ -52,6 +52,17 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     + '  agent  --write-profile delegated-candidate (may only submit Candidates)\n'
     + '  owner  --write-profile owner-current (may store and promote current facts)\n\n');
   const sessions: StdioSession[] = [];
+  const cleanUp = async () => {
+    for (const session of sessions) await session.close();
+    if (options.keep) write(`The database is kept at ${dbPath}\n`);
+    else rmSync(directory, { recursive: true, force: true });
+  };
+  // Ctrl-C stops the demo as its end does: the servers closed, the temporary database removed (unless --keep).
+  const stop = (signal: NodeJS.Signals) => {
+    void cleanUp().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
   try {
     const agent = await launch('demo-agent', 'delegated-candidate');
     sessions.push(agent);
@@ -105,9 +116,9 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     write(`The demo stopped: step "${error.step}" did not answer as expected:\n${JSON.stringify(error.envelope)}\n`);
     return 1;
   } finally {
-    for (const session of sessions) await session.close();
-    if (options.keep) write(`The database is kept at ${dbPath}\n`);
-    else rmSync(directory, { recursive: true, force: true });
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+    await cleanUp();
   }
 }
 

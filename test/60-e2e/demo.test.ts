@@ -1,8 +1,8 @@
 // `factlane demo`: the guided first run over real stdio (issue 14), its story, its exit codes, the database it
 // leaves with --keep, and how it reports a step that did not answer as the contract says.
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runDemo, summarise } from '../../src/cli/factlane-demo.js';
 import { StdioSession } from '../../src/cli/stdio-session.js';
@@ -56,6 +56,21 @@ t.test('factlane demo refuses an unknown flag with exit 2 and touches nothing', 
   t.equal(help.status, 0, 'demo --help is help, not a usage error');
   t.match(help.stdout, /^usage: factlane demo \[--keep\]\n\nTakes a temporary database through the fact lifecycle/);
   t.same(readdirSync(tmp), [], 'and runs nothing');
+});
+
+t.test('Ctrl-C during the demo closes its servers and removes its temporary database', async (t) => {
+  const tmp = t.testdir();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const child = spawn(process.execPath, [FACTLANE_BIN, 'demo'], {
+      env: { ...process.env, TMPDIR: tmp }, stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const started = () => readdirSync(tmp).some((name) => existsSync(join(tmp, name, 'demo.sqlite3')));
+    while (!started()) await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill(signal);
+    t.equal(await exited, signal === 'SIGINT' ? 130 : 143, `${signal}: the exit code of the signal`);
+    t.same(readdirSync(tmp), [], `${signal}: nothing left in the temporary directory`);
+  }
 });
 
 t.test('a step that does not answer as the contract says stops the demo with exit 1 and names the step', async (t) => {
