@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactUtcStamp } from '../core/time.js';
 import { fsyncPath } from '../storage/durable-files.js';
+import { loadFlock } from '../storage/native.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
 export interface ConfigFile {
@@ -123,6 +124,31 @@ function replaceFile(file: ConfigFile, text: string): void {
     throw error;
   }
   fsyncPath(dirname(file.target));
+}
+
+/**
+ * Runs `work` (read, plan, back up, replace) holding an exclusive flock of the config file's directory, created first
+ * if missing: two setups at once each read the file the other left, so the second sees the first's entry instead of
+ * silently replacing it. BACKEND_UNAVAILABLE when the directory cannot be made or locked.
+ */
+export function withConfigLock<T>(path: string, work: () => T): T {
+  const dir = dirname(path);
+  const fd = fileStep('lock', dir, () => {
+    createPrivateDirectories(dir);
+    const opened = openSync(dir, constants.O_RDONLY);
+    try {
+      loadFlock()(opened, 'ex');
+    } catch (error) {
+      closeSync(opened);
+      throw error;
+    }
+    return opened;
+  });
+  try {
+    return work();
+  } finally {
+    closeSync(fd); // releases the lock
+  }
 }
 
 /** Creates the missing directories of `dir`, each 0700 whatever the umask. Throws the system error. */

@@ -7,7 +7,7 @@ import { UsageError, runCommand } from './cli-support.js';
 import {
   ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
 } from './host-config-entries.js';
-import { backupConfigFile, readConfigFile, writeConfigAtomically } from './host-config-files.js';
+import { backupConfigFile, readConfigFile, withConfigLock, writeConfigAtomically } from './host-config-files.js';
 import { claudeCommandLines, setupClaudeCode } from './host-setup-claude.js';
 import { defaultDatabasePath, isUsageFailure, parseLaunchOptions } from './launcher-options.js';
 
@@ -167,7 +167,8 @@ function setup(request: SetupRequest, entry: ServerEntry, env: NodeJS.ProcessEnv
   const now = new Date();
   if (request.host === 'claude-code') return setupClaudeCode({ entry, force: request.force, env, now, say });
   const [path, plan] = configOf(request.host!, env);
-  say(setupConfigFile(request.host!, path, (text, where) => plan(text, entry, where), request.force, now));
+  say(withConfigLock(path,
+    () => setupConfigFile(request.host!, path, (text, where) => plan(text, entry, where), request.force, now)));
   return 0;
 }
 

@@ -1,14 +1,18 @@
 import t from 'tap';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import {
-  chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, symlinkSync, writeFileSync,
+  chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, statSync,
+  symlinkSync, writeFileSync,
 } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import { LAUNCHER, backupsOf, launchEntry, setupSandbox } from '../helpers/host-setup.js';
 
+/** fs-ext for the test's own lock (the product reaches it through storage/native.ts). */
+const fsExt: { flockSync(fd: number, flags: string): void } = createRequire(import.meta.url)('fs-ext');
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 type Entry = { command: string; args: string[] };
@@ -132,6 +136,35 @@ t.test('codex: a different entry is refused and kept; --force replaces it and ke
   t.equal(second.status, 0, second.stderr);
   t.equal(backupsOf(box.codexConfig).length, 2, 'a second backup in the same second gets its own name, the first is kept');
   t.equal(readFileSync(backup!, 'utf8'), old, 'the first backup is never overwritten');
+});
+
+t.test('codex: a setup holds its config directory\'s lock from read to write; of two at once, one refuses',
+  async (t) => {
+  // Without it both setups read the same file, both said configured, and the later rename dropped the other's entry.
+  const box = setupSandbox(t.testdir());
+  mkdirSync(box.codexHome);
+  writeFileSync(box.codexConfig, CODEX_CONFIG);
+  const once = (args: string[]) => new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, [FACTLANE_BIN, 'setup', 'codex', ...args],
+      { cwd: box.cwd, env: box.env, stdio: 'ignore' });
+    child.once('exit', (code) => resolve(code));
+  });
+  // Another setup holding the lock: this one waits, and writes nothing meanwhile.
+  const held = openSync(box.codexHome, 'r');
+  fsExt.flockSync(held, 'ex');
+  let done = false;
+  const waiting = once(['--write-profile', 'delegated-candidate']).then((code) => { done = true; return code; });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  t.notOk(done, 'it waits for the lock');
+  t.equal(readFileSync(box.codexConfig, 'utf8'), CODEX_CONFIG, 'and has written nothing');
+  closeSync(held);
+  t.equal(await waiting, 0, 'then configures');
+  // Two at once: the second to take the lock reads the first's entry and refuses it without --force.
+  writeFileSync(box.codexConfig, CODEX_CONFIG);
+  const codes = await Promise.all([once(['--write-profile', 'delegated-candidate']), once(['--project-id', 'p1'])]);
+  t.same([...codes].sort(), [0, 1], `one configured, one refused (${codes.join(', ')})`);
+  const won = codes[0] === 0 ? ['--write-profile', 'delegated-candidate'] : ['--project-id', 'p1'];
+  t.same(codexEntry(box.codexConfig).args.slice(-2), won, 'the file holds the entry of the one that said so');
 });
 
 t.test('codex: an unparsable file or a foreign mcp_servers is refused and left untouched', async (t) => {
