@@ -262,7 +262,8 @@ t.test('an attempt\'s busy wait is shortened by its wait for the queue, then res
   const holder = holdSidecar(sidecar);
   const shortened = await inAttempt();
   holder.release();
-  t.ok(shortened >= 1 && shortened <= 4950, `a write that waited 50 ms for the queue: busy_timeout ${shortened}`);
+  // The wait is floored to whole milliseconds, and the queue may let go a fraction early: 49.9 ms gives 4951.
+  t.ok(shortened >= 1 && shortened <= 4960, `a write that waited about 50 ms for the queue: busy_timeout ${shortened}`);
   t.equal(await outside(), 5000, 'restored after the attempt');
 });
 
