@@ -143,10 +143,8 @@ export class SQLiteVecEngine {
     const ownsLease = maintenance === undefined;
     let connection: WriteConnection | undefined;
     try {
-      let existingKind: SchemaFindings['kind'] | undefined;
       if (statSync(path).size > 0) {
         const findings = inspectExistingFile(path, shipped);
-        existingKind = findings.kind;
         if (findings.kind === 'FOREIGN')
           throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
@@ -160,34 +158,29 @@ export class SQLiteVecEngine {
       const { retry, writerQueue, logger } = options;
       connection = WriteConnection.open({ path, retry, writerQueue, logger });
       let created = false;
-      // A FactLane file is only checked: read, so that a server starts while another process holds the write lock
-      // (it waited up to ~36 s for BACKEND_BUSY). Only a file with no schema yet needs the lock, to create it once.
-      const opened = connection;
-      const findings = existingKind === 'FACTLANE'
-        ? await opened.read(async () => inspectSchema(opened.connection, shipped))
-        : await opened.write(async (trx, raw) => {
-            const current = inspectSchema(raw, shipped);
-            if (current.kind !== 'EMPTY') {
-              // Someone else (or an earlier run) created it: check instead of creating. Throwing rolls back.
-              return current;
-            }
-            // The binding was computed before the transaction: no provider call runs while it is open.
-            const newBinding = binding;
-            if (!newBinding) throw new Error('invariant: an empty database reached creation without a binding');
-            const now = formatTimestamp(clock());
-            await applyMigrations(trx, raw, shipped, {
-              vectorDimension: newBinding.vectorDimension, appliedAt: now, appliedBy: PACKAGE_LABEL,
-            });
-            await trx.insertInto('adapter_meta').values([
-              { key: 'contract_version', value: String(STORAGE_CONTRACT_VERSION) },
-              { key: 'database_id', value: randomUUID() },
-              { key: 'created_at', value: now },
-              { key: 'created_by', value: PACKAGE_LABEL },
-              { key: 'embedding_profile', value: newBinding.bindingJson },
-            ]).execute();
-            created = true;
-            return inspectSchema(raw, shipped);
-          });
+      const findings = await connection.write(async (trx, raw) => {
+        const current = inspectSchema(raw, shipped);
+        if (current.kind !== 'EMPTY') {
+          // Someone else (or an earlier run) created it: check instead of creating. Throwing rolls back.
+          return current;
+        }
+        // The binding was computed before the transaction: no provider call runs while it is open.
+        const newBinding = binding;
+        if (!newBinding) throw new Error('invariant: an empty database reached creation without a binding');
+        const now = formatTimestamp(clock());
+        await applyMigrations(trx, raw, shipped, {
+          vectorDimension: newBinding.vectorDimension, appliedAt: now, appliedBy: PACKAGE_LABEL,
+        });
+        await trx.insertInto('adapter_meta').values([
+          { key: 'contract_version', value: String(STORAGE_CONTRACT_VERSION) },
+          { key: 'database_id', value: randomUUID() },
+          { key: 'created_at', value: now },
+          { key: 'created_by', value: PACKAGE_LABEL },
+          { key: 'embedding_profile', value: newBinding.bindingJson },
+        ]).execute();
+        created = true;
+        return inspectSchema(raw, shipped);
+      });
       const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
       if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
       lease.assertSameInode();

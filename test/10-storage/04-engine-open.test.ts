@@ -99,26 +99,6 @@ t.test('foreign, non-SQLite and non-regular files are refused and left as they w
   await t.rejects(openEngine(join(dir, 'a-directory')), { code: 'BACKEND_UNAVAILABLE' });
 });
 
-t.test('an existing database opens while another process holds the write lock; it is read, not locked', async (t) => {
-  // Opening checked the schema inside BEGIN IMMEDIATE: behind a raw writer (the sqlite3 CLI in a transaction) every
-  // server start waited for BACKEND_BUSY. Without retries one locked attempt would fail after busy_timeout (5 s).
-  const dbPath = join(t.testdir(), 'held.sqlite3');
-  const first = await openEngine(dbPath);
-  await storeRow(first, candidateRow());
-  await first.close();
-  const holder = new RawDatabase(dbPath);
-  holder.exec('BEGIN IMMEDIATE');
-  t.teardown(() => holder.close());
-  const began = Date.now();
-  const engine = await openEngine(dbPath, { retry: { retries: 0, baseDelayMs: 1, jitterRatio: 0 } });
-  t.teardown(() => engine.close());
-  t.ok(Date.now() - began < 2500, `opened in ${Date.now() - began} ms`);
-  t.equal(engine.created, false);
-  const { rows } = await sql<{ n: number }>`SELECT count(*) AS n FROM adapter_records`.execute(engine.db);
-  t.equal(rows[0]!.n, 1, 'and reads');
-  holder.exec('ROLLBACK');
-});
-
 t.test('a vector table that lost a shadow table is refused (BACKEND_CORRUPT), named, the file unchanged', async (t) => {
   // sqlite-vec does not check its shadow tables when it connects; a point lookup on a vec0 table without its
   // `_rowids` ends the process (a segmentation fault), so such a file is damaged and never served.
