@@ -1,4 +1,4 @@
-import { closeSync, existsSync, linkSync, openSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -85,7 +85,7 @@ export interface Companion {
  * temporary name is taken.
  */
 export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>,
-  companion?: (temp: string, result: T) => Companion): Promise<T> {
+  companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
   const temp = temporaryName(file);
   createTemporary(temp);
   const temporaries = [temp, `${temp}-wal`, `${temp}-shm`, `${temp}-journal`];
@@ -97,6 +97,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   // full copy of the database's content under a hidden name, go with it (OPERATIONS.md §4.1), then exit 1.
   const stop = (signal: NodeJS.Signals) => {
     removeTemporaries();
+    onStop?.();
     const command = basename(process.argv[1] ?? 'factlane', '.js');
     process.stderr.write(`${command}: stopped by ${signal}; the temporary copy was removed, nothing was published\n`);
     process.exit(1);
@@ -106,6 +107,9 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   let result: T;
   try {
     result = await fill(temp);
+    // The copy, its checks and the publish below run without a turn of the event loop: a signal that came meanwhile
+    // waits for one, and would be dropped once the listeners go. This turn delivers it before anything is published.
+    await new Promise((resolve) => setImmediate(resolve));
     fsyncPath(temp);
     const extra = companion?.(temp, result);
     if (extra) {
@@ -171,7 +175,9 @@ export async function writeVerifiedBackup(
   if (target.findings.kind !== 'FACTLANE') {
     throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');
   }
-  const file = resolve(outFile);
+  const given = resolve(outFile);
+  // The directory's real path (symbolic links followed), as the database's is: two spellings of one name compare equal.
+  const file = existsSync(dirname(given)) ? join(realpathSync(dirname(given)), basename(given)) : given;
   const manifestPath = `${file}.manifest.json`;
   if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`, manifestPath].some((p) => existsSync(p))) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '

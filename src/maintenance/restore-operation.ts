@@ -88,7 +88,7 @@ export async function restoreVerifiedBackup(input: {
       setWalMode(temp);
       onStep({ step: 'verified' });
       return { ...verified, counts, audit };
-    });
+    }, undefined, () => removeDirectories(createdDirectories));
     onStep({ step: 'published', fields: { file_bytes: statSync(file).size } });
     return {
       db_identity: dbIdentity(realpathSync(file)),
