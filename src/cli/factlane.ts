@@ -79,6 +79,7 @@ function printHelp(options: LaunchOptions): number {
 
 /** The signals that stop the server cleanly (CONTRACT.md §16.2). */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+const STOPPED = Symbol('stopped');
 
 async function serve(options: LaunchOptions): Promise<void> {
   // A stop signal that comes while the server starts (about a second) is kept, not left to Node's default, which
@@ -86,7 +87,12 @@ async function serve(options: LaunchOptions): Promise<void> {
   // One listener for the life of the process: removing a signal's last listener closes Node's handle for it, and a
   // signal already caught but not yet dispatched to JavaScript is then lost (the server hung instead of stopping).
   let stopRequested = false;
-  let onStop: () => unknown = () => { stopRequested = true; };
+  let stopNow: () => void = () => {};
+  const stopped = new Promise<typeof STOPPED>((resolve) => { stopNow = () => resolve(STOPPED); });
+  let onStop: () => unknown = () => {
+    stopRequested = true;
+    stopNow();
+  };
   for (const signal of STOP_SIGNALS) process.on(signal, () => onStop());
   if (options.tokenizerPathGiven)
     logger.info('--tokenizer-path is accepted and ignored: tokens are measured with the bundled o200k_base');
@@ -95,11 +101,18 @@ async function serve(options: LaunchOptions): Promise<void> {
   const tokenizerReady = warmUpTokenizer();
   const profile = EMBEDDING_PROFILES[options.profileId]!;
   const provider = createProvider(profile.profileId, options.ollamaUrl);
+  // A new database with an Ollama profile waits for the provider's status first (up to its request timeouts, minutes):
+  // a stop then ends the start at once, before any file is created (STORAGE.md §10 step 3), exit 0.
+  const statusOrStop = async () => {
+    const status = await Promise.race([provider.statusCheck(), stopped]);
+    if (status === STOPPED) process.exit(0);
+    return status;
+  };
   const engine = await SQLiteVecEngine.open({
     dbPath: options.dbPath,
     newDatabaseBinding: async () => ({
       vectorDimension: profile.outputDimension,
-      bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())),
+      bindingJson: freshBindingJson(profile, await statusOrStop(), formatTimestamp(SYSTEM_CLOCK())),
     }),
     // Only the write bench turns the queue off, to measure SQLite's busy handling alone beside it
     // (docs/decisions/0018); it is no flag, and off changes latency, never an outcome.

@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
@@ -141,6 +142,32 @@ t.test('a stop signal while the server starts is kept: storage opens, closes, ex
     await server.client.close();
     await server.exited;
   }
+});
+
+t.test('a stop signal while a new database waits for Ollama ends the start at once, exit 0, nothing created', async (t) => {
+  // The status check may wait minutes (its request timeouts) on an Ollama that accepts and never answers.
+  const sockets: Socket[] = [];
+  const silent = createServer((socket) => {
+    sockets.push(socket);
+    socket.on('error', () => {}); // reset when the server process exits
+  });
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  });
+  const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+  const dbPath = join(t.testdir(), 'new', 'x.sqlite3');
+  const child = spawn(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e', '--profile', 'nomic-768',
+    '--ollama-url', url], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+  const asked = new Promise<void>((resolve) => silent.once('connection', () => resolve()));
+  await asked;
+  const began = Date.now();
+  child.kill('SIGTERM');
+  t.same(await exited, { code: 0, signal: null }, 'exit 0');
+  t.ok(Date.now() - began < 5000, `within seconds (${Date.now() - began} ms)`);
+  t.notOk(existsSync(dbPath), 'no database created');
 });
 
 t.test('without --db the database goes under $XDG_DATA_HOME, else ~/.local/share', async (t) => {
