@@ -144,7 +144,8 @@ t.test('a stop signal while the server starts is kept: storage opens, closes, ex
   }
 });
 
-t.test('a stop signal while a new database waits for Ollama ends the start at once, exit 0, nothing created', async (t) => {
+t.test('a stop signal while a new database waits for Ollama ends the start at once, exit 0, nothing created',
+  async (t) => {
   // The status check may wait minutes (its request timeouts) on an Ollama that accepts and never answers.
   const sockets: Socket[] = [];
   const silent = createServer((socket) => {
