@@ -299,6 +299,18 @@ t.test('a damaged or empty file is refused before anything runs (BACKEND_CORRUPT
     t.equal(statSync(empty).size, 0, 'the empty file stays empty');
   });
 
+t.test('a binding the server can still open (UNPROVEN) does not stop housekeeping, which never reads it', async (t) => {
+  const bench = await openWriteBench(t);
+  await supersededHistory(bench);
+  await bench.engine.close();
+  const raw = new RawDatabase(bench.dbPath);
+  raw.function('factlane_contract_v2_writer', () => 1);
+  raw.exec("UPDATE adapter_meta SET value = 'not json' WHERE key = 'embedding_profile'");
+  raw.close();
+  const report = await housekeep(await openTarget(t, bench.dbPath), request(2, NEVER_ENOUGH));
+  t.match(report, { outcome: 'HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET', compacted_records: 2 });
+});
+
 t.test('a database this release cannot write is refused before anything runs', async (t) => {
   const bench = await openWriteBench(t);
   await supersededHistory(bench);
