@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
-  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmdirSync,
-  unlinkSync, writeSync,
+  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readSync, renameSync,
+  rmdirSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';

@@ -52,7 +52,8 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   t.notOk(existsSync(join(dir, 'nope.sqlite3')));
 });
 
-t.test('a damaged database is still saved, its failures recorded; a sidecar name of the database is refused', async (t) => {
+t.test('a damaged database is still saved, its failures recorded; a sidecar name of the database is refused',
+  async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'damaged.sqlite3');
   const engine = await openEngine(dbPath);
@@ -86,7 +87,8 @@ t.test('a damaged database is still saved, its failures recorded; a sidecar name
   t.notOk(existsSync(`${out}-journal`), 'nothing written through the link');
 });
 
-t.test('a file that is no FactLane database is not backed up; Ctrl-C during a copy leaves no temporary copy', async (t) => {
+t.test('a file that is no FactLane database is not backed up; Ctrl-C during a copy leaves no temporary copy',
+  async (t) => {
   const dir = t.testdir();
   const empty = join(dir, 'empty.sqlite3');
   writeFileSync(empty, '');
@@ -101,11 +103,13 @@ t.test('a file that is no FactLane database is not backed up; Ctrl-C during a co
   await storeRow(engine, candidateRow());
   await engine.close();
   const raw = new RawDatabase(dbPath);
-  raw.exec('CREATE TABLE pad (b); INSERT INTO pad SELECT zeroblob(30000000) FROM (VALUES (1), (2), (3), (4)); DROP TABLE pad;');
+  raw.exec('CREATE TABLE pad (b); INSERT INTO pad SELECT zeroblob(30000000) FROM (VALUES (1), (2), (3), (4));'
+    + 'DROP TABLE pad;');
   raw.close();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     const out = join(dir, `stopped-${signal}.sqlite3`);
-    const child = spawn(process.execPath, [ADMIN_BIN, 'backup', '--db', dbPath, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [ADMIN_BIN, 'backup', '--db', dbPath, '--out', out],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk) => { stderr += chunk; });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

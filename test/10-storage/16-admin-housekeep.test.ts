@@ -293,7 +293,8 @@ t.test('a damaged or empty file is refused before anything runs (BACKEND_CORRUPT
     }
     const empty = join(t.testdir(), 'empty.sqlite3');
     writeFileSync(empty, '');
-    const cli = admin('housekeep', '--db', empty, '--scope', 'GLOBAL_USER', '--max-records', '1', '--required-free-bytes', '0');
+    const cli = admin('housekeep', '--db', empty, '--scope', 'GLOBAL_USER', '--max-records', '1',
+      '--required-free-bytes', '0');
     t.equal(cli.status, 1);
     t.match(cli.stderr, /^factlane-admin: SCHEMA_MISMATCH: the file is not a FactLane database/);
     t.equal(statSync(empty).size, 0, 'the empty file stays empty');

@@ -9,7 +9,8 @@ import { withRaw } from '../helpers/storage.js';
 import { call, connectClient, sortedJson, textOf, UUID_V4 } from '../helpers/mcp.js';
 import {
   CONTRADICTION_ITEM_KEYS, HASH_A, HASH_B, HIDDEN_KEYS, NOW, PUBLIC_RECORD_KEYS, currentRequest, derivedRows, diskState, fixedClock, hex64,
-  openWriteBench, provenance, RacingProvider, rawRecord, refused, replaceRequest, store, storeRequest, update, type Json,
+  openWriteBench, provenance, RacingProvider, rawRecord, refused, replaceRequest, store, storeRequest, update,
+  type Json,
 } from '../helpers/writes.js';
 
 // memory_store through MemoryAdapter (CONTRACT.md §5.3, §8, §13.1-§13.3, §6.1/§6.4/§6.5), a fresh
@@ -198,13 +199,16 @@ t.test('a replay or DUPLICATE found under the lock counts the embedding call the
   // CONTRACT.md §6.1: local_embedding_calls counts the calls this request made; the pre-check's answers make none.
   const bench = await openWriteBench(t);
   const provider = new RacingProvider();
-  const racer = new MemoryAdapter({ engine: bench.engine, provider, writeProfile: 'delegated-candidate', hostId: 'host-a', clock: fixedClock() });
+  const racer = new MemoryAdapter({
+    engine: bench.engine, provider, writeProfile: 'delegated-candidate', hostId: 'host-a', clock: fixedClock(),
+  });
   const other = bench.adapter('delegated-candidate');
   const request = storeRequest({ ...PROJECT, fact: 'The deploy job runs at 02:00 UTC' });
   provider.hook = () => store(other, request);
   const replay = await store(racer, request);
   t.equal(provider.hook, null, 'the race ran');
-  t.match(replay, { status: 'OK', idempotent_replay: true, audit: { local_embedding_calls: 1 } }, 'a replay under the lock');
+  t.match(replay, { status: 'OK', idempotent_replay: true, audit: { local_embedding_calls: 1 } },
+    'a replay under the lock');
   provider.hook = () => store(other, storeRequest({ ...PROJECT, fact: 'The nightly job runs at 03:00 UTC' }));
   const duplicate = await store(racer, storeRequest({ ...PROJECT, fact: 'The nightly job runs at 03:00 UTC' }));
   t.equal(provider.hook, null, 'the race ran');

@@ -310,7 +310,9 @@ t.test('a replay found under the lock counts the embedding call the update made 
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current', { hostId: 'host-a' });
   const provider = new RacingProvider();
-  const racer = new MemoryAdapter({ engine: bench.engine, provider, writeProfile: 'owner-current', hostId: 'host-a', clock: fixedClock() });
+  const racer = new MemoryAdapter({
+    engine: bench.engine, provider, writeProfile: 'owner-current', hostId: 'host-a', clock: fixedClock(),
+  });
   const live = await current(owner, { fact: 'Raced fact', idempotency_key: 'raced-store' });
   const request = reverifyRequest(live, { idempotency_key: 'raced-update', verification: { confidence: 0.8 } });
   provider.hook = () => update(owner, request);

@@ -105,10 +105,14 @@ t.test('source_provenance: required keys, lengths, hex, CR/LF and secrets', asyn
   // Provenance strings are stripped, not collapsed: every §2.1 whitespace character separates `bearer` from its token.
   for (const separator of ['\u0085', '\u001C', '\u001F', '\u3000']) {
     const name = `U+${separator.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
-    await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ source_ref: `Bearer${separator}${'t'.repeat(24)}` }) })), 'RAW_OR_SENSITIVE_CONTENT', 'source_ref', `bearer, ${name}`);
+    const sourceRef = `Bearer${separator}${'t'.repeat(24)}`;
+    const request = storeRequest({ source_provenance: provenance({ source_ref: sourceRef }) });
+    await refused(t, bench, () => store(delegated, request), 'RAW_OR_SENSITIVE_CONTENT', 'source_ref',
+      `bearer, ${name}`);
   }
-  t.equal((await stored(delegated, { fact: fact('nel'), source_provenance: provenance({ source_ref: `password=${'p'.repeat(11)}\u0085x` }) })).source_provenance.source_ref,
-    `password=${'p'.repeat(11)}\u0085x`, 'U+0085 is not one of the 12 non-whitespace characters of an assignment');
+  const nel = `password=${'p'.repeat(11)}\u0085x`;
+  t.equal((await stored(delegated, { fact: fact('nel'), source_provenance: provenance({ source_ref: nel }) }))
+    .source_provenance.source_ref, nel, 'U+0085 is not one of the 12 non-whitespace characters of an assignment');
   for (const key of ['source_hash', 'source_fingerprint']) {
     for (const bad of ['a'.repeat(63), 'a'.repeat(65), 'g'.repeat(64), `${'a'.repeat(62)} b`, '']) {
       await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: bad }) })), 'PROVENANCE_REQUIRED', key, `${key} ${JSON.stringify(bad)}`);

@@ -196,9 +196,12 @@ t.test('a number JSON cannot hold as a double is a schema violation, not an inte
   schemaError(t, await call(client, 'memory_search', { request: `{"scope":"GLOBAL_USER","query":"x","max_memories":-1e999}` }), '/request/max_memories');
 });
 
-t.test('a number JSON cannot hold as a double, nested in a payload, is governed (CONTRACT.md §3.5, difference 21)', async (t) => {
+t.test('a number JSON cannot hold as a double, nested in a payload, is governed (CONTRACT.md §3.5, difference 21)',
+  async (t) => {
   const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { writeProfile: 'owner-current' });
-  const store = (fields: string) => call(client, 'memory_store', { request: JSON.stringify(storeRequest()).replace(/}$/, `,${fields}}`) });
+  const store = (fields: string) => call(client, 'memory_store', {
+    request: JSON.stringify(storeRequest()).replace(/}$/, `,${fields}}`),
+  });
   const ttl = blocked(t, await store('"freshness_policy":{"kind":"ttl","ttl_seconds":1e400}'), 'INVALID_ENVELOPE');
   t.match(ttl.message, /freshness_policy\.ttl_seconds must be an integer/);
   const unknown = blocked(t, await store('"freshness_policy":{"kind":"never","junk":-1e999}'), 'INVALID_ENVELOPE');

@@ -340,7 +340,8 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
     [['hermes', '--project-id', 'not an id'], /^factlane setup: INVALID_CONTEXT_BINDING: --project-id must be an identifier\n/],
     [['codex', '--project-id', 'sk-abcdefghijklmnopqrstuvwxyz0123456789'], /^factlane setup: RAW_OR_SENSITIVE_CONTENT: --project-id looks like a secret\n/],
     [['codex', '--db', ''], /^factlane setup: --db needs a path\n/],
-    [['codex', '--host-id', 'x'], /^factlane setup: setup takes no --host-id; it writes --host-id \(the host's name\) itself/],
+    [['codex', '--host-id', 'x'],
+      /^factlane setup: setup takes no --host-id; it writes --host-id \(the host's name\) itself/],
     [['codex', '--profile', 'nomic-768'], /^factlane setup: setup takes no --profile; .*edit the entry afterwards/],
     // A path that can never be a database file: the host would only say "Failed to connect".
     [['codex', '--db', box.home], /^factlane setup: --db .* is not a regular file; give the path of a database file\n/],

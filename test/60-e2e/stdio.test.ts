@@ -123,12 +123,14 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
-t.test('a stop signal while the server starts is kept: storage opens, closes, exit 0; the file serves again', async (t) => {
+t.test('a stop signal while the server starts is kept: storage opens, closes, exit 0; the file serves again',
+  async (t) => {
   // Node's default for SIGTERM ended the process by the signal, the database half opened. The signal goes the moment
   // the database file appears (the engine is creating it), before the schema, the tokenizer and stdio are ready.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const dbPath = join(t.testdir(), `${signal}.sqlite3`);
-    const child = spawn(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e'],
+      { stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
     let gone = false;
     void exited.then(() => { gone = true; });
@@ -137,7 +139,9 @@ t.test('a stop signal while the server starts is kept: storage opens, closes, ex
     t.same(await exited, { code: 0, signal: null }, `${signal}: exit 0`);
     t.ok(leaseIsFree(dbPath), `${signal}: lease released`);
     const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e']);
-    const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } })) as CallToolResult;
+    const result = (await server.client.callTool({
+      name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } },
+    })) as CallToolResult;
     t.match(result.structuredContent, { status: 'OK' }, `${signal}: the database serves`);
     await server.client.close();
     await server.exited;
