@@ -14,9 +14,10 @@ import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
 import {
-  notADatabaseReport, verifyBackup, verifyDatabase, type VerifyReport,
+  unreadableReport, verifyBackup, verifyDatabase, type VerifyReport,
 } from '../maintenance/verify-operation.js';
 import { dbIdentity, MaintenanceTarget } from '../storage/maintenance-target.js';
+import { sqliteCode } from '../storage/sqlite-errors.js';
 import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
@@ -264,7 +265,8 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   } catch (error) {
     // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3).
     if (command !== 'verify' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    const report = { db_identity: dbIdentity(realpathSync(values.db!)), ...notADatabaseReport() };
+    const notADatabase = sqliteCode(error.cause) === 'SQLITE_NOTADB';
+    const report = { db_identity: dbIdentity(realpathSync(values.db!)), ...unreadableReport(notADatabase) };
     if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else printVerify(report);
     return EXIT.PROBLEMS;

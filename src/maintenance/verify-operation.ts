@@ -38,9 +38,16 @@ export function verifyDatabase(target: MaintenanceTarget): VerifyReport {
   return report(checks, target.findings.interlockPresent);
 }
 
-/** The report on a file SQLite cannot read as a database: its first check fails, and nothing else can be checked. */
-export function notADatabaseReport(): VerifyReport {
-  return report([pass('sqlite_file', false, SQLITE_FILE)], false);
+/**
+ * The report on a file SQLite cannot open for its checks: not a database at all (`sqlite_file` fails), or an SQLite
+ * file too damaged to read its schema (`integrity_check` fails); nothing else can be checked.
+ */
+export function unreadableReport(notADatabase: boolean): VerifyReport {
+  if (notADatabase) return report([pass('sqlite_file', false, SQLITE_FILE)], false);
+  return report([
+    pass('sqlite_file', true, SQLITE_FILE),
+    pass('integrity_check', false, 'PRAGMA integrity_check (the schema cannot be read)'),
+  ], false);
 }
 
 /**

@@ -43,6 +43,14 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   t.equal(notDb.status, 3, notDb.stderr);
   t.match(JSON.parse(notDb.stdout), { ok: false, checks: [{ name: 'sqlite_file', status: 'FAIL' }] });
   t.equal(readFileSync(junk, 'utf8'), 'hello, this is no database\n'.repeat(200), 'the file is left as it was');
+  // An SQLite file whose schema page is garbage is an SQLite file that fails integrity, not 'no SQLite file'.
+  const garbled = join(dir, 'garbled.sqlite3');
+  writeFileSync(garbled, Buffer.concat([readFileSync(out).subarray(0, 100), Buffer.alloc(3000, 0x55),
+    readFileSync(out).subarray(3100)]));
+  const damaged = admin('verify', '--db', garbled, '--json');
+  t.equal(damaged.status, 3, damaged.stderr);
+  t.match(JSON.parse(damaged.stdout).checks,
+    [{ name: 'sqlite_file', status: 'PASS' }, { name: 'integrity_check', status: 'FAIL' }]);
   await engine.close();
 
   t.equal(admin('backup', '--db', dbPath).status, 2, 'usage');
