@@ -1,3 +1,5 @@
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
 import { MigrationFileError } from '../storage/migration-files.js';
@@ -13,6 +15,13 @@ export function backupLine(manifest: BackupManifest): string {
   const problems = backupProblems(manifest);
   if (problems.length === 0) return 'backup written and verified';
   return `backup written; its checks FAILED: ${problems.join(', ')} (restore refuses a copy that fails verify)`;
+}
+
+/** The default database: `$XDG_DATA_HOME/factlane/factlane.sqlite3`, else under `~/.local/share`. */
+export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
+  const dataHome = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME
+    : join(homedir(), '.local', 'share');
+  return join(dataHome, 'factlane', 'factlane.sqlite3');
 }
 
 /** A usage error: printed with the command's usage text, exit 2. */
@@ -34,7 +43,10 @@ export async function runCommand(
     code = await main();
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`${command}: ${error.message}\n${usage}`);
+      // Operator commands need --db; say where the server keeps the database when started without one.
+      const where = /--db PATH/.test(error.message)
+        ? ` (a server started without --db uses ${defaultDatabasePath()})` : '';
+      process.stderr.write(`${command}: ${error.message}${where}\n${usage}`);
       code = EXIT.USAGE;
     } else if (error instanceof AdapterError) {
       process.stderr.write(`${command}: ${error.code}: ${error.message}\n`);

@@ -3,13 +3,13 @@ import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
-import { UsageError, runCommand } from './cli-support.js';
+import { defaultDatabasePath, UsageError, runCommand } from './cli-support.js';
 import {
   ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
 } from './host-config-entries.js';
 import { backupConfigFile, readConfigFile, withConfigLock, writeConfigAtomically } from './host-config-files.js';
 import { claudeCommandLines, setupClaudeCode } from './host-setup-claude.js';
-import { defaultDatabasePath, isUsageFailure, parseLaunchOptions } from './launcher-options.js';
+import { isUsageFailure, parseLaunchOptions } from './launcher-options.js';
 
 /** The hosts `factlane setup` configures; each name is also the `--host-id` it writes. */
 export const SETUP_HOSTS = ['codex', 'claude-code', 'hermes'] as const;

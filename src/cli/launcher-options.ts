@@ -1,11 +1,9 @@
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
 import { WRITE_PROFILES, type WriteProfile } from '@factlane/schema';
 import { DEFAULT_PROFILE_ID, EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createContextBinding, createHostBinding, type ContextBinding, type HostBinding } from '../gateway/bindings.js';
-import { UsageError } from './cli-support.js';
+import { defaultDatabasePath, UsageError } from './cli-support.js';
 
 /** Everything `factlane` was launched with, validated (CONTRACT.md §16.1). */
 export interface LaunchOptions {
@@ -30,13 +28,6 @@ export const LAUNCHER_FLAGS = {
   'tokenizer-path': { type: 'string' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
   'help-tools': { type: 'boolean' }, 'help-tool': { type: 'string' },
 } as const;
-
-/** The default database: `$XDG_DATA_HOME/factlane/factlane.sqlite3`, else under `~/.local/share`. */
-export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): string {
-  const dataHome = env.XDG_DATA_HOME && env.XDG_DATA_HOME.startsWith('/') ? env.XDG_DATA_HOME
-    : join(homedir(), '.local', 'share');
-  return join(dataHome, 'factlane', 'factlane.sqlite3');
-}
 
 /** `--ollama-url` (CONTRACT.md §14.4): http, host exactly 127.0.0.1 or [::1], optional port, path empty or `/`. */
 export function isLoopbackOllamaUrl(value: string): boolean {

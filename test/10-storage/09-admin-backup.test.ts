@@ -54,6 +54,11 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   await engine.close();
 
   t.equal(admin('backup', '--db', dbPath).status, 2, 'usage');
+  const noDb = admin('audit');
+  t.equal(noDb.status, 2);
+  const defaultPath = /\(a server started without --db uses \/\S*\/factlane\/factlane\.sqlite3\)\n/;
+  t.match(noDb.stderr, /^factlane-admin: audit needs --db PATH /);
+  t.match(noDb.stderr, defaultPath, 'says where the server keeps its database by default');
   t.equal(admin('housekeep', '--db', dbPath).status, 2, 'not in this build');
   const missing = admin('verify', '--db', join(dir, 'nope.sqlite3'));
   t.equal(missing.status, 1);
