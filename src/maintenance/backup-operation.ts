@@ -4,7 +4,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
-import { fileDigest, fsyncPath } from '../storage/durable-files.js';
+import { fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -88,7 +88,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
   const temp = temporaryName(file);
   createTemporary(temp);
-  const temporaries = [temp, `${temp}-wal`, `${temp}-shm`, `${temp}-journal`];
+  const temporaries = sqliteFiles(temp);
   const published: string[] = [];
   const removeTemporaries = () => {
     for (const path of temporaries) if (existsSync(path)) unlinkSync(path);
@@ -179,13 +179,13 @@ export async function writeVerifiedBackup(
   // The directory's real path (symbolic links followed), as the database's is: two spellings of one name compare equal.
   const file = existsSync(dirname(given)) ? join(realpathSync(dirname(given)), basename(given)) : given;
   const manifestPath = `${file}.manifest.json`;
-  if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`, manifestPath].some((p) => existsSync(p))) {
+  if ([...sqliteFiles(file), manifestPath].some((p) => existsSync(p))) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
       + 'choose a new path');
   }
   // A backup named like a sidecar of the database would be read by SQLite as that database's journal or WAL.
   const source = resolve(target.path);
-  if (['-wal', '-shm', '-journal'].some((suffix) => file === `${source}${suffix}`)) {
+  if (sqliteFiles(source).includes(file)) {
     throw new AdapterError('TARGET_EXISTS', 'the backup path names a -wal, -shm or -journal of the database; choose '
       + 'a new path');
   }

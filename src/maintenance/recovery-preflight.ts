@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { TOOLS } from '@factlane/schema';
+import { sqliteFiles } from '../storage/durable-files.js';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import { loadMigrationFiles, type MigrationFile } from '../storage/migration-files.js';
@@ -122,7 +123,7 @@ function checkOutputPaths(request: RecoveryRequest, plan: RecoveryPlan): void {
   const image = sanitizedImagePath(db, plan.operation_id);
   const taken: [string, string][] = [
     [db, 'the database'], [`${db}-wal`, 'the database\'s -wal'], [`${db}-shm`, 'the database\'s -shm'],
-    ...['', '-wal', '-shm', '-journal'].map((suffix): [string, string] => [image + suffix, 'the sanitized image']),
+    ...sqliteFiles(image).map((file): [string, string] => [file, 'the sanitized image']),
     [resolvedPath(request.planPath), 'the plan'],
   ];
   const outputs: [string, string][] = [

@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, readSync, renameSync, statSync, unlink
 import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
-import { createPrivateFile, fsyncPath } from '../storage/durable-files.js';
+import { createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import {
   bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
 } from '../storage/recovery-pragmas.js';
@@ -174,7 +174,7 @@ export async function sealDatabase(
   if (!checkpointTruncate(raw)) fail('the first wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
   onStep('first_checkpoint');
   const image = sanitizedImagePath(path, expect.operationId);
-  for (const suffix of ['', '-wal', '-shm', '-journal']) removeIfPresent(image + suffix);
+  for (const file of sqliteFiles(image)) removeIfPresent(file);
   createPrivateFile(image);
   vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');

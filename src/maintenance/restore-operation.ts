@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { createPrivateParents, fileDigest, removeDirectories } from '../storage/durable-files.js';
+import { createPrivateParents, fileDigest, removeDirectories, sqliteFiles } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
@@ -68,7 +68,7 @@ export async function restoreVerifiedBackup(input: {
   const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
-  if ([file, `${file}-wal`, `${file}-shm`, `${file}-journal`].some((path) => existsSync(path))) {
+  if (sqliteFiles(file).some((path) => existsSync(path))) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm/-journal already exists; restore never '
       + 'overwrites: stop every FactLane process and move them aside first');
   }

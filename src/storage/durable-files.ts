@@ -6,6 +6,11 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 
+/** Every file SQLite may read or write for the database at `path`: the file, its WAL, shared memory and journal. */
+export function sqliteFiles(path: string): string[] {
+  return ['', '-wal', '-shm', '-journal'].map((suffix) => `${path}${suffix}`);
+}
+
 /**
  * The size and SHA-256 (64 lower-case hex digits) of a file, read through one descriptor in chunks: a backup may
  * be larger than the 2 GiB Node reads into one buffer.
