@@ -24,7 +24,7 @@ export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): strin
   return join(dataHome, 'factlane', 'factlane.sqlite3');
 }
 
-/** A usage error: printed with the command's usage text, exit 2. */
+/** A usage error: printed with the usage of the command it concerns (`usageFor`), exit 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
 }
@@ -46,7 +46,7 @@ export async function runCommand(
       // Operator commands need --db; say where the server keeps the database when started without one.
       const where = /--db PATH/.test(error.message)
         ? ` (a server started without --db uses ${defaultDatabasePath()})` : '';
-      process.stderr.write(`${command}: ${error.message}${where}\n${usage}`);
+      process.stderr.write(`${command}: ${error.message}${where}\n${usageFor(usage, command, process.argv.slice(2))}`);
       code = EXIT.USAGE;
     } else if (error instanceof AdapterError) {
       process.stderr.write(`${command}: ${error.code}: ${error.message}\n`);
@@ -66,6 +66,28 @@ export async function runCommand(
   process.exitCode = code;
   // Let stdout drain instead of process.exit(), which can cut a piped report short.
   return undefined as never;
+}
+
+/**
+ * What a usage error prints under its message: the usage lines of the command `argv` names (the first word of it that
+ * `usage` lists as a command, with the lines that continue them), and where the rest is; the whole text when `argv`
+ * names none, so a mistyped command still shows every command.
+ */
+export function usageFor(usage: string, program: string, argv: readonly string[]): string {
+  const commands = new Map<string, string[]>();
+  let current: string[] | undefined;
+  for (const line of usage.split('\n')) {
+    if (line.startsWith(`  ${program} `)) {
+      const name = line.slice(program.length + 3).split(' ')[0]!;
+      current = commands.get(name) ?? [];
+      commands.set(name, current);
+      current.push(line);
+    } else if (current !== undefined && /^ {3,}\S/.test(line)) current.push(line);
+    else current = undefined;
+  }
+  const named = argv.find((arg) => commands.has(arg));
+  if (named === undefined) return usage;
+  return `usage:\n${commands.get(named)!.join('\n')}\n(${program} --help lists every command, its notes and exit codes)\n`;
 }
 
 /**

@@ -116,6 +116,25 @@ t.test('candidates lists what a delegated server stored, oldest first, while ser
   t.match(admin('candidates', '--db', dbPath, '--limit', '1', '--json').json(), { total: 2, shown: 1, more: 1, limit: 1 });
 });
 
+t.test('a usage error shows its own command\'s usage; --help lists every command before the notes', async (t) => {
+  const audit = admin('audit');
+  t.equal(audit.code, 2);
+  t.equal(audit.stderr.split('\n').slice(1).join('\n'), 'usage:\n  factlane-admin audit --db PATH [--json]\n'
+    + '(factlane-admin --help lists every command, its notes and exit codes)\n', 'only the audit line, and a pointer');
+  const recover = admin('recover', '--db', 'x.sqlite3').stderr;
+  t.match(recover, /\n {2}factlane-admin recover plan .*\n {30}--out PLAN\.json/, 'recover plan with its continuation');
+  t.match(recover, /\n {2}factlane-admin recover --db PATH --plan/, 'and recover');
+  t.notMatch(recover, 'factlane-admin backup', 'no other command');
+  const unknown = admin('bogus');
+  t.match(unknown.stderr, /^factlane-admin: unknown or unavailable command bogus\nusage:\n {2}factlane-admin backup /);
+  t.match(unknown.stderr, /\nexit codes: /, 'a command it cannot name gets the whole usage');
+  const help = admin('--help').stdout;
+  const commands = [...help.matchAll(/^ {2}factlane-admin (\w+)/gm)].map((m) => m[1]);
+  t.same(commands, ['backup', 'restore', 'verify', 'reembed', 'audit', 'housekeep', 'candidates', 'promote', 'recover',
+    'recover'], 'every command');
+  t.ok(help.indexOf('\n\n') > help.lastIndexOf('  factlane-admin '), 'the notes come after the last command');
+});
+
 t.test('candidates refuses bad flags as usage errors and a missing or interlocked database with a hint', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'flags.sqlite3');
@@ -137,6 +156,7 @@ t.test('candidates refuses bad flags as usage errors and a missing or interlocke
     t.equal(run.code, 2, `${args.join(' ')}: usage`);
     t.match(run.stderr, message);
     t.match(run.stderr, 'factlane-admin candidates --db PATH', 'the usage text names the command');
+    t.notMatch(run.stderr, 'factlane-admin promote', 'and no other');
   }
   t.equal(admin('candidates').code, 2, '--db is required');
   t.equal(admin('audit', '--db', dbPath, '--limit', '3').code, 2, 'review flags belong to the review commands');
