@@ -87,7 +87,8 @@ export function usageFor(usage: string, program: string, argv: readonly string[]
   }
   const named = argv.find((arg) => commands.has(arg));
   if (named === undefined) return usage;
-  return `usage:\n${commands.get(named)!.join('\n')}\n(${program} --help lists every command, its notes and exit codes)\n`;
+  const pointer = `(${program} --help lists every command, its notes and exit codes)`;
+  return `usage:\n${commands.get(named)!.join('\n')}\n${pointer}\n`;
 }
 
 /**
