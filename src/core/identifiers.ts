@@ -13,12 +13,22 @@ const SECRET_PATTERNS: readonly RegExp[] = [
   new RegExp(`bearer[${WHITESPACE_CLASS}]+[A-Za-z0-9\\-._~+/=]{20,}`, 'i'),
   /AIza[A-Za-z0-9_-]{30,}/,
   new RegExp(`(?:api_key|api-key|apikey|password|secret|token) *[:=] *[^${WHITESPACE_CLASS}]{12,}`, 'i'),
-  /-----BEGIN[\s\S]*?PRIVATE KEY-----/,
 ];
+const PEM_BEGIN = '-----BEGIN';
+
+/**
+ * True for a PEM header `-----BEGIN` … `PRIVATE KEY-----`. Two scans, not `/-----BEGIN[\s\S]*?PRIVATE KEY-----/`:
+ * the lazy regex rescans the rest of the string from every `-----BEGIN`, so a few MB of them held the server for
+ * minutes. A terminator after any `-----BEGIN` is also after the first one, so the meaning is the same.
+ */
+function hasPrivateKeyHeader(value: string): boolean {
+  const begin = value.indexOf(PEM_BEGIN);
+  return begin !== -1 && value.indexOf('PRIVATE KEY-----', begin + PEM_BEGIN.length) !== -1;
+}
 
 /** True when `value` contains an API key, token, password assignment or private-key header (CONTRACT.md §9.4). */
 export function isSecretLike(value: string): boolean {
-  return SECRET_PATTERNS.some((pattern) => pattern.test(value));
+  return hasPrivateKeyHeader(value) || SECRET_PATTERNS.some((pattern) => pattern.test(value));
 }
 
 /** True for a contract identifier (CONTRACT.md §2.4); the secret-like check is separate and comes first. */

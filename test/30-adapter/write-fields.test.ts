@@ -57,6 +57,7 @@ t.test('fact: secret-like values and raw-content phrases are RAW_OR_SENSITIVE_CO
     'token=': `token=${'t'.repeat(12)}`,
     'RSA PEM header': '-----BEGIN RSA PRIVATE KEY----- MIIEow',
     'PEM header': 'key: -----BEGIN PRIVATE KEY-----',
+    'PEM header after other BEGINs': `${'-----BEGIN'.repeat(3)} x PRIVATE KEY-----`,
     'bearer token': `Authorization: Bearer ${'abcDEF123-._~+/='.repeat(2)}`,
     'bearer, lower case': `bearer ${'z'.repeat(20)}`,
     'AIza key': `AIza${'k'.repeat(30)}`,
@@ -74,9 +75,21 @@ t.test('fact: secret-like values and raw-content phrases are RAW_OR_SENSITIVE_CO
   // Near misses are ordinary facts: the refusals above are caused by the pattern, not by the words.
   const allowed = [
     `use sk-${'A'.repeat(19)}`, `ghp_${'x'.repeat(19)}`, 'the db password = hunter2', `bearer ${'z'.repeat(19)}`, `AIza${'k'.repeat(29)}`,
-    '-----BEGIN PUBLIC KEY-----', 'a full-transcript is not kept', 'the hidden_reasoning flag', 'the whole repo is small',
+    '-----BEGIN PUBLIC KEY-----', 'PRIVATE KEY----- before -----BEGIN', 'a full-transcript is not kept', 'the hidden_reasoning flag', 'the whole repo is small',
   ];
   for (const text of allowed) t.equal((await stored(delegated, { fact: text })).fact, text, `allowed: ${text}`);
+});
+
+t.test('the secret check is linear: megabytes of PEM openers are refused in milliseconds, not minutes', async (t) => {
+  const { bench, delegated } = await setup(t);
+  // The lazy regex /-----BEGIN[\s\S]*?PRIVATE KEY-----/ rescanned the rest of the value from every opener: this
+  // 3 MB value held the server 38 s (a 10 MiB frame, minutes). A bound 1000 times the linear cost, not a speed target.
+  const openers = '-----BEGIN'.repeat(300_000);
+  const started = performance.now();
+  await refused(t, bench, () => store(delegated, storeRequest({ fact: openers })), 'INVALID_ENVELOPE', /fact/, 'too long');
+  await refused(t, bench, () => store(delegated, storeRequest({ fact: `${openers}PRIVATE KEY-----` })),
+    'RAW_OR_SENSITIVE_CONTENT', /fact/, 'with its terminator at the end');
+  t.ok(performance.now() - started < 5000, 'both answered within 5 s');
 });
 
 t.test('source_provenance: required keys, lengths, hex, CR/LF and secrets', async (t) => {
