@@ -1,9 +1,11 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { Protocol } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, type CallToolResult,
+  CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, RequestSchema, type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
+import { isSecretLike } from '../core/identifiers.js';
 import type { Logger } from '../core/logger.js';
 import {
   TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
@@ -53,6 +55,24 @@ function describeViolations(tool: string, errors: readonly ErrorObject[]): strin
 const schemaViolation = (text: string): CallToolResult => ({ isError: true, content: [{ type: 'text', text }] });
 
 /**
+ * `tools/call` with any params object. The SDK's own schema would answer a missing `name` or an `arguments` that is
+ * not an object with -32603 and a dump of its parser's issues; here the first is an unknown tool (-32602) and the
+ * second a call without `arguments.request` (CONTRACT.md §3.4, §3.5 item 1).
+ */
+const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
+
+/** An unknown tool as JSON-RPC -32602; its name cut to 64 characters, a secret-like one not repeated (§9.4). */
+function unknownTool(name: unknown): Error {
+  const named = typeof name !== 'string' ? 'tools/call needs params.name, a string'
+    : `unknown tool: ${isSecretLike(name) ? '[redacted]' : name.slice(0, 64)}`;
+  // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
+  return Object.assign(new Error(named), { code: ErrorCode.InvalidParams });
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
  * Builds the MCP server boundary: exactly five tools in contract order with their TypeBox schemas as
  * they are; schema violations as `isError` results; governed AdapterErrors as BLOCKED envelopes;
  * unexpected faults as generic `isError` results with details on stderr only.
@@ -63,14 +83,13 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
     capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS,
   });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
-  server.setRequestHandler(CallToolRequestSchema, async (call): Promise<CallToolResult> => {
-    const name = call.params.name;
-    const validate = validators.get(name as ToolName);
-    // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
-    if (!validate) {
-      throw Object.assign(new Error(`unknown tool: ${name.slice(0, 64)}`), { code: ErrorCode.InvalidParams });
-    }
-    let request: unknown = call.params.arguments?.request;
+  // Protocol's registration, not Server's: Server's re-parses every call with the SDK's strict schema first.
+  Protocol.prototype.setRequestHandler.call(server, ANY_TOOL_CALL, async (call): Promise<CallToolResult> => {
+    const params: Record<string, unknown> = call.params ?? {};
+    const name = params.name;
+    const validate = typeof name === 'string' ? validators.get(name as ToolName) : undefined;
+    if (!validate || typeof name !== 'string') throw unknownTool(name);
+    let request: unknown = isObject(params.arguments) ? params.arguments.request : undefined;
     if (typeof request === 'string') {
       // Some hosts serialise nested objects: parse once (CONTRACT.md §3.3).
       try {
@@ -79,7 +98,7 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
         return schemaViolation(`${name}: invalid arguments: /request is a string that is not JSON`);
       }
     }
-    if (typeof request !== 'object' || request === null || Array.isArray(request))
+    if (!isObject(request))
       return schemaViolation(`${name}: invalid arguments: /request must be an object`);
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
-import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
@@ -137,6 +137,24 @@ t.test('an unknown tool is a JSON-RPC -32602 error', async (t) => {
   t.type(error, McpError);
   t.equal((error as McpError).code, -32602);
   t.equal((error as McpError).message, 'MCP error -32602: unknown tool: memory_delete', 'the code said once');
+});
+
+t.test('tools/call without a string name is -32602; arguments that are no object are a call without request', async (t) => {
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const raw = (params: Record<string, unknown>) => client.request({ method: 'tools/call', params }, CallToolResultSchema)
+    .then((result) => ({ result, error: null }), (error: unknown) => ({ result: null, error: error as McpError }));
+  for (const params of [{ arguments: { request: GLOBAL } }, { name: 5 }, { name: null }, { name: ['memory_status'] }]) {
+    const { error } = await raw(params);
+    t.equal(error?.code, -32602, `-32602 for ${JSON.stringify(params)}`);
+    t.equal(error?.message, 'MCP error -32602: tools/call needs params.name, a string', 'a short fixed message');
+  }
+  for (const args of ['x', null, [], 5, [GLOBAL]]) {
+    const { result } = await raw({ name: 'memory_status', arguments: args });
+    t.equal(schemaError(t, result as CallToolResult, '/request'), 'memory_status: invalid arguments: /request must be an object',
+      `isError for arguments ${JSON.stringify(args)}`);
+  }
+  const secret = await raw({ name: SECRET, arguments: { request: GLOBAL } });
+  t.equal(secret.error?.message, 'MCP error -32602: unknown tool: [redacted]', 'a secret-like tool name is not repeated');
 });
 
 t.test('an unexpected fault is a generic isError; details go to the log only, without request content', async (t) => {
