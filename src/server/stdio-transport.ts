@@ -1,10 +1,22 @@
 import type { Readable, Writable } from 'node:stream';
-import { deserializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { stdioFrame } from './envelope-frames.js';
 
 const NEWLINE = 0x0a;
+
+/**
+ * The id a JSON-RPC 2.0 error answer to an invalid frame carries: the frame's own when it is a string or an integer,
+ * else null (JSON-RPC 2.0 §5). Undefined for a frame that looks like a response (`result` or `error`, no `method`):
+ * a response is never answered.
+ */
+function answerIdOf(frame: unknown): string | number | null | undefined {
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return null;
+  const { id } = frame as { id?: unknown };
+  if (!('method' in frame) && ('result' in frame || 'error' in frame)) return undefined;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? id as string | number : null;
+}
 
 /**
  * The server's stdio transport: newline-delimited JSON-RPC in, frames written with stdioFrame out. Unlike the SDK's
@@ -54,7 +66,7 @@ export class EnvelopeStdioTransport implements Transport {
       this.#pending = [];
       this.#pendingBytes = 0;
       if (line.length > this.#maxLineBytes) {
-        this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+        this.#discardLong();
         continue;
       }
       this.#deliver(line.toString('utf8').replace(/\r$/, ''));
@@ -66,23 +78,46 @@ export class EnvelopeStdioTransport implements Transport {
       this.#pending = [];
       this.#pendingBytes = 0;
       this.#discarding = true;
-      this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+      this.#discardLong();
       return;
     }
     this.#pending.push(rest);
     this.#pendingBytes += rest.length;
   }
 
+  #discardLong(): void {
+    this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+    this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
+  }
+
+  /**
+   * A line that is no JSON-RPC 2.0 message is answered, as JSON-RPC 2.0 §5.1 asks, so that the host does not wait
+   * for ever: -32700 when it is no JSON, -32600 when it is JSON but no message (a batch array included: MCP has no
+   * batches). The answer never repeats the content; the reason goes to `onerror`.
+   */
   #deliver(line: string): void {
     if (line.trim() === '') return;
-    let message: JSONRPCMessage;
+    let frame: unknown;
     try {
-      message = deserializeMessage(line);
+      frame = JSON.parse(line);
     } catch (error) {
       this.onerror?.(error as Error);
+      this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
       return;
     }
-    this.onmessage?.(message);
+    const message = JSONRPCMessageSchema.safeParse(frame);
+    if (!message.success) {
+      this.onerror?.(new Error('a frame that is no JSON-RPC 2.0 message was refused'));
+      this.#answerInvalid(answerIdOf(frame), ErrorCode.InvalidRequest, 'Invalid Request');
+      return;
+    }
+    this.onmessage?.(message.data);
+  }
+
+  #answerInvalid(id: string | number | null | undefined, code: number, text: string): void {
+    if (id === undefined) return;
+    // JSON-RPC's null id is outside the SDK's message type, which only knows answers to requests it could read.
+    void this.send({ jsonrpc: '2.0', id, error: { code, message: text } } as unknown as JSONRPCMessage);
   }
 
   send(message: JSONRPCMessage): Promise<void> {

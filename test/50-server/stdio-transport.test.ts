@@ -35,6 +35,40 @@ t.test('a line over the limit is discarded, in one chunk or many, and the next l
   await transport.close();
 });
 
+t.test('a frame that is no JSON-RPC message is answered -32700 or -32600, without its content', async (t) => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const transport = new EnvelopeStdioTransport(input, output, 256);
+  const received: JSONRPCMessage[] = [];
+  transport.onmessage = (message) => received.push(message);
+  transport.onerror = () => {};
+  await transport.start();
+  const cases: [string, string | number | null, number][] = [
+    ['{"jsonrpc":"2.0","id":4,"method":"tools/list"', null, -32700],
+    ['QQ_NOT_JSON', null, -32700],
+    ['{"jsonrpc":"2.0","id":3,"method":"tools/call","params":[]}', 3, -32600],
+    ['{"jsonrpc":"2.0","id":"a-7","method":"tools/call","params":"QQ_PARAMS"}', 'a-7', -32600],
+    ['[{"jsonrpc":"2.0","id":5,"method":"tools/list"}]', null, -32600],
+    ['{"jsonrpc":"1.0","id":6,"method":"ping"}', 6, -32600],
+    ['{"id":8,"method":"ping"}', 8, -32600],
+    ['{"jsonrpc":"2.0","id":1.5,"method":"ping"}', null, -32600],
+    ['{"jsonrpc":"2.0","id":{},"method":"ping"}', null, -32600],
+    ['"QQ_STRING"', null, -32600],
+    [`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"${'q'.repeat(300)}"}}`, null, -32700],
+  ];
+  for (const [line] of cases) input.write(`${line}\n`);
+  input.write('{"jsonrpc":"2.0","id":12,"result":5}\n');
+  input.write(PING(13));
+  await tick();
+  const answers = String(output.read()).trim().split('\n');
+  t.same(answers.map((line) => JSON.parse(line)), cases.map(([, id, code]) => ({
+    jsonrpc: '2.0', id, error: { code, message: code === -32700 ? 'Parse error' : 'Invalid Request' },
+  })), 'one answer per frame, in order; a malformed response (id 12) is not answered');
+  t.notOk(answers.join('').includes('QQ_'), 'no content is repeated');
+  t.same(received.map((m) => (m as { id: number }).id), [13], 'the next good frame is delivered');
+  await transport.close();
+});
+
 t.test('input pauses while stdout is over its high-water mark and resumes on drain', async (t) => {
   const input = new PassThrough();
   const output = new PassThrough({ highWaterMark: 16 });
