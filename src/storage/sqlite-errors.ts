@@ -38,6 +38,16 @@ const VIRTUAL_TABLE_DAMAGE = new RegExp([
 ].join('|'), 'i');
 
 /**
+ * sqlite-vec's messages for a write of a sound table that SQLite refused: a new chunk it could not insert, a blob it
+ * opened but could not write or close. It reports them as a plain SQLITE_ERROR and drops SQLite's code; a full disk
+ * (seen during `factlane-migrate up`) or an I/O error is the cause, not damage. Checked before VIRTUAL_TABLE_DAMAGE.
+ */
+const VECTOR_WRITE_REFUSED = new RegExp([
+  '^internal sqlite-vec error: (could not insert a new vector chunk',
+  'could not (write|close) (vector|rowids) blob', 'could not update rowids position)',
+].join('|'), 'i');
+
+/**
  * Translates a foreign SQLite error into its governed code (STORAGE.md §6), once, at the storage floor.
  * Busy errors must be retried by the caller first; this maps them to BACKEND_BUSY. Errors with no
  * governed meaning (other constraint failures, the fence marker, programming errors) are returned as they
@@ -56,6 +66,10 @@ export function translateSqliteError(error: unknown): unknown {
     return new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written', {
       cause: error,
     });
+  }
+  if (VECTOR_WRITE_REFUSED.test(String((error as Error).message))) {
+    return new AdapterError('BACKEND_UNAVAILABLE',
+      'a write to the vector tables failed: the disk is full or failing; nothing was written', { cause: error });
   }
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
     return new AdapterError('BACKEND_UNAVAILABLE',

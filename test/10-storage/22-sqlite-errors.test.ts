@@ -1,4 +1,6 @@
 import t from 'tap';
+import Database from 'better-sqlite3';
+import * as sqliteVec from 'sqlite-vec';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { translateSqliteError } from '../../src/storage/sqlite-errors.js';
 
@@ -25,4 +27,32 @@ t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain
   t.equal(translateSqliteError(plain), plain, 'a programming error is not relabelled');
   const corrupt = translateSqliteError(sqliteError('SQLITE_CORRUPT', 'database disk image is malformed'));
   t.ok(corrupt instanceof AdapterError && corrupt.code === 'BACKEND_CORRUPT');
+});
+
+t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVAILABLE, retryable, not damage', async (t) => {
+  // The real error: a vec0 table whose next chunk does not fit under max_page_count, as on a full disk.
+  const db = new Database(':memory:');
+  t.teardown(() => db.close());
+  sqliteVec.load(db);
+  db.exec('CREATE VIRTUAL TABLE v USING vec0(embedding float[384], chunk_size=1024)');
+  db.pragma(`max_page_count = ${Number(db.pragma('page_count', { simple: true })) + 20}`);
+  const full = (() => {
+    try {
+      db.prepare('INSERT INTO v(rowid, embedding) VALUES (1, ?)').run(new Float32Array(384).fill(0.5));
+      return null;
+    } catch (error) {
+      return error;
+    }
+  })();
+  t.match(full, { code: 'SQLITE_ERROR', message: /^Internal sqlite-vec error: Could not insert a new vector chunk/ },
+    'sqlite-vec drops SQLITE_FULL');
+  const messages = [(full as Error).message, 'Internal sqlite-vec error: could not write vector blob on main.fact_vec.3',
+    'Internal sqlite-vec error: could not close rowids blob on main.fact_vec.3',
+    'Internal sqlite-vec error: could not update rowids position for rowid=1, chunk_rowid=1, chunk_offset=0'];
+  for (const message of messages) {
+    const translated = translateSqliteError(sqliteError('SQLITE_ERROR', message));
+    t.match(translated, { code: 'BACKEND_UNAVAILABLE', retryable: true, message: /disk is full or failing/ }, message);
+  }
+  const mismatch = 'Internal sqlite-vec error: vector blob size mismatch on main.fact_vec.3, expected 12288, actual 7';
+  t.match(translateSqliteError(sqliteError('SQLITE_ERROR', mismatch)), { code: 'BACKEND_CORRUPT' }, 'a wrong size is damage');
 });
