@@ -114,8 +114,12 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
     const report = await operationProgress('migrate_up', wantsJson()).run((onStep) => migrateUp(target, {
       backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep,
     }));
-    print(report, () => printUp(report));
-    return report.verification.every((c) => c.status === 'PASS') ? EXIT.OK : EXIT.FAILED;
+    // STORAGE.md §12.3: a failed check after up exits 1 with the error line and `error_code`, as a refusal does.
+    const failed = report.verification.filter((check) => check.status !== 'PASS').map((check) => check.name);
+    print(failed.length > 0 ? { ...report, error_code: 'VERIFY_FAILED' } : report, () => printUp(report));
+    if (failed.length === 0) return EXIT.OK;
+    process.stderr.write(`factlane-migrate: VERIFY_FAILED: checks failed after up: ${failed.join(', ')}\n`);
+    return EXIT.FAILED;
   } finally {
     target.close();
   }

@@ -1,3 +1,4 @@
+import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
 import { AdapterError } from '../core/adapter-error.js';
 import { PACKAGE_LABEL } from '../core/package-info.js';
 import type { Clock } from '../core/time.js';
@@ -21,16 +22,25 @@ export interface StatusReport {
   readonly interlock_present: boolean;
 }
 
+/**
+ * The state of a schema against the shipped migrations, refusing what the server refuses (STORAGE.md §10): a storage
+ * contract above this release's is NEWER_THAN_RELEASE, any other than this release's NOT_FACTLANE (no migration turns
+ * one contract into another); an empty or gapped ledger, like a changed file, is CHECKSUM_MISMATCH.
+ */
+function stateOf(findings: MaintenanceTarget['findings'], latest: number): MigrationState {
+  if (findings.kind !== 'FACTLANE') return 'NOT_FACTLANE';
+  const contract = findings.contractVersion;
+  if (findings.schemaVersion > latest || Number(contract) > STORAGE_CONTRACT_VERSION) return 'NEWER_THAN_RELEASE';
+  if (contract !== String(STORAGE_CONTRACT_VERSION)) return 'NOT_FACTLANE';
+  if (!findings.contiguous || findings.applied.some((row) => !row.checksumOk)) return 'CHECKSUM_MISMATCH';
+  return findings.schemaVersion < latest ? 'PENDING' : 'UP_TO_DATE';
+}
+
 /** Classifies the target's schema against the shipped migrations. */
 export function migrationStatus(target: MaintenanceTarget): StatusReport {
   const findings = target.findings;
   const latest = target.shipped.at(-1)?.version ?? 0;
-  let state: MigrationState;
-  if (findings.kind !== 'FACTLANE') state = 'NOT_FACTLANE';
-  else if (findings.schemaVersion > latest) state = 'NEWER_THAN_RELEASE';
-  else if (!findings.contiguous || findings.applied.some((row) => !row.checksumOk)) state = 'CHECKSUM_MISMATCH';
-  else if (findings.schemaVersion < latest) state = 'PENDING';
-  else state = 'UP_TO_DATE';
+  const state = stateOf(findings, latest);
   return {
     db_identity: target.dbIdentity,
     state,
@@ -45,8 +55,9 @@ export function migrationStatus(target: MaintenanceTarget): StatusReport {
 
 const REFUSED_STATES: Partial<Record<MigrationState, string>> = {
   NEWER_THAN_RELEASE: 'the database is newer than this release; run a newer FactLane',
-  CHECKSUM_MISMATCH: 'an applied migration does not match the file shipped with this release; restore a backup',
-  NOT_FACTLANE: 'the file is not a FactLane database',
+  CHECKSUM_MISMATCH: 'the applied migrations are not 1…n or do not match the files shipped with this release; '
+    + 'restore a backup',
+  NOT_FACTLANE: `the file is not a FactLane database of storage contract ${STORAGE_CONTRACT_VERSION}`,
 };
 
 /** Throws SCHEMA_MISMATCH for a status that no migration can fix. */

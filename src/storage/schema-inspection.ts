@@ -19,7 +19,7 @@ export interface SchemaFindings {
   readonly applied: readonly AppliedMigration[];
   /** Highest applied version, 0 when none. */
   readonly schemaVersion: number;
-  /** True when applied versions are exactly 1…n. */
+  /** True when applied versions are exactly 1…n with n ≥ 1 (false for an empty ledger). */
   readonly contiguous: boolean;
   readonly contractVersion: string | null;
   readonly interlockPresent: boolean;
@@ -113,7 +113,7 @@ export function vectorDimensionOf(createSql: string | null | undefined): number 
 
 /** The findings of a file with no schema object (an empty or a new file). */
 export const EMPTY_FINDINGS: SchemaFindings = Object.freeze({
-  kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: true, contractVersion: null,
+  kind: 'EMPTY', applied: [], schemaVersion: 0, contiguous: false, contractVersion: null,
   interlockPresent: false, bindingText: null, meta: {}, vectorDimension: null, damagedVectorTables: [],
 });
 
@@ -142,7 +142,8 @@ export function inspectSchema(connection: SqliteConnection, shipped: readonly Mi
     kind: 'FACTLANE',
     applied,
     schemaVersion: applied.at(-1)?.version ?? 0,
-    contiguous: applied.every((row, index) => row.version === index + 1),
+    // An empty ledger is not contiguous from 1: a FactLane file always records its first migration.
+    contiguous: applied.length > 0 && applied.every((row, index) => row.version === index + 1),
     contractVersion: meta.contract_version ?? null,
     interlockPresent: meta.sensitive_recovery_interlock !== undefined,
     bindingText: meta.embedding_profile ?? null,
@@ -168,7 +169,7 @@ export function schemaRefusal(
     return `the database storage contract version ${findings.contractVersion ?? 'missing'} is not `
       + `${STORAGE_CONTRACT_VERSION}`;
   }
-  if (!findings.contiguous || findings.applied.length === 0)
+  if (!findings.contiguous)
     return 'the applied migrations are not contiguous from 1; the database was altered outside FactLane';
   const tampered = findings.applied.filter((row) => !row.checksumOk);
   if (tampered.length > 0) {

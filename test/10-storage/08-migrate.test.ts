@@ -120,6 +120,36 @@ t.test('up refuses newer, tampered, interlocked and busy databases and an existi
   t.equal(sha(live), before, 'nothing applied when the backup cannot be written');
 });
 
+t.test('status and up refuse what the server refuses: an empty ledger, another storage contract', async (t) => {
+  const dir = t.testdir();
+  const cases = [
+    ['empty-ledger', 'DELETE FROM schema_migrations', 'CHECKSUM_MISMATCH'],
+    ['contract-3', "UPDATE adapter_meta SET value = '3' WHERE key = 'contract_version'", 'NEWER_THAN_RELEASE'],
+    ['contract-1', "UPDATE adapter_meta SET value = '1' WHERE key = 'contract_version'", 'NOT_FACTLANE'],
+    ['no-contract', "DELETE FROM adapter_meta WHERE key = 'contract_version'", 'NOT_FACTLANE'],
+  ] as const;
+  for (const [name, change, state] of cases) {
+    const dbPath = await seeded(dir, `${name}.sqlite3`);
+    const raw = new RawDatabase(dbPath);
+    raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+    raw.exec(change);
+    raw.close();
+    await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH' }, `${name}: the server refuses it`);
+    const before = sha(dbPath);
+    // With a migration pending, so that up would otherwise take a backup and run it.
+    const target = exclusive(dbPath, migrationsDir(dir, `pending-${name}`, NOTE_MIGRATION));
+    t.equal(migrationStatus(target).state, state, `${name}: ${state}`);
+    const backupFile = join(dir, `${name}.backup`);
+    await t.rejects(migrateUp(target, { backupFile, clock: SYSTEM_CLOCK }), { code: 'SCHEMA_MISMATCH' }, `${name}: up`);
+    target.close();
+    t.notOk(existsSync(backupFile), `${name}: refused before the backup`);
+    t.equal(sha(dbPath), before, `${name}: nothing changed`);
+    const status = cli('status', '--db', dbPath, '--json');
+    t.equal(status.status, 1, `${name}: status exits 1`);
+    t.match(JSON.parse(status.stdout), { state, error_code: 'SCHEMA_MISMATCH' });
+  }
+});
+
 function cli(...args: string[]) {
   return runBin(MIGRATE_BIN, args);
 }
@@ -151,6 +181,11 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
 
   const upToDate = cli('up', '--db', dbPath, '--no-backup');
   t.match(upToDate.stdout, /nothing to do/);
+  t.equal(upToDate.status, 1, 'a failed check after up fails the command');
+  t.match(upToDate.stderr, /^factlane-migrate: VERIFY_FAILED: checks failed after up: schema_objects, fences_present$/m,
+    'with the error line of STORAGE.md §12.3');
+  const upJson = JSON.parse(cli('up', '--db', dbPath, '--no-backup', '--json').stdout);
+  t.match(upJson, { skipped_reason: 'nothing pending', error_code: 'VERIFY_FAILED' }, 'and error_code in the report');
 
   const newer = await seeded(dir, 'newer.sqlite3', { migrationsDir: migrationsDir(dir, 'newer', NOTE_MIGRATION) });
   const newerStatus = cli('status', '--db', newer);
