@@ -115,6 +115,13 @@ export async function migrateUp(
   const backupStep: StepListener = (step) => onStep({ ...step, step: `backup_${step.step}` });
   const backup = options.backupFile === null ? null
     : await writeVerifiedBackup(target, options.backupFile, options.clock, backupStep);
+  // The way back from up is restoring this backup (§12.3), and restore refuses a copy that fails verify.
+  const unrestorable = backup?.verification.checks.filter((check) => check.status === 'FAIL') ?? [];
+  if (unrestorable.length > 0) {
+    throw new AdapterError('VERIFY_FAILED', `the backup taken before up fails verify `
+      + `(${unrestorable.map((check) => check.name).join(', ')}), so restore would refuse it; nothing was migrated. `
+      + 'Run factlane-migrate verify and repair the database first');
+  }
   // Counted by position, not by call: a transaction retried after BACKEND_BUSY reports its files again.
   const pending = target.pending.map((file) => file.version);
   const { steps, reembedWorkDiscarded } = await target.applyPending({

@@ -17,7 +17,8 @@ import {
 } from '../storage/recovery-repository.js';
 import { RuntimeRefusal, probeRuntime, type RuntimeProbeOptions } from '../storage/runtime-probe.js';
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
-import { hasNextVectorTable, NEXT_VECTOR_TABLE } from '../storage/reembed-repository.js';
+import { hasNextVectorTable } from '../storage/reembed-repository.js';
+import { NEXT_VECTOR_TABLE } from '../storage/schema-verification.js';
 import { verifySchema } from '../storage/schema-verification.js';
 import { WriteConnection, withReadOnly } from '../storage/write-connection.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';

@@ -7,10 +7,11 @@ import type { EmbeddingProfile } from '../embedding/embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from '../embedding/embedding-provider.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import {
-  readDocuments, readVectorRows, recreateNextTable, switchVectorTable, vectorTableDefinitions, writeNextVectors,
+  readDocuments, readVectorRows, recreateNextTable, switchVectorTable, writeNextVectors,
   type VectorChanges, type VectorDocument, type VectorRow,
 } from '../storage/reembed-repository.js';
 import { assertVectorTablesWhole, bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
+import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 

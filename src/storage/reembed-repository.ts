@@ -6,11 +6,9 @@ import { rebuildEligibleVectors, vectorBytes } from './eligible-vectors.js';
 import type { MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { inspectSchema } from './schema-inspection.js';
-import { referenceObjects, verifySchema } from './schema-verification.js';
+import { NEXT_VECTOR_TABLE, verifySchema, type VectorTableDefinitions } from './schema-verification.js';
 import { translateSqliteError } from './sqlite-errors.js';
 
-/** The vector table a `factlane-admin reembed` fills beside `fact_vec` (STORAGE.md §4.6, OPERATIONS.md §7). */
-export const NEXT_VECTOR_TABLE = 'fact_vec_next';
 
 /** One record that has a vector: the row the new table must hold for it, and a digest of the text embedded. */
 export interface VectorRow {
@@ -26,16 +24,6 @@ export interface VectorDocument extends VectorRow {
   readonly fact: string;
 }
 
-/** The `fact_vec` and `fact_vec_next` definitions at one dimension. */
-export interface VectorTableDefinitions {
-  readonly current: string;
-  readonly next: string;
-  /** The indexes the shipped files create on `fact_vec`'s shadow tables (schema 4: its chunks by partition). */
-  readonly currentIndexes: readonly string[];
-  /** The same indexes on `fact_vec_next`'s shadow tables. */
-  readonly nextIndexes: readonly string[];
-}
-
 /** What a switch attempt found: switched, or the rows that changed since they were filled. */
 export type SwitchOutcome = { readonly switched: true } | { readonly switched: false; readonly changes: VectorChanges };
 
@@ -45,29 +33,6 @@ export interface VectorChanges {
   readonly remove: readonly number[];
 }
 
-/**
- * The `fact_vec` definition exactly as the shipped migrations 1…`schemaVersion` create it at `dimension`
- * (built in an in-memory reference database, as `verify` builds its reference), and the same definition
- * named `fact_vec_next`, each with the indexes the shipped files put on its shadow tables (`fact_vec_chunks`…;
- * the next table's are named `…fact_vec_next…`). Throws SCHEMA_MISMATCH when the shipped files define no
- * `fact_vec`.
- */
-export function vectorTableDefinitions(
-  shipped: readonly MigrationFile[], schemaVersion: number, dimension: number,
-): VectorTableDefinitions {
-  const { objects } = referenceObjects(shipped, schemaVersion, dimension);
-  const current = objects.get('fact_vec')?.sql ?? undefined;
-  const head = /^CREATE VIRTUAL TABLE fact_vec\b/;
-  if (!current || !head.test(current))
-    throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
-  const currentIndexes = [...objects.values()]
-    .filter((object) => object.type === 'index' && object.sql !== null && object.tbl_name.startsWith('fact_vec_'))
-    .map((object) => object.sql!);
-  return {
-    current, next: current.replace(head, `CREATE VIRTUAL TABLE ${NEXT_VECTOR_TABLE}`),
-    currentIndexes, nextIndexes: currentIndexes.map((index) => index.replaceAll('fact_vec_', `${NEXT_VECTOR_TABLE}_`)),
-  };
-}
 
 /**
  * Every record that has a vector today, by row id: the `fact_vec` row's scope_key and is_current and the

@@ -1,4 +1,5 @@
 import { FENCE_TRIGGER_NAMES, FENCED_TABLE_OF, STORAGE_CONTRACT_VERSION } from '@factlane/schema';
+import { AdapterError } from '../core/adapter-error.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import type { SchemaFindings } from './schema-inspection.js';
@@ -53,6 +54,65 @@ export function referenceObjects(shipped: readonly MigrationFile[], version: num
   }
 }
 
+/** The vector table a `factlane-admin reembed` fills beside `fact_vec` (STORAGE.md §4.6, OPERATIONS.md §7). */
+export const NEXT_VECTOR_TABLE = 'fact_vec_next';
+
+/** The `fact_vec` and `fact_vec_next` definitions at one dimension. */
+export interface VectorTableDefinitions {
+  readonly current: string;
+  readonly next: string;
+  /** The indexes the shipped files create on `fact_vec`'s shadow tables (schema 4: its chunks by partition). */
+  readonly currentIndexes: readonly string[];
+  /** The same indexes on `fact_vec_next`'s shadow tables. */
+  readonly nextIndexes: readonly string[];
+}
+
+/**
+ * The `fact_vec` definition exactly as the shipped migrations 1…`schemaVersion` create it at `dimension`
+ * (built in an in-memory reference database, as `verify` builds its reference), and the same definition
+ * named `fact_vec_next`, each with the indexes the shipped files put on its shadow tables (`fact_vec_chunks`…;
+ * the next table's are named `…fact_vec_next…`). Throws SCHEMA_MISMATCH when the shipped files define no
+ * `fact_vec`.
+ */
+export function vectorTableDefinitions(
+  shipped: readonly MigrationFile[], schemaVersion: number, dimension: number,
+): VectorTableDefinitions {
+  const { objects } = referenceObjects(shipped, schemaVersion, dimension);
+  const current = objects.get('fact_vec')?.sql ?? undefined;
+  const head = /^CREATE VIRTUAL TABLE fact_vec\b/;
+  if (!current || !head.test(current))
+    throw new AdapterError('SCHEMA_MISMATCH', 'the shipped migrations define no fact_vec vector table');
+  const currentIndexes = [...objects.values()]
+    .filter((object) => object.type === 'index' && object.sql !== null && object.tbl_name.startsWith('fact_vec_'))
+    .map((object) => object.sql!);
+  return {
+    current, next: current.replace(head, `CREATE VIRTUAL TABLE ${NEXT_VECTOR_TABLE}`),
+    currentIndexes, nextIndexes: currentIndexes.map((index) => index.replaceAll('fact_vec_', `${NEXT_VECTOR_TABLE}_`)),
+  };
+}
+
+/**
+ * The objects `fact_vec_next` would bring at the dimension its definition in `actual` names, exactly as reembed
+ * creates them (its shadow tables and their indexes); empty when the file holds no such table. STORAGE.md §4.6 allows
+ * this work table while a reembed is unfinished, so verify, and the backup and restore checks built on it, accept it.
+ */
+function workTableObjects(
+  actual: Map<string, SchemaObject>, shipped: readonly MigrationFile[], version: number,
+): Map<string, SchemaObject> {
+  const table = actual.get(NEXT_VECTOR_TABLE);
+  const dimension = /\bembedding\s+float\[(\d+)\]/i.exec(table?.sql ?? '')?.[1];
+  if (table?.type !== 'table' || dimension === undefined) return new Map();
+  const definitions = vectorTableDefinitions(shipped, version, Number(dimension));
+  const work = new Database(':memory:');
+  try {
+    loadSqliteVec(work);
+    for (const statement of [definitions.next, ...definitions.nextIndexes]) work.exec(statement);
+    return schemaObjects(work);
+  } finally {
+    work.close();
+  }
+}
+
 function bindingWellFormed(text: string | null, tableDimension: number | null): boolean {
   if (text === null) return false;
   try {
@@ -94,13 +154,16 @@ export function verifySchema(
   if (known && findings.vectorDimension !== null) {
     const reference = referenceObjects(shipped, findings.schemaVersion, findings.vectorDimension);
     const actual = schemaObjects(connection);
-    const differing = [...new Set([...reference.objects.keys(), ...actual.keys()])].filter((name) => {
+    const work = workTableObjects(actual, shipped, findings.schemaVersion);
+    const wanted = new Map([...reference.objects, ...work]);
+    const differing = [...new Set([...wanted.keys(), ...actual.keys()])].filter((name) => {
       const a = actual.get(name);
-      const r = reference.objects.get(name);
+      const r = wanted.get(name);
       return !a || !r || a.type !== r.type || a.tbl_name !== r.tbl_name || a.sql !== r.sql;
     });
+    const workNote = work.size > 0 ? ` (and the ${work.size} of an unfinished reembed's ${NEXT_VECTOR_TABLE})` : '';
     results.push(check('schema_objects', differing.length === 0,
-      `${reference.objects.size} objects match the shipped definitions`,
+      `${reference.objects.size} objects match the shipped definitions${workNote}`,
       `objects differ from the shipped definitions: ${differing.join(', ')}`));
     // Every table the database has keeps its fences, whatever the migrations it ran say: a migration that dropped
     // a fence would otherwise also drop it from the reference built from those migrations.

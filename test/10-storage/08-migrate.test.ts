@@ -150,6 +150,23 @@ t.test('status and up refuse what the server refuses: an empty ledger, another s
   }
 });
 
+t.test('up stops before migrating when the backup it took fails verify, which restore would refuse', async (t) => {
+  const dir = t.testdir();
+  const dbPath = await seeded(dir);
+  const raw = new RawDatabase(dbPath);
+  raw.exec('DROP TRIGGER factlane_v2_adapter_delete_fence');
+  raw.close();
+  const before = sha(dbPath);
+  const target = exclusive(dbPath, migrationsDir(dir, 'pending', NOTE_MIGRATION));
+  const backupFile = join(dir, 'before-up.backup');
+  await t.rejects(migrateUp(target, { backupFile, clock: SYSTEM_CLOCK }),
+    { code: 'VERIFY_FAILED', message: /fails verify \(schema_objects, fences_present\).*nothing was migrated/ });
+  t.equal(migrationStatus(target).state, 'PENDING', 'nothing applied');
+  target.close();
+  t.equal(sha(dbPath), before, 'the database unchanged');
+  t.ok(existsSync(backupFile), 'the backup stays, for the record');
+});
+
 function cli(...args: string[]) {
   return runBin(MIGRATE_BIN, args);
 }

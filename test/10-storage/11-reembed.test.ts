@@ -96,6 +96,20 @@ t.test('an interrupted fill leaves the old binding and table in use; a rerun dro
   t.same(interrupted.vec, before.vec, 'old vectors');
   t.same(interrupted.records, before.records, 'records untouched');
   t.ok(interrupted.hasNext, 'the committed batch stays in fact_vec_next');
+  // STORAGE.md §4.6 allows the work table while the reembed is unfinished: verify (and so backup and restore) pass.
+  const unfinished = MaintenanceTarget.open({ dbPath, lease: 'shared' });
+  t.same(unfinished.verify().filter((c) => c.status !== 'PASS'), [], 'verify accepts the work table');
+  unfinished.close();
+  const extra = new RawDatabase(dbPath);
+  extra.exec('CREATE INDEX idx_extra ON fact_vec_next_rowids (id)');
+  extra.close();
+  const altered = MaintenanceTarget.open({ dbPath, lease: 'shared' });
+  t.match(altered.verify().find((c) => c.name === 'schema_objects'), { status: 'FAIL', detail: /idx_extra/ },
+    'but not an object the work table does not have');
+  altered.close();
+  const dropExtra = new RawDatabase(dbPath);
+  dropExtra.exec('DROP INDEX idx_extra');
+  dropExtra.close();
 
   const engine = await openEngine(dbPath);
   t.equal(engine.storedBinding, TEST_BINDING.bindingJson);
