@@ -48,7 +48,8 @@ export class DatabaseLease {
         fd = openSync(path, constants.O_RDONLY);
       }
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      // With `create`, a missing file was created above: ENOENT there is the path changing under us, not absence.
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' && !options.create) {
         throw new AdapterError('SOURCE_NOT_FOUND', 'the database file does not exist; check --db');
       }
       // The code only (ENOTDIR: a parent is a file; EACCES: permissions), never the path: this text may reach a host.

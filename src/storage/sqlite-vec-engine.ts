@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
@@ -51,9 +51,21 @@ export interface SQLiteVecEngineOptions {
   readonly maintenanceLease?: DatabaseLease;
 }
 
-/** Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. */
+/** Symbolic links one path may follow before it counts as a loop (Linux's own bound). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. A dangling
+ * symbolic link (or a chain of them) is followed first, so a new database is created where the link points, as
+ * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1).
+ */
 export function resolveDatabasePath(dbPath: string): string {
-  const absolute = resolve(dbPath);
+  let absolute = resolve(dbPath);
+  for (let hops = 0; !existsSync(absolute) && lstatSync(absolute, { throwIfNoEntry: false })?.isSymbolicLink();
+    hops += 1) {
+    if (hops === MAX_LINK_HOPS) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
+    absolute = resolve(dirname(absolute), readlinkSync(absolute));
+  }
   if (existsSync(absolute)) return realpathSync(absolute);
   let parent = dirname(absolute);
   const tail = [absolute.slice(parent.length + 1)];

@@ -1,10 +1,30 @@
 import t from 'tap';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import { candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, storeRow, TEST_BINDING, writeInterlock } from '../helpers/storage.js';
+
+t.test('--db a dangling symbolic link: the new database is created where it points; a loop is refused', async (t) => {
+  const dir = t.testdir();
+  symlinkSync(join(dir, 'target.sqlite3'), join(dir, 'link.sqlite3'));
+  const engine = await openEngine(join(dir, 'link.sqlite3'));
+  t.equal(engine.created, true);
+  await engine.close();
+  t.ok(lstatSync(join(dir, 'link.sqlite3')).isSymbolicLink(), 'the link stays a link');
+  t.ok(statSync(join(dir, 'target.sqlite3')).isFile(), 'the database is its target');
+  // A chain, relative, into parents that do not exist yet: they are created, 0700.
+  symlinkSync('deep/x/db.sqlite3', join(dir, 'hop2'));
+  symlinkSync('hop2', join(dir, 'hop1'));
+  const chained = await openEngine(join(dir, 'hop1'));
+  await chained.close();
+  t.ok(statSync(join(dir, 'deep', 'x', 'db.sqlite3')).isFile(), 'created at the end of the chain');
+  t.equal(statSync(join(dir, 'deep')).mode & 0o777, 0o700, 'parent mode 0700');
+  symlinkSync(join(dir, 'loop-b'), join(dir, 'loop-a'));
+  symlinkSync(join(dir, 'loop-a'), join(dir, 'loop-b'));
+  await t.rejects(openEngine(join(dir, 'loop-a')), { code: 'BACKEND_UNAVAILABLE', message: /loop of symbolic links/ });
+});
 
 t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
   const dir = t.testdir();
