@@ -51,6 +51,15 @@ export interface SQLiteVecEngineOptions {
   readonly maintenanceLease?: DatabaseLease;
 }
 
+/** True when `path` itself is a symbolic link; false when it is anything else or cannot be looked at (ENOTDIR). */
+function isSymbolicLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 /** Symbolic links one path may follow before it counts as a loop (Linux's own bound). */
 const MAX_LINK_HOPS = 40;
 
@@ -61,8 +70,7 @@ const MAX_LINK_HOPS = 40;
  */
 export function resolveDatabasePath(dbPath: string): string {
   let absolute = resolve(dbPath);
-  for (let hops = 0; !existsSync(absolute) && lstatSync(absolute, { throwIfNoEntry: false })?.isSymbolicLink();
-    hops += 1) {
+  for (let hops = 0; !existsSync(absolute) && isSymbolicLink(absolute); hops += 1) {
     if (hops === MAX_LINK_HOPS) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
     absolute = resolve(dirname(absolute), readlinkSync(absolute));
   }
