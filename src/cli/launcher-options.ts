@@ -29,17 +29,17 @@ export const LAUNCHER_FLAGS = {
   'help-tools': { type: 'boolean' }, 'help-tool': { type: 'string' },
 } as const;
 
-/** `--ollama-url` (CONTRACT.md §14.4): http, host exactly 127.0.0.1 or [::1], optional port, path empty or `/`. */
+/** `--ollama-url` as written: http, host 127.0.0.1 or [::1] literally, optional port, path empty or `/`. */
+const LOOPBACK_OLLAMA_URL = /^http:\/\/(?:127\.0\.0\.1|\[::1\])(?::(\d{1,5}))?\/?$/i;
+
+/**
+ * `--ollama-url` (CONTRACT.md §14.4): http, host exactly 127.0.0.1 or [::1], optional port (1-65535), path empty or
+ * `/`, no user info, query or fragment. Matched on the string as written: a URL parser would first normalise
+ * `127.1`, `0x7f000001`, `[0:0:0:0:0:0:0:1]`, `/..`, tabs or a missing `//` into an accepted form.
+ */
 export function isLoopbackOllamaUrl(value: string): boolean {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return false;
-  }
-  return url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === '[::1]') &&
-    url.username === '' && url.password === '' &&
-    url.pathname === '/' && !value.includes('?') && !value.includes('#');
+  const match = LOOPBACK_OLLAMA_URL.exec(value);
+  return match !== null && (match[1] === undefined || (Number(match[1]) >= 1 && Number(match[1]) <= 65535));
 }
 
 /**

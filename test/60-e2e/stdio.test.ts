@@ -6,7 +6,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
-import { LAUNCHER_FLAGS } from '../../src/cli/launcher-options.js';
+import { isLoopbackOllamaUrl, LAUNCHER_FLAGS } from '../../src/cli/launcher-options.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -240,6 +240,18 @@ t.test('--version prints four version lines', async (t) => {
   t.same(version.stdout.split('\n'), [
     `factlane ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2', `schema version ${loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version}`, '',
   ]);
+});
+
+t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1], a port, no path (§14.4)', async (t) => {
+  for (const url of ['http://127.0.0.1', 'http://127.0.0.1/', 'http://127.0.0.1:11434', 'http://[::1]:1/', 'HTTP://127.0.0.1:65535']) {
+    t.ok(isLoopbackOllamaUrl(url), `accepted: ${url}`);
+  }
+  const refused = ['http://localhost:11434', 'https://127.0.0.1', 'http://127.0.0.1/api', 'http://127.0.0.1/?', 'http://127.0.0.1#x',
+    'http://u@127.0.0.1', 'http://127.0.0.1:99999', 'http://127.0.0.1:0', 'http://127.0.0.1:', 'http://127.1:11434',
+    'http://2130706433:11434', 'http://0x7f000001:11434', 'http://[0:0:0:0:0:0:0:1]:11434', 'http://127.0.0.1:11434/.',
+    'http://127.0.0.1:11434/..', 'http://127.0.0.1:11434/%2e', 'http:127.0.0.1:11434', 'http:\\127.0.0.1:11434',
+    ' http://127.0.0.1:11434', 'http://127.0.0.1\t:11434', 'http://127.0.0.1:11434\n'];
+  for (const url of refused) t.notOk(isLoopbackOllamaUrl(url), `refused: ${JSON.stringify(url)}`);
 });
 
 t.test('usage errors exit 2 before any file is touched', async (t) => {
