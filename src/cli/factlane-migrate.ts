@@ -1,9 +1,13 @@
 #!/usr/bin/env node
+import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { AdapterError } from '../core/adapter-error.js';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
-import { MaintenanceTarget } from '../storage/maintenance-target.js';
+import { unreadableReport } from '../maintenance/verify-operation.js';
+import { dbIdentity, MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
+import { sqliteCode } from '../storage/sqlite-errors.js';
 import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { operationProgress } from './operation-progress.js';
 
@@ -80,35 +84,61 @@ function printUp(report: UpReport): void {
 const print = (report: unknown, human: () => void) =>
   (wantsJson() ? process.stdout.write(`${JSON.stringify(report, null, 2)}\n`) : human());
 
+/**
+ * Prints a status report and returns its exit code. STORAGE.md §12.3: a refused state exits 1 after its report, with
+ * one error line and `error_code` in the JSON report (SCHEMA_MISMATCH, or the code that kept the file from being read).
+ */
+function printStatusReport(report: StatusReport, code = 'SCHEMA_MISMATCH', why?: string): number {
+  const refused = report.state !== 'PENDING' && report.state !== 'UP_TO_DATE';
+  print(refused ? { ...report, error_code: code } : report, () => printStatus(report));
+  if (report.state === 'PENDING') return EXIT.PROBLEMS;
+  if (!refused) return EXIT.OK;
+  process.stderr.write(`factlane-migrate: ${code}: ${why ? `${why}; ` : ''}database state is ${report.state}\n`);
+  return EXIT.FAILED;
+}
+
+/** Prints a verify report and returns its exit code: 0 when every check passed, else 3. */
+function printVerify(report: { db_identity: string; ok: boolean; interlock_present: boolean;
+  checks: readonly CheckResult[]; }): number {
+  print(report, () => {
+    process.stdout.write(`verify: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock `
+      + `${report.interlock_present ? 'PRESENT' : 'absent'}\n`);
+    printChecks(report.checks);
+  });
+  return report.ok ? EXIT.OK : EXIT.PROBLEMS;
+}
+
 await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   const { command, values } = parse();
   if (command === 'help') {
     process.stdout.write(USAGE);
     return EXIT.OK;
   }
-  const target = MaintenanceTarget.open({ dbPath: values.db!, lease: command === 'up' ? 'exclusive' : 'shared' });
+  let target: MaintenanceTarget;
   try {
-    if (command === 'status') {
-      const report = migrationStatus(target);
-      // STORAGE.md §12.3: a refused state exits 1 after its report, with `error_code` in the JSON report.
-      const refused = report.state !== 'PENDING' && report.state !== 'UP_TO_DATE';
-      print(refused ? { ...report, error_code: 'SCHEMA_MISMATCH' } : report, () => printStatus(report));
-      if (report.state === 'PENDING') return EXIT.PROBLEMS;
-      if (refused) {
-        process.stderr.write(`factlane-migrate: SCHEMA_MISMATCH: database state is ${report.state}\n`);
-        return EXIT.FAILED;
-      }
-      return EXIT.OK;
+    target = MaintenanceTarget.open({ dbPath: values.db!, lease: command === 'up' ? 'exclusive' : 'shared' });
+  } catch (error) {
+    // STORAGE.md §10: read-only commands put "not an SQLite database" in their report instead of failing on it.
+    if (command === 'up' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
+    const identity = dbIdentity(realpathSync(values.db!));
+    if (command === 'verify') {
+      const { ok, interlock_present, checks } = unreadableReport(sqliteCode(error.cause) === 'SQLITE_NOTADB');
+      return printVerify({ db_identity: identity, ok, interlock_present, checks });
     }
+    const latest = MaintenanceTarget.shippedMigrations().at(-1)?.version ?? 0;
+    return printStatusReport({
+      db_identity: identity, state: 'NOT_FACTLANE', schema_version: 0, latest_version: latest, pending: [],
+      applied: [], contract_version: null, interlock_present: false,
+    }, 'BACKEND_CORRUPT', error.message);
+  }
+  try {
+    if (command === 'status') return printStatusReport(migrationStatus(target));
     if (command === 'verify') {
       const checks = target.verify();
-      const ok = checks.every((c) => c.status === 'PASS');
-      print({ db_identity: target.dbIdentity, ok, interlock_present: target.findings.interlockPresent, checks }, () => {
-        process.stdout.write(`verify: ${ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock `
-          + `${target.findings.interlockPresent ? 'PRESENT' : 'absent'}\n`);
-        printChecks(checks);
+      return printVerify({
+        db_identity: target.dbIdentity, ok: checks.every((c) => c.status === 'PASS'),
+        interlock_present: target.findings.interlockPresent, checks,
       });
-      return ok ? EXIT.OK : EXIT.PROBLEMS;
     }
     // Progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json.
     const report = await operationProgress('migrate_up', wantsJson()).run((onStep) => migrateUp(target, {

@@ -220,6 +220,20 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   t.match(missing.stderr, /SOURCE_NOT_FOUND/);
   t.notOk(existsSync(join(dir, 'missing.sqlite3')), 'no command creates a database');
 
+  // STORAGE.md §10: the read-only commands report a file that is no SQLite database instead of failing on it.
+  const text = join(dir, 'notes.txt');
+  writeFileSync(text, 'these are notes, not a database\n'.repeat(8));
+  const textStatus = cli('status', '--db', text, '--json');
+  t.equal(textStatus.status, 1, 'status of a text file: refused');
+  t.match(JSON.parse(textStatus.stdout), { state: 'NOT_FACTLANE', error_code: 'BACKEND_CORRUPT', applied: [] });
+  t.match(textStatus.stderr, /^factlane-migrate: BACKEND_CORRUPT: .*database state is NOT_FACTLANE$/m);
+  t.notMatch(textStatus.stdout, dir, 'no path in the report');
+  const textVerify = cli('verify', '--db', text, '--json');
+  t.equal(textVerify.status, 3, 'verify of a text file: problems found');
+  t.match(JSON.parse(textVerify.stdout), { ok: false, checks: [{ name: 'sqlite_file', status: 'FAIL' }] });
+  t.match(cli('verify', '--db', text).stdout, /FAIL\s+sqlite_file/, 'said in the human report too');
+  t.equal(cli('up', '--db', text, '--no-backup').status, 1, 'up still refuses it');
+
   t.equal(cli('up', '--db', dbPath).status, 2, 'up without a backup choice is a usage error');
   t.equal(cli('up', '--db', dbPath, '--backup', 'x', '--no-backup').status, 2);
   t.equal(cli('frobnicate', '--db', dbPath).status, 2);
