@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { isJsonObject } from '../core/canonical-json.js';
+import { isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { strip } from '../core/text.js';
 import {
@@ -35,10 +35,16 @@ function unknownKeys(object: Json, known: ReadonlySet<string>): string[] {
   return Object.keys(object).filter((key) => !known.has(key));
 }
 
+/** True when a key of §9.2 appears at any depth; walked without recursion, as a request may nest thousands deep. */
 function containsTrustClaim(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(containsTrustClaim);
-  if (!isJsonObject(value)) return false;
-  return Object.entries(value).some(([key, nested]) => TRUST_CLAIMS.has(key) || containsTrustClaim(nested));
+  const stack = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item !== 'object' || item === null) continue;
+    if (!Array.isArray(item) && Object.keys(item).some((key) => TRUST_CLAIMS.has(key))) return true;
+    for (const child of Object.values(item)) stack.push(child);
+  }
+  return false;
 }
 
 /** The nested payloads of a request and the known keys of each, including those inside verification/replacement. */
@@ -146,6 +152,10 @@ export function applyRequestPolicy(operation: ToolName, request: Json, profile: 
     throw new AdapterError('INVALID_ENVELOPE', `${operation} does not accept: ${describeKeys(unknown)}`);
   if (containsTrustClaim(request))
     throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
+  // No field of the contract nests more than a few levels, and the later steps walk values recursively. The guard
+  // comes after the steps that see a deep value safely (bound context, unknown keys, trust claims), which decide first.
+  if (nestsDeeperThan(request, MAX_REQUEST_DEPTH))
+    throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
   for (const [name, payload, known] of nestedPayloads(request)) {
     const extra = unknownKeys(payload, known);
     if (extra.length > 0) throw new AdapterError('INVALID_ENVELOPE', `${name} does not accept: ${describeKeys(extra)}`);

@@ -82,6 +82,28 @@ export function isJsonObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * A deep copy of a parsed JSON value, made without recursion: structuredClone overflows the stack a few thousand
+ * levels down, and a request can nest that deep in a few kilobytes. A key `__proto__` stays an ordinary key.
+ */
+export function copyJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  const container = (of: object): Record<string, unknown> => (Array.isArray(of) ? [] : {}) as Record<string, unknown>;
+  const root = container(value);
+  const stack: [Record<string, unknown>, Record<string, unknown>][] = [[value as Record<string, unknown>, root]];
+  while (stack.length > 0) {
+    const [from, to] = stack.pop()!;
+    for (const key of Object.keys(from)) {
+      const child = from[key];
+      const copy = typeof child === 'object' && child !== null ? container(child) : child;
+      if (key !== '__proto__') to[key] = copy;
+      else Object.defineProperty(to, key, { value: copy, writable: true, enumerable: true, configurable: true });
+      if (copy !== child) stack.push([child as Record<string, unknown>, copy as Record<string, unknown>]);
+    }
+  }
+  return root as T;
+}
+
 /** How deep a tool request may nest: the contract's own fields take a few levels (source_provenance, tags). */
 export const MAX_REQUEST_DEPTH = 32;
 

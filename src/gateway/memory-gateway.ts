@@ -1,5 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
-import { freezeCanonical, isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
+import { copyJson, freezeCanonical, isJsonObject } from '../core/canonical-json.js';
 import { isIdentifier, mintUuid } from '../core/identifiers.js';
 import { TOOL_NAMES, type ToolName, IDENTITY_CLAIM_KEYS, TRUST_CLAIM_KEYS } from '@factlane/schema';
 import type { Envelope, MemoryAdapter } from '../adapter/memory-adapter.js';
@@ -60,10 +60,6 @@ export class MemoryGateway {
           `the request cannot claim host identity: ${claims.join(', ')}`);
       if (TRUST_CLAIM_KEYS.some((key) => Object.hasOwn(request, key)))
         throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
-      // No field of the contract nests more than a few levels; a deeper request would exhaust the stack of the copy.
-      if (nestsDeeperThan(request, MAX_REQUEST_DEPTH)) {
-        throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
-      }
       const injected = this.#inject(request);
       if ((operation === 'memory_store' || operation === 'memory_update') && Object.hasOwn(injected, 'provenance')) {
         throw new AdapterError('INVALID_ENVELOPE', 'provenance is not a field; send source_provenance');
@@ -79,7 +75,7 @@ export class MemoryGateway {
 
   /** Copies the request and applies the bound context for the request's scope. */
   #inject(request: Record<string, unknown>): Record<string, unknown> {
-    const copy = structuredClone(request);
+    const copy = copyJson(request);
     const binding = this.#options.contextBinding;
     const governed = typeof copy.scope === 'string' ? GOVERNED[copy.scope] ?? [] : [];
     for (const key of binding ? governed : []) {

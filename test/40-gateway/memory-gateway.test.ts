@@ -120,6 +120,20 @@ t.test("the caller's request is never modified; the adapter gets a deep copy", a
   t.strictSame(request, before, 'unchanged after a refusal too');
 });
 
+t.test('the copy takes any depth and keeps a __proto__ key as an ordinary key', async (t) => {
+  const { calls, gateway } = setup();
+  let deep: unknown = 'bottom';
+  for (let level = 0; level < 20_000; level += 1) deep = [deep];
+  const request = JSON.parse('{"scope":"GLOBAL_USER","junk":{"__proto__":{"polluted":1}}}');
+  request.deep = deep;
+  await gateway.handle('memory_status', request);
+  const received = calls[0]!.request as Record<string, any>;
+  t.not(received.deep, deep, 'copied, not shared, 20,000 levels down');
+  t.ok(Object.hasOwn(received.junk, '__proto__'), '__proto__ is an own key of the copy');
+  t.equal(Object.getPrototypeOf(received.junk), Object.prototype, 'and not the prototype');
+  t.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
 t.test('provenance is refused on store and update only', async (t) => {
   const { calls, gateway } = setup();
   for (const operation of ['memory_store', 'memory_update'] as const) {

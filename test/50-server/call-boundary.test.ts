@@ -234,16 +234,30 @@ t.test('a number JSON cannot hold as a double, nested in a payload, is governed 
     .results[0].revision, current.revision, 'nothing stored was altered');
 });
 
-t.test('a request nested thousands of levels deep is BLOCKED INVALID_ENVELOPE, and the server goes on', async (t) => {
-  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
-  let deep: unknown = 'bottom';
-  for (let level = 0; level < 4000; level += 1) deep = [deep];
-  for (const [tool, request] of [
-    ['memory_status', { scope: 'GLOBAL_USER', junk: deep }],
-    ['memory_search', { ...SEARCH, junk: deep }],
-  ] as const) {
-    const envelope = blocked(t, await call(client, tool, { request }), 'INVALID_ENVELOPE');
-    t.match(envelope.message, /nests deeper than 32 levels/, tool);
-  }
-  t.notOk((await call(client, 'memory_status', { request: GLOBAL })).isError, 'the next call is served');
-});
+t.test('a request nested thousands of levels deep is BLOCKED by the first §11 step that fails; the server goes on',
+  async (t) => {
+    const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { context: { projectId: 'p1' } });
+    const nest = (bottom: unknown) => {
+      let deep = bottom;
+      for (let level = 0; level < 4000; level += 1) deep = [deep];
+      return deep;
+    };
+    const expectBlocked = async (name: string, request: object, code: string, message: RegExp) => {
+      const envelope = blocked(t, await call(client, name, { request }), code);
+      t.match(envelope.message, message, `${name}: ${String(message)}`);
+    };
+    // Step 5, bound context, and step 7, unknown keys, see only the top level: they decide before any walk.
+    await expectBlocked('memory_status', { scope: 'PROJECT', project_id: 'p2', junk: nest(1) },
+      'BOUND_CONTEXT_IDENTITY_MISMATCH', /project_id differs from the launcher-bound value/);
+    const unknown = /does not accept: junk/;
+    await expectBlocked('memory_status', { scope: 'GLOBAL_USER', junk: nest(1) }, 'INVALID_ENVELOPE', unknown);
+    await expectBlocked('memory_search', { ...SEARCH, junk: nest(1) }, 'INVALID_ENVELOPE', unknown);
+    // Step 8, a trust claim at any depth, is walked without recursion.
+    const provenance = storeRequest().source_provenance;
+    const claim = storeRequest({ source_provenance: { ...provenance, note: nest({ trusted_actor: true }) } });
+    await expectBlocked('memory_store', claim, 'WRITE_AUTHORIZATION_DENIED', /cannot claim trusted or derived/);
+    // Past those steps, a value too deep to walk is refused before anything walks it.
+    const deep = storeRequest({ source_provenance: { ...provenance, source_ref: nest('bottom') } });
+    await expectBlocked('memory_store', deep, 'INVALID_ENVELOPE', /nests deeper than 32 levels/);
+    t.notOk((await call(client, 'memory_status', { request: GLOBAL })).isError, 'the next call is served');
+  });
