@@ -16,7 +16,7 @@ import { candidateRow, openEngine, SHIPPED_VERSION, storeRow, TEST_BINDING, RawD
 type Json = Record<string, any>;
 const BOUND_AT = '2026-01-01T00:00:00Z';
 
-/** Opens a new database bound to local-hash-384 the way src/cli/factlane.ts does. */
+/** Opens a new database bound to local-hash-384 the way src/cli/factlane-launch.ts does. */
 async function openBoundEngine(dbPath: string): Promise<SQLiteVecEngine> {
   const provider = new LocalHashProvider();
   return SQLiteVecEngine.open({

@@ -123,6 +123,30 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 
+t.test('a stop signal while the launcher itself loads is held: exit 0, not killed by the signal', async (t) => {
+  // The MCP SDK, ajv, kysely and the rest take 100-200 ms to load, during which Node's default ended the process by
+  // the signal. A module hook sends the signal when the launcher resolves node:child_process (only the launcher body
+  // imports it, not the entry point that holds the signals) and holds the load 300 ms, so it lands mid-load.
+  const dir = t.testdir();
+  writeFileSync(join(dir, 'hooks.mjs'), `export async function resolve(specifier, context, next) {
+    if (specifier === 'node:child_process' && !globalThis.sent) {
+      globalThis.sent = true;
+      process.kill(process.pid, process.env.STOP_SIGNAL);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    return next(specifier, context);
+  }\n`);
+  writeFileSync(join(dir, 'register.mjs'), "import { register } from 'node:module';\n"
+    + "register('./hooks.mjs', import.meta.url);\n");
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const dbPath = join(dir, `${signal}.sqlite3`);
+    const child = spawn(process.execPath, ['--import', join(dir, 'register.mjs'), FACTLANE_BIN, '--db', dbPath,
+      '--host-id', 'e2e'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, STOP_SIGNAL: signal } });
+    const exited = new Promise<Exit>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+    t.same(await exited, { code: 0, signal: null }, `${signal}: exit 0`);
+  }
+});
+
 t.test('a stop signal while the server starts is kept: storage opens, closes, exit 0; the file serves again',
   async (t) => {
   // Node's default for SIGTERM ended the process by the signal, the database half opened. The signal goes the moment

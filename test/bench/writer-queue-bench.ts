@@ -23,7 +23,7 @@ const ROUNDS = 3;
 const TARGET_P99_MS = 60;
 const LAYOUTS: readonly Layout[] = ['queue', 'no_queue', 'separate_databases'];
 const SCOPE = { scope: 'PROJECT', project_id: 'writer-queue-bench' } as const;
-/** The launcher's bench-only switch (src/cli/factlane.ts); no product flag. */
+/** The launcher's bench-only switch (src/cli/factlane-launch.ts); no product flag. */
 const QUEUE_ENV = 'FACTLANE_BENCH_WRITER_QUEUE';
 const CLIENT_NAME = 'factlane-writer-queue-bench';
 const sum = (values: readonly number[]) => values.reduce((total, value) => total + value, 0);

@@ -1,5 +1,5 @@
 // MCP test helpers: a real SDK Client wired to createFactLaneServer over the in-memory transport (the
-// production stack of src/cli/factlane.ts on a temp database), result readers, and the built launcher.
+// production stack of src/cli/factlane-launch.ts on a temp database), result readers, and the built launcher.
 import { spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
