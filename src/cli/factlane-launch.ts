@@ -14,7 +14,7 @@ import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
 import { MemoryGateway } from '../gateway/memory-gateway.js';
 import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
-import { loadMigrationFiles } from '../storage/migration-files.js';
+import { loadMigrationFiles, MigrationFileError } from '../storage/migration-files.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { runDemo } from './factlane-demo.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
@@ -217,6 +217,8 @@ async function launch(args: readonly string[]): Promise<void> {
     if (error instanceof AdapterError) {
       // CONTRACT.md §16.2: the line may name the database path the operator gave (or the default it stands for).
       process.stderr.write(`factlane: ${error.code}: ${error.message} (database ${options.dbPath})\n`);
+    } else if (error instanceof MigrationFileError) {
+      process.stderr.write(`factlane: SCHEMA_MISMATCH: ${error.message}\n`);
     } else {
       process.stderr.write(`factlane: startup failed\n${(error as Error)?.stack ?? String(error)}\n`);
     }

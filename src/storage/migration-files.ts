@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { RELEASED_MIGRATIONS } from '@factlane/schema';
 import { sha256Hex } from '../core/hashing.js';
 
 /** One shipped migration file (STORAGE.md §12.1). */
@@ -60,7 +61,8 @@ export function assertMigrationStatementsAllowed(fileName: string, sql: string):
 
 /**
  * Reads the shipped migrations from `dir`, in version order. Throws MigrationFileError for a misnamed
- * file, a gap or duplicate in the versions (they run 1…n), or a forbidden statement.
+ * file, a gap or duplicate in the versions (they run 1…n), a forbidden statement, or a released version whose file
+ * is not the released one (RELEASED_MIGRATIONS); a version past that list is one not released yet.
  */
 export function loadMigrationFiles(dir: string): readonly MigrationFile[] {
   const files = readdirSync(dir).filter((name) => name.endsWith('.sql')).sort();
@@ -75,6 +77,11 @@ export function loadMigrationFiles(dir: string): readonly MigrationFile[] {
     const sql = bytes.toString('utf8');
     assertMigrationStatementsAllowed(fileName, sql);
     const checksum = sha256Hex(bytes);
+    const released = RELEASED_MIGRATIONS[version - 1];
+    if (released && (released.name !== match[2] || released.checksum !== checksum)) {
+      throw new MigrationFileError(`migration ${fileName} is not the file this release shipped (its name or SHA-256 `
+        + `differs from the released list, STORAGE.md §12.1); reinstall FactLane`);
+    }
     return Object.freeze({ version, name: match[2]!, fileName, sql, checksum });
   });
   if (migrations.length === 0) throw new MigrationFileError('no migration files shipped');

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { RELEASED_MIGRATIONS } from '@factlane/schema';
 import { assertMigrationStatementsAllowed, loadMigrationFiles, renderMigration, MigrationFileError } from '../../src/storage/migration-files.js';
 
 t.test('shipped migrations load in order with the SHA-256 of their bytes', async (t) => {
@@ -36,4 +37,33 @@ t.test('misnamed files and version gaps are refused', async (t) => {
   t.throws(() => loadMigrationFiles(join(dir, 'name')), /NNNN_snake_case/);
   mkdirSync(join(dir, 'empty'));
   t.throws(() => loadMigrationFiles(join(dir, 'empty')), /no migration files/);
+});
+
+t.test('a released migration whose file changed is refused; a version past the released list is unreleased', async (t) => {
+  const dir = t.testdir();
+  const shipped = loadMigrationFiles(MIGRATIONS_DIR);
+  t.same(shipped.map(({ version, name, checksum }) => ({ version, name, checksum })), RELEASED_MIGRATIONS,
+    'the files shipped are exactly the released list (STORAGE.md §12.5)');
+  type File = (typeof shipped)[number];
+  const copy = (name: string, change: (file: File) => [fileName: string, sql: string]) => {
+    mkdirSync(join(dir, name));
+    for (const file of shipped) {
+      const [fileName, sql] = change(file);
+      writeFileSync(join(dir, name, fileName), sql);
+    }
+    return join(dir, name);
+  };
+  const last = shipped.at(-1)!;
+  const isLast = (file: File) => file.version === last.version;
+  const sneaky = `${last.sql}\nCREATE TABLE sneaky (a);\n`;
+  const altered = copy('altered', (file) => [file.fileName, isLast(file) ? sneaky : file.sql]);
+  t.throws(() => loadMigrationFiles(altered),
+    { name: 'MigrationFileError', message: new RegExp(`${last.fileName} is not the file this release shipped`) });
+  const renamedFile = last.fileName.replace(last.name, 'renamed');
+  const renamed = copy('renamed', (file) => [isLast(file) ? renamedFile : file.fileName, file.sql]);
+  t.throws(() => loadMigrationFiles(renamed), MigrationFileError, 'a released version under another name');
+  const next = copy('next', (file) => [file.fileName, file.sql]);
+  const unreleased = `${String(last.version + 1).padStart(4, '0')}_add_note.sql`;
+  writeFileSync(join(next, unreleased), 'CREATE TABLE note (a TEXT);\n');
+  t.equal(loadMigrationFiles(next).length, shipped.length + 1, 'an unreleased version after the list loads');
 });

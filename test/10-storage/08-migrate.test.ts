@@ -7,7 +7,7 @@ import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operat
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import {
   candidateRow, MIGRATE_BIN, migrationsDir, nextMigration, openEngine, RawDatabase, runBin,
-  SHIPPED_VERSION, storeRow, tableCounts, writeInterlock,
+  SHIPPED_VERSION, storeRow, tableCounts, tamperAppliedChecksum, writeInterlock,
 } from '../helpers/storage.js';
 
 const NEXT = SHIPPED_VERSION + 1;
@@ -94,7 +94,8 @@ t.test('up refuses newer, tampered, interlocked and busy databases and an existi
   await t.rejects(migrateUp(newerTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'SCHEMA_MISMATCH' });
   newerTarget.close();
 
-  const tamperedDb = await seeded(dir, 'tampered.sqlite3', { migrationsDir: migrationsDir(dir, 'tampered', {}, (sql) => `${sql}-- x\n`) });
+  const tamperedDb = await seeded(dir, 'tampered.sqlite3');
+  tamperAppliedChecksum(tamperedDb, 1);
   const tamperedTarget = exclusive(tamperedDb);
   t.equal(migrationStatus(tamperedTarget).state, 'CHECKSUM_MISMATCH');
   await t.rejects(migrateUp(tamperedTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'SCHEMA_MISMATCH' });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { accessSync, appendFileSync, constants, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -105,4 +105,17 @@ t.test('the packed product installs globally as users install it and its three c
   t.equal(probe.status, 0, 'factlane/schema imports', { stderr: probe.stderr });
   const jsonUrl = pathToFileURL(join(root, 'dist/schema/json/memory_store.tool.json')).href;
   t.equal(probe.stdout, `5 ${jsonUrl}\n`, 'from the installed package');
+
+  // An install whose released migration changed refuses to run it (STORAGE.md §12.1, §12.5), with the error line.
+  const migrations = join(root, 'migrations');
+  const last = readdirSync(migrations).filter((name) => name.endsWith('.sql')).sort().at(-1)!;
+  appendFileSync(join(migrations, last), '\nCREATE TABLE sneaky (a);\n');
+  const altered = run('factlane-migrate', 'status', '--db', dbPath);
+  t.equal(altered.status, 1, 'factlane-migrate refuses the altered install');
+  const refusal = `SCHEMA_MISMATCH: migration ${last} is not the file this release`;
+  t.match(altered.stderr, new RegExp(`^factlane-migrate: ${refusal}`));
+  const server = spawnSync(join(bin, 'factlane'), ['--db', dbPath, '--host-id', 'installed'],
+    { env, encoding: 'utf8', input: '' });
+  t.equal(server.status, 1, 'so does the server');
+  t.match(server.stderr, new RegExp(`^factlane: ${refusal}[^\n]*\n$`), 'in one line');
 });
