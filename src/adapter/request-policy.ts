@@ -23,10 +23,18 @@ const MAX_NAMED_KEYS = 8;
 const MAX_KEY_CHARS = 64;
 
 
-/** Names unknown keys safely (CONTRACT.md §6.3): at most 8, each cut to 64 characters, secret-like ones redacted. */
+/** Control, line-separator and bidirectional-override characters: shown escaped, so a key cannot break a log line. */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+const escaped = (text: string) =>
+  text.replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/**
+ * Names unknown keys safely (CONTRACT.md §6.3): at most 8, each cut to 64 characters, secret-like ones redacted,
+ * unprintable characters escaped (`\u000a`).
+ */
 export function describeKeys(keys: readonly string[]): string {
   const shown = keys.slice(0, MAX_NAMED_KEYS)
-    .map((key) => (isSecretLike(key) ? '[redacted]' : key.slice(0, MAX_KEY_CHARS)));
+    .map((key) => (isSecretLike(key) ? '[redacted]' : escaped(key.slice(0, MAX_KEY_CHARS))));
   return keys.length > MAX_NAMED_KEYS ? `${shown.join(', ')} (and ${keys.length - MAX_NAMED_KEYS} more)`
     : shown.join(', ');
 }

@@ -36,6 +36,9 @@ t.test('describeKeys names at most 8 keys, each cut to 64 characters, secret-lik
   t.equal(describeKeys(['k'.repeat(100)]), 'k'.repeat(64));
   t.equal(describeKeys([`sk-${'A1'.repeat(12)}`, 'plain']), '[redacted], plain');
   t.equal(describeKeys(Array.from({ length: 11 }, (_, i) => `x${i}`)), 'x0, x1, x2, x3, x4, x5, x6, x7 (and 3 more)');
+  t.equal(describeKeys(['line1\nline2', 'tab\there', 'ls\u2028ps\u2029', 'bidi\u202eevil', 'nul\u0000', 'ok é']),
+    'line1\\u000aline2, tab\\u0009here, ls\\u2028ps\\u2029, bidi\\u202eevil, nul\\u0000, ok é',
+    'control, separator and bidi characters escaped, other text as it is');
 });
 
 t.test('an unknown top-level key is INVALID_ENVELOPE naming it; retired keys are unknown keys', async (t) => {
