@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { isSecretLike } from '../core/identifiers.js';
 import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
 import { MigrationFileError } from '../storage/migration-files.js';
 
@@ -27,6 +28,21 @@ export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): strin
 /** A usage error: printed with the usage of the command it concerns (`usageFor`), exit 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
+
+  constructor(message: string) {
+    super(withoutSecrets(message));
+  }
+}
+
+/**
+ * A usage message with any secret-like argument it quotes (node:util parseArgs quotes the token it could not take)
+ * replaced by `[redacted]`: stderr reaches logs, and a stray key must not (CONTRACT.md §9.4).
+ */
+function withoutSecrets(message: string): string {
+  if (!isSecretLike(message)) return message;
+  const redacted = message.split(/([\s'"]+)/).map((part) => (isSecretLike(part) ? '[redacted]' : part)).join('');
+  return isSecretLike(redacted) ? 'an argument that looks like a secret (a key, token or password) is not repeated here'
+    : redacted;
 }
 
 /**

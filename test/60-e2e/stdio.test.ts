@@ -292,6 +292,9 @@ t.test('usage errors exit 2 before any file is touched', async (t) => {
     ['non-loopback Ollama URL', ['--db', db, '--host-id', 'h', '--ollama-url', 'http://localhost:11434'], /--ollama-url/],
     ['workflow without project', ['--db', db, '--host-id', 'h', '--workflow-id', 'w'], /^factlane: INVALID_CONTEXT_BINDING: /],
     ['secret-like host id', ['--db', db, '--host-id', secret], /^factlane: RAW_OR_SENSITIVE_CONTENT: /],
+    ['secret-like unknown flag', ['--db', db, '--host-id', 'h', `--${secret}`], /Unknown option '\[redacted\]'/],
+    ['secret-like positional', ['--db', db, '--host-id', 'h', secret], /Unexpected argument '\[redacted\]'/],
+    ['password as a positional', ['--db', db, '--host-id', 'h', 'password=hunter2hunter2'], /\[redacted\]/],
     ['empty --db', ['--db', '', '--host-id', 'h'], /--db/],
   ];
   for (const [label, args, stderr] of cases) {
@@ -300,7 +303,7 @@ t.test('usage errors exit 2 before any file is touched', async (t) => {
     t.match(run.stderr, stderr, `${label}: says why`);
     t.match(run.stderr, /usage: factlane/, `${label}: prints the usage`);
     t.equal(run.stdout, '', `${label}: nothing on stdout`);
-    t.notOk(run.stderr.includes(secret), `${label}: no secret echoed`);
+    t.notOk(run.stderr.includes(secret) || run.stderr.includes('hunter2'), `${label}: no secret echoed`);
   }
   t.same(box.tree(), before, 'no file or directory created');
 });
