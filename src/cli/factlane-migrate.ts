@@ -44,6 +44,7 @@ function parse() {
     throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   if (rest.length > 0) throw new UsageError(`unexpected argument ${rest[0]}`);
   if (!parsed.values.db) throw new UsageError('--db PATH is required');
+  if (parsed.values.backup === '') throw new UsageError('--backup needs a file path');
   const hasBackup = parsed.values.backup !== undefined;
   if (command === 'up' && hasBackup === Boolean(parsed.values['no-backup']))
     throw new UsageError('up needs exactly one of --backup FILE and --no-backup');

@@ -237,6 +237,9 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
 
   t.equal(cli('up', '--db', dbPath).status, 2, 'up without a backup choice is a usage error');
   t.equal(cli('up', '--db', dbPath, '--backup', 'x', '--no-backup').status, 2);
+  const emptyBackup = cli('up', '--db', dbPath, '--backup=');
+  t.equal(emptyBackup.status, 2, 'an empty --backup is a usage error, not TARGET_EXISTS');
+  t.match(emptyBackup.stderr, /--backup needs a file path/);
   t.equal(cli('frobnicate', '--db', dbPath).status, 2);
   t.equal(cli('status').status, 2);
   t.equal(cli('status', '--db', dbPath, '--bogus').status, 2);
