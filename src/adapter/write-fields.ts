@@ -104,7 +104,10 @@ export function normalizeProvenance(value: unknown, field = 'source_provenance')
 /** freshness_policy: kind, ttl_seconds only (and always) for ttl, optional recheck_ref and fingerprint. */
 export function normalizeFreshness(value: unknown, field = 'freshness_policy'): FreshnessPolicy {
   if (!isJsonObject(value)) throw new AdapterError('INVALID_ENVELOPE', `${field} must be an object with kind`);
-  if (typeof value.kind !== 'string') throw new AdapterError('INVALID_ENVELOPE', `${field}.kind is required`);
+  if (typeof value.kind !== 'string') {
+    const absent = value.kind === undefined || value.kind === null;
+    throw new AdapterError('INVALID_ENVELOPE', `${field}.kind ${absent ? 'is required' : 'must be a string'}`);
+  }
   const kind = requireEnum(`${field}.kind`, value.kind, FRESHNESS_KINDS);
   const ttl = value.ttl_seconds;
   if (kind === 'ttl' && !(Number.isInteger(ttl) && (ttl as number) >= 1 && (ttl as number) <= MAX_TTL_SECONDS)) {

@@ -174,6 +174,13 @@ t.test('freshness_policy: kinds, ttl_seconds, recheck_ref, source_fingerprint', 
   await refused(t, bench, policy({ kind: 'never', source_fingerprint: `sk-${'a'.repeat(61)}` }), 'RAW_OR_SENSITIVE_CONTENT', /source_fingerprint/, 'secret check before the hex format');
   await refused(t, bench, policy({ kind: 'never', source_fingerprint: `${'a'.repeat(32)}\n${'a'.repeat(31)}` }), 'RAW_OR_SENSITIVE_CONTENT', /source_fingerprint/, 'fingerprint LF');
   for (const value of [null, 'never', []]) await refused(t, bench, policy(value as Json), 'INVALID_ENVELOPE', /freshness_policy/, `freshness_policy ${JSON.stringify(value)}`);
+  for (const kind of [undefined, null]) {
+    await refused(t, bench, policy({ kind }), 'INVALID_ENVELOPE', /freshness_policy\.kind is required/, `kind ${kind}`);
+  }
+  for (const kind of [true, 0, ['never']]) {
+    await refused(t, bench, policy({ kind }), 'INVALID_ENVELOPE', /freshness_policy\.kind must be a string/,
+      `kind ${JSON.stringify(kind)}: not "is required"`);
+  }
 });
 
 t.test('on_change needs a non-blank recheck_ref and a fingerprint equal to the source hash (INVALID_FRESHNESS)', async (t) => {
