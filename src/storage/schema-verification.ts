@@ -91,6 +91,9 @@ export function vectorTableDefinitions(
   };
 }
 
+/** The largest vector dimension sqlite-vec's vec0 accepts. */
+const MAX_VECTOR_DIMENSION = 8192;
+
 /**
  * The objects `fact_vec_next` would bring at the dimension its definition in `actual` names, exactly as reembed
  * creates them (its shadow tables and their indexes); empty when the file holds no such table. STORAGE.md §4.6 allows
@@ -100,14 +103,19 @@ function workTableObjects(
   actual: Map<string, SchemaObject>, shipped: readonly MigrationFile[], version: number,
 ): Map<string, SchemaObject> {
   const table = actual.get(NEXT_VECTOR_TABLE);
-  const dimension = /\bembedding\s+float\[(\d+)\]/i.exec(table?.sql ?? '')?.[1];
-  if (table?.type !== 'table' || dimension === undefined) return new Map();
-  const definitions = vectorTableDefinitions(shipped, version, Number(dimension));
+  const sql = table?.type === 'table' ? table.sql ?? '' : '';
+  const dimension = Number(/^CREATE VIRTUAL TABLE fact_vec_next USING vec0\b[^]*\bembedding\s+float\[(\d{1,5})\]/i
+    .exec(sql)?.[1]);
+  if (!(dimension >= 1 && dimension <= MAX_VECTOR_DIMENSION)) return new Map();
   const work = new Database(':memory:');
   try {
     loadSqliteVec(work);
+    const definitions = vectorTableDefinitions(shipped, version, dimension);
     for (const statement of [definitions.next, ...definitions.nextIndexes]) work.exec(statement);
     return schemaObjects(work);
+  } catch {
+    // A definition no release writes: the table is then simply an object that differs.
+    return new Map();
   } finally {
     work.close();
   }

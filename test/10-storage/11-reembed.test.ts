@@ -1,8 +1,9 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { copyFileSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as sqliteVec from 'sqlite-vec';
 import { evaluateCompatibility, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
 import { LocalHashProvider, localHashEmbedding, LOCAL_HASH_DIGEST } from '../../src/embedding/local-hash-provider.js';
 import { reembedDatabase, type ReembedProgress } from '../../src/maintenance/reembed-operation.js';
@@ -110,6 +111,20 @@ t.test('an interrupted fill leaves the old binding and table in use; a rerun dro
   const dropExtra = new RawDatabase(dbPath);
   dropExtra.exec('DROP INDEX idx_extra');
   dropExtra.close();
+  // A table under the work table's name that no reembed writes is an object that differs, never a crash of verify.
+  const odds = ['(embedding float[0])', '(embedding float[99999])', '(embedding float[8])'];
+  for (const [i, definition] of odds.entries()) {
+    const copy = join(dirname(dbPath), `odd-${i}.sqlite3`);
+    copyFileSync(dbPath, copy);
+    const odd = new RawDatabase(copy);
+    sqliteVec.load(odd);
+    odd.exec(`DROP TABLE fact_vec_next; CREATE TABLE fact_vec_next ${definition}`);
+    odd.close();
+    const target = MaintenanceTarget.open({ dbPath: copy, lease: 'shared' });
+    t.match(target.verify().find((c) => c.name === 'schema_objects'), { status: 'FAIL', detail: /fact_vec_next/ },
+      `a plain table fact_vec_next ${definition}`);
+    target.close();
+  }
 
   const engine = await openEngine(dbPath);
   t.equal(engine.storedBinding, TEST_BINDING.bindingJson);
