@@ -72,7 +72,8 @@ export function resolveDatabasePath(dbPath: string): string {
   let absolute = resolve(dbPath);
   for (let hops = 0; !existsSync(absolute) && isSymbolicLink(absolute); hops += 1) {
     if (hops === MAX_LINK_HOPS) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
-    absolute = resolve(dirname(absolute), readlinkSync(absolute));
+    // Relative to the link's real directory, as the kernel reads it: `dir` may itself be reached through a link.
+    absolute = resolve(realpathSync(dirname(absolute)), readlinkSync(absolute));
   }
   if (existsSync(absolute)) return realpathSync(absolute);
   let parent = dirname(absolute);

@@ -26,6 +26,13 @@ t.test('--db a dangling symbolic link: the new database is created where it poin
   await chained.close();
   t.ok(statSync(join(dir, 'deep', 'x', 'db.sqlite3')).isFile(), 'created at the end of the chain');
   t.equal(statSync(join(dir, 'deep')).mode & 0o777, 0o700, 'parent mode 0700');
+  // A relative link read through a linked directory points from its real directory, as the kernel reads it.
+  mkdirSync(join(dir, 'real', 'sub'), { recursive: true });
+  symlinkSync(join(dir, 'real', 'sub'), join(dir, 'alias'));
+  symlinkSync('../inner.sqlite3', join(dir, 'real', 'sub', 'db-link'));
+  await (await openEngine(join(dir, 'alias', 'db-link'))).close();
+  t.ok(statSync(join(dir, 'real', 'inner.sqlite3')).isFile(), 'created beside real/sub, where the link points');
+  t.notOk(existsSync(join(dir, 'inner.sqlite3')), 'not beside the alias');
   symlinkSync(join(dir, 'loop-b'), join(dir, 'loop-a'));
   symlinkSync(join(dir, 'loop-a'), join(dir, 'loop-b'));
   await t.rejects(openEngine(join(dir, 'loop-a')), { code: 'BACKEND_UNAVAILABLE', message: /loop of symbolic links/ });
