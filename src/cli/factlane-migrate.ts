@@ -87,14 +87,15 @@ const print = (report: unknown, human: () => void) =>
 
 /**
  * Prints a status report and returns its exit code. STORAGE.md §12.3: a refused state exits 1 after its report, with
- * one error line and `error_code` in the JSON report (SCHEMA_MISMATCH, or the code that kept the file from being read).
+ * one error line and `error_code` SCHEMA_MISMATCH in the JSON report.
  */
-function printStatusReport(report: StatusReport, code = 'SCHEMA_MISMATCH', why?: string): number {
+function printStatusReport(report: StatusReport, why?: string): number {
   const refused = report.state !== 'PENDING' && report.state !== 'UP_TO_DATE';
-  print(refused ? { ...report, error_code: code } : report, () => printStatus(report));
+  print(refused ? { ...report, error_code: 'SCHEMA_MISMATCH' } : report, () => printStatus(report));
   if (report.state === 'PENDING') return EXIT.PROBLEMS;
   if (!refused) return EXIT.OK;
-  process.stderr.write(`factlane-migrate: ${code}: ${why ? `${why}; ` : ''}database state is ${report.state}\n`);
+  const reason = why ? `${why}; ` : '';
+  process.stderr.write(`factlane-migrate: SCHEMA_MISMATCH: ${reason}database state is ${report.state}\n`);
   return EXIT.FAILED;
 }
 
@@ -121,16 +122,20 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   } catch (error) {
     // STORAGE.md §10: read-only commands put "not an SQLite database" in their report instead of failing on it.
     if (command === 'up' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
+    const notADatabase = sqliteCode(error.cause) === 'SQLITE_NOTADB';
     const identity = dbIdentity(realpathSync(values.db!));
     if (command === 'verify') {
-      const { ok, interlock_present, checks } = unreadableReport(sqliteCode(error.cause) === 'SQLITE_NOTADB');
+      const { ok, interlock_present, checks } = unreadableReport(notADatabase);
       return printVerify({ db_identity: identity, ok, interlock_present, checks });
     }
+    // A damaged FactLane file is no NOT_FACTLANE: status fails on it with BACKEND_CORRUPT, as before.
+    if (!notADatabase) throw error;
     const latest = MaintenanceTarget.shippedMigrations().at(-1)?.version ?? 0;
+    // §12.3: NOT_FACTLANE exits 1 with SCHEMA_MISMATCH (§10's table calls the same finding BACKEND_CORRUPT).
     return printStatusReport({
       db_identity: identity, state: 'NOT_FACTLANE', schema_version: 0, latest_version: latest, pending: [],
       applied: [], contract_version: null, interlock_present: false,
-    }, 'BACKEND_CORRUPT', error.message);
+    }, 'the file is not an SQLite database');
   }
   try {
     if (command === 'status') return printStatusReport(migrationStatus(target));

@@ -226,8 +226,10 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   writeFileSync(text, 'these are notes, not a database\n'.repeat(8));
   const textStatus = cli('status', '--db', text, '--json');
   t.equal(textStatus.status, 1, 'status of a text file: refused');
-  t.match(JSON.parse(textStatus.stdout), { state: 'NOT_FACTLANE', error_code: 'BACKEND_CORRUPT', applied: [] });
-  t.match(textStatus.stderr, /^factlane-migrate: BACKEND_CORRUPT: .*database state is NOT_FACTLANE$/m);
+  // §12.3: status in state NOT_FACTLANE exits 1 with SCHEMA_MISMATCH.
+  t.match(JSON.parse(textStatus.stdout), { state: 'NOT_FACTLANE', error_code: 'SCHEMA_MISMATCH', applied: [] });
+  t.match(textStatus.stderr,
+    /^factlane-migrate: SCHEMA_MISMATCH: the file is not an SQLite database; database state is NOT_FACTLANE$/m);
   t.notMatch(textStatus.stdout, dir, 'no path in the report');
   const textVerify = cli('verify', '--db', text, '--json');
   t.equal(textVerify.status, 3, 'verify of a text file: problems found');
