@@ -1,7 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
-import { strip } from '../core/text.js';
+import { escapeUnprintable, strip } from '../core/text.js';
 import {
   TOOL_DEFINITIONS, TOOLS, TRUST_CLAIM_KEYS, WRITE_PROFILE_SPECS, type ToolName, type WriteProfile,
 } from '@factlane/schema';
@@ -23,18 +23,13 @@ const MAX_NAMED_KEYS = 8;
 const MAX_KEY_CHARS = 64;
 
 
-/** Control, line-separator and bidirectional-override characters: shown escaped, so a key cannot break a log line. */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
-const escaped = (text: string) =>
-  text.replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
 /**
  * Names unknown keys safely (CONTRACT.md §6.3): at most 8, each cut to 64 characters, secret-like ones redacted,
  * unprintable characters escaped (`\u000a`).
  */
 export function describeKeys(keys: readonly string[]): string {
   const shown = keys.slice(0, MAX_NAMED_KEYS)
-    .map((key) => (isSecretLike(key) ? '[redacted]' : escaped(key.slice(0, MAX_KEY_CHARS))));
+    .map((key) => (isSecretLike(key) ? '[redacted]' : escapeUnprintable(key.slice(0, MAX_KEY_CHARS))));
   return keys.length > MAX_NAMED_KEYS ? `${shown.join(', ')} (and ${keys.length - MAX_NAMED_KEYS} more)`
     : shown.join(', ');
 }
@@ -160,10 +155,6 @@ export function applyRequestPolicy(operation: ToolName, request: Json, profile: 
     throw new AdapterError('INVALID_ENVELOPE', `${operation} does not accept: ${describeKeys(unknown)}`);
   if (containsTrustClaim(request))
     throw new AdapterError('WRITE_AUTHORIZATION_DENIED', 'the request cannot claim trusted or derived authority');
-  // No field of the contract nests more than a few levels, and the later steps walk values recursively. The guard
-  // comes after the steps that see a deep value safely (bound context, unknown keys, trust claims), which decide first.
-  if (nestsDeeperThan(request, MAX_REQUEST_DEPTH))
-    throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
   for (const [name, payload, known] of nestedPayloads(request)) {
     const extra = unknownKeys(payload, known);
     if (extra.length > 0) throw new AdapterError('INVALID_ENVELOPE', `${name} does not accept: ${describeKeys(extra)}`);
@@ -189,5 +180,9 @@ export function applyRequestPolicy(operation: ToolName, request: Json, profile: 
   const authorization = operation === 'memory_store' || operation === 'memory_update'
     ? authorizeWrite(operation, request, profile)
     : null;
+  // No field of the contract nests more than a few levels, and the handlers walk values recursively. The guard comes
+  // last, after every step of §11 that sees a deep value safely, so those decide first.
+  if (nestsDeeperThan(request, MAX_REQUEST_DEPTH))
+    throw new AdapterError('INVALID_ENVELOPE', `the request nests deeper than ${MAX_REQUEST_DEPTH} levels`);
   return { scope, authorization };
 }

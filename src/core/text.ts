@@ -54,3 +54,11 @@ export const TOKEN_RUN = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
 export function tokenRuns(value: string): string[] {
   return value.match(TOKEN_RUN) ?? [];
 }
+
+/** Control, line-separator and bidirectional-override characters. */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+
+/** `text` with each unprintable character written `\uXXXX`, so a name echoed in a message cannot break a log line. */
+export function escapeUnprintable(text: string): string {
+  return text.replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

@@ -6,6 +6,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { isSecretLike } from '../core/identifiers.js';
+import { escapeUnprintable } from '../core/text.js';
 import type { Logger } from '../core/logger.js';
 import {
   TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
@@ -61,10 +62,13 @@ const schemaViolation = (text: string): CallToolResult => ({ isError: true, cont
  */
 const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 
-/** An unknown tool as JSON-RPC -32602; its name cut to 64 characters, a secret-like one not repeated (§9.4). */
+/**
+ * An unknown tool as JSON-RPC -32602; its name cut to 64 characters with unprintable characters escaped, a secret-like
+ * one not repeated (§9.4).
+ */
 function unknownTool(name: unknown): Error {
   const named = typeof name !== 'string' ? 'tools/call needs params.name, a string'
-    : `unknown tool: ${isSecretLike(name) ? '[redacted]' : name.slice(0, 64)}`;
+    : `unknown tool: ${isSecretLike(name) ? '[redacted]' : escapeUnprintable(name.slice(0, 64))}`;
   // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
   return Object.assign(new Error(named), { code: ErrorCode.InvalidParams });
 }

@@ -153,6 +153,9 @@ t.test('tools/call without a string name is -32602; arguments that are no object
     t.equal(schemaError(t, result as CallToolResult, '/request'), 'memory_status: invalid arguments: /request must be an object',
       `isError for arguments ${JSON.stringify(args)}`);
   }
+  const unprintable = await raw({ name: 'memory_x\nforged log line\u202e', arguments: { request: GLOBAL } });
+  t.equal(unprintable.error?.message, 'MCP error -32602: unknown tool: memory_x\\u000aforged log line\\u202e',
+    'unprintable characters of a tool name are escaped');
   const secret = await raw({ name: SECRET, arguments: { request: GLOBAL } });
   t.equal(secret.error?.message, 'MCP error -32602: unknown tool: [redacted]', 'a secret-like tool name is not repeated');
 });
@@ -256,8 +259,13 @@ t.test('a request nested thousands of levels deep is BLOCKED by the first §11 s
     const provenance = storeRequest().source_provenance;
     const claim = storeRequest({ source_provenance: { ...provenance, note: nest({ trusted_actor: true }) } });
     await expectBlocked('memory_store', claim, 'WRITE_AUTHORIZATION_DENIED', /cannot claim trusted or derived/);
-    // Past those steps, a value too deep to walk is refused before anything walks it.
+    // Steps 10-14 do not walk values either: scope, then authorization (this client is read-only) decide.
     const deep = storeRequest({ source_provenance: { ...provenance, source_ref: nest('bottom') } });
-    await expectBlocked('memory_store', deep, 'INVALID_ENVELOPE', /nests deeper than 32 levels/);
+    await expectBlocked('memory_store', { ...deep, scope: 'NOPE' }, 'INVALID_ENUM', /scope/);
+    await expectBlocked('memory_store', deep, 'WRITE_AUTHORIZATION_DENIED', /does not allow memory_store/);
+    // Past every step of §11, a value too deep to walk is refused before a handler walks it.
+    const owner = (await connectClient(t, join(t.testdir(), 'y.sqlite3'), { writeProfile: 'owner-current' })).client;
+    const refused = blocked(t, await call(owner, 'memory_store', { request: deep }), 'INVALID_ENVELOPE');
+    t.match(refused.message, /nests deeper than 32 levels/, 'the depth guard, last');
     t.notOk((await call(client, 'memory_status', { request: GLOBAL })).isError, 'the next call is served');
   });
