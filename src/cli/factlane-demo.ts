@@ -44,16 +44,27 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   const directory = mkdtempSync(join(tmpdir(), 'factlane-demo-'));
   const dbPath = join(directory, 'demo.sqlite3');
   const { write } = options;
-  const launch = (hostId: string, profile: string) => StdioSession.open(options.launcher, [
-    '--db', dbPath, '--host-id', hostId, '--write-profile', profile, '--project-id', PROJECT_ID,
-  ]);
+  // Every launch, finished or not: a stop during a launch waits for that server too, which would otherwise go on to
+  // create the database after the directory was removed.
+  const launches: Promise<StdioSession>[] = [];
+  let stopping = false;
+  const launch = (hostId: string, profile: string) => {
+    if (stopping) return Promise.reject(new DemoStopped());
+    const opening = StdioSession.open(options.launcher, [
+      '--db', dbPath, '--host-id', hostId, '--write-profile', profile, '--project-id', PROJECT_ID,
+    ]);
+    launches.push(opening);
+    return opening;
+  };
   write(`FactLane demo on a temporary database: ${dbPath}\n`
     + 'Two hosts share it, each its own factlane process spoken to over stdio, as Codex or Claude Code would:\n'
     + '  agent  --write-profile delegated-candidate (may only submit Candidates)\n'
     + '  owner  --write-profile owner-current (may store and promote current facts)\n\n');
-  const sessions: StdioSession[] = [];
   const cleanUp = async () => {
-    for (const session of sessions) await session.close();
+    stopping = true;
+    for (const opened of await Promise.allSettled(launches)) {
+      if (opened.status === 'fulfilled') await opened.value.close();
+    }
     if (options.keep) write(`The database is kept at ${dbPath}\n`);
     else rmSync(directory, { recursive: true, force: true });
   };
@@ -65,9 +76,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   process.once('SIGTERM', stop);
   try {
     const agent = await launch('demo-agent', 'delegated-candidate');
-    sessions.push(agent);
     const owner = await launch('demo-owner', 'owner-current');
-    sessions.push(owner);
     const step = async (title: string, who: string, session: StdioSession, tool: string, request: Envelope,
       shown: string, expect: (envelope: Envelope) => boolean): Promise<Envelope> => {
       write(`${title}\n  ${who.padEnd(5)} -> ${tool} ${shown}\n`);
@@ -112,6 +121,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     write('Done: every step answered as the contract says.\n');
     return 0;
   } catch (error) {
+    if (error instanceof DemoStopped) return 1; // the stop signal's own clean-up ends the process
     if (!(error instanceof DemoStepFailed)) throw error;
     write(`The demo stopped: step "${error.step}" did not answer as expected:\n${JSON.stringify(error.envelope)}\n`);
     return 1;
@@ -121,6 +131,9 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     await cleanUp();
   }
 }
+
+/** A launch asked for after a stop signal: the demo ends without starting another server. */
+class DemoStopped extends Error {}
 
 class DemoStepFailed extends Error {
   override name = 'DemoStepFailed';

@@ -18,6 +18,7 @@ import { loadMigrationFiles, MigrationFileError } from '../storage/migration-fil
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { runDemo } from './factlane-demo.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
+import { UsageError } from './cli-support.js';
 import { onStopSignal, releaseStopSignals } from './stop-signals.js';
 
 const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
@@ -181,7 +182,7 @@ async function demo(args: readonly string[]): Promise<void> {
   }
   const unknown = args.find((arg) => arg !== '--keep');
   if (unknown !== undefined) {
-    process.stderr.write(`factlane: demo takes only --keep, not ${unknown}\n${USAGE}`);
+    process.stderr.write(`factlane: ${new UsageError(`demo takes only --keep, not ${unknown}`).message}\n${USAGE}`);
     process.exitCode = 2;
     return;
   }
@@ -208,7 +209,14 @@ async function launch(args: readonly string[]): Promise<void> {
   }
   if (options.mode !== 'serve') {
     releaseStopSignals();
-    process.exitCode = printHelp(options);
+    try {
+      process.exitCode = printHelp(options);
+    } catch (error) {
+      // --version reads the shipped migrations, which an altered install refuses (STORAGE.md §12.1).
+      if (!(error instanceof MigrationFileError)) throw error;
+      process.stderr.write(`factlane: SCHEMA_MISMATCH: ${error.message}\n`);
+      process.exitCode = 1;
+    }
     return;
   }
   try {

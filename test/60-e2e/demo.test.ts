@@ -52,6 +52,11 @@ t.test('factlane demo refuses an unknown flag with exit 2 and touches nothing', 
   t.match(run.stderr, /^factlane: demo takes only --keep, not --db\nusage: factlane/);
   t.equal(run.stdout, '');
   t.same(readdirSync(tmp), []);
+  const secret = `sk-${'Qzxv'.repeat(6)}`;
+  const leaky = runBuilt(['demo', secret], tmp);
+  t.equal(leaky.status, 2);
+  t.match(leaky.stderr, /^factlane: demo takes only --keep, not \[redacted\]\n/, 'a secret-like argument is redacted');
+  t.notOk(leaky.stderr.includes(secret));
   const help = runBuilt(['demo', '--help'], tmp);
   t.equal(help.status, 0, 'demo --help is help, not a usage error');
   t.match(help.stdout, /^usage: factlane demo \[--keep\]\n\nTakes a temporary database through the fact lifecycle/);

@@ -118,4 +118,7 @@ t.test('the packed product installs globally as users install it and its three c
     { env, encoding: 'utf8', input: '' });
   t.equal(server.status, 1, 'so does the server');
   t.match(server.stderr, new RegExp(`^factlane: ${refusal}[^\n]*\n$`), 'in one line');
+  const alteredVersion = spawnSync(join(bin, 'factlane'), ['--version'], { env, encoding: 'utf8' });
+  t.equal(alteredVersion.status, 1, '--version too, which reads the migrations');
+  t.match(alteredVersion.stderr, new RegExp(`^factlane: ${refusal}[^\n]*\n$`), 'in one line, no stack');
 });
