@@ -1,4 +1,6 @@
-import { closeSync, existsSync, linkSync, openSync, realpathSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync, existsSync, linkSync, openSync, readdirSync, realpathSync, unlinkSync, writeFileSync,
+} from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -86,6 +88,7 @@ export interface Companion {
  */
 export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>,
   companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
+  removeStaleTemporaries(file);
   const temp = temporaryName(file);
   createTemporary(temp);
   const temporaries = sqliteFiles(temp);
@@ -142,6 +145,43 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
 }
 
 const temporaryName = (file: string) => join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+
+/** True while process `pid` runs (EPERM: it runs, as another user). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes what a run of this target killed before its own clean-up (kill -9, a power cut) left under its temporary
+ * names: `.FILE.<pid>.tmp` and `.FILE.manifest.json.<pid>.tmp`, with their -journal, -wal or -shm, for a pid that no
+ * longer runs. A full copy of the database under a hidden name would otherwise stay for good (OPERATIONS.md §4.1: a
+ * failed run leaves no temporary file). A running pid's files are another run's, and stay.
+ */
+function removeStaleTemporaries(file: string): void {
+  const directory = dirname(file);
+  const prefix = `.${basename(file)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(directory);
+  } catch {
+    return; // the directory's own error comes with the temporary file
+  }
+  for (const name of names) {
+    const pid = name.startsWith(prefix)
+      ? /^(?:manifest\.json\.)?(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length))?.[1] : undefined;
+    if (pid === undefined || isRunning(Number(pid))) continue;
+    try {
+      unlinkSync(join(directory, name));
+    } catch {
+      // Removed meanwhile.
+    }
+  }
+}
 
 /** Creates `temp` exclusively with mode 0600; TARGET_EXISTS when an earlier run left it. */
 function createTemporary(temp: string): void {

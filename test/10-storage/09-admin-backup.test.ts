@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
@@ -136,6 +136,24 @@ t.test('a file that is no FactLane database is not backed up; Ctrl-C during a co
     t.match(stderr, new RegExp(`stopped by ${signal}; the temporary copy was removed`));
     t.same(readdirSync(dir).filter((name) => name.includes(`stopped-${signal}`)), [], `${signal}: nothing left behind`);
   }
+});
+
+t.test('temporaries a killed run left under the same target are removed; a running one and others stay', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'db.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  // What kill -9 during a copy leaves: the hidden copy (and its journal), or the manifest's temporary.
+  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const stale = [`.out.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmp-journal`,
+    `.out.sqlite3.manifest.json.${dead}.tmp`];
+  const kept = [`.out.sqlite3.${process.pid}.tmp`, `.other.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmpx`];
+  for (const name of [...stale, ...kept]) writeFileSync(join(dir, name), 'a full copy, say');
+  const backup = admin('backup', '--db', dbPath, '--out', join(dir, 'out.sqlite3'));
+  t.equal(backup.status, 0, backup.stderr);
+  for (const name of stale) t.notOk(existsSync(join(dir, name)), `removed: ${name}`);
+  for (const name of kept) t.ok(existsSync(join(dir, name)), `kept: ${name}`);
 });
 
 t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its code, naming no path', async (t) => {
