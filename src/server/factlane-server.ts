@@ -5,6 +5,7 @@ import {
   CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, RequestSchema, type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { escapeUnprintable } from '../core/text.js';
 import type { Logger } from '../core/logger.js';
@@ -73,9 +74,6 @@ function unknownTool(name: unknown): Error {
   return Object.assign(new Error(named), { code: ErrorCode.InvalidParams });
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * Builds the MCP server boundary: exactly five tools in contract order with their TypeBox schemas as
  * they are; schema violations as `isError` results; governed AdapterErrors as BLOCKED envelopes;
@@ -93,7 +91,7 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
     const name = params.name;
     const validate = typeof name === 'string' ? validators.get(name as ToolName) : undefined;
     if (!validate || typeof name !== 'string') throw unknownTool(name);
-    let request: unknown = isObject(params.arguments) ? params.arguments.request : undefined;
+    let request: unknown = isJsonObject(params.arguments) ? params.arguments.request : undefined;
     if (typeof request === 'string') {
       // Some hosts serialise nested objects: parse once (CONTRACT.md §3.3).
       try {
@@ -102,7 +100,7 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
         return schemaViolation(`${name}: invalid arguments: /request is a string that is not JSON`);
       }
     }
-    if (!isObject(request))
+    if (!isJsonObject(request))
       return schemaViolation(`${name}: invalid arguments: /request must be an object`);
     if (!validate(request)) return schemaViolation(describeViolations(name, validate.errors ?? []));
     try {

@@ -2,6 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isJsonObject } from '../core/canonical-json.js';
 import { stdioFrame } from './envelope-frames.js';
 
 const NEWLINE = 0x0a;
@@ -12,8 +13,8 @@ const NEWLINE = 0x0a;
  * a response is never answered.
  */
 function answerIdOf(frame: unknown): string | number | null | undefined {
-  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) return null;
-  const { id } = frame as { id?: unknown };
+  if (!isJsonObject(frame)) return null;
+  const { id } = frame;
   if (!('method' in frame) && ('result' in frame || 'error' in frame)) return undefined;
   return typeof id === 'string' || Number.isSafeInteger(id) ? id as string | number : null;
 }

@@ -2,7 +2,7 @@ import { FENCE_TRIGGER_NAMES, FENCED_TABLE_OF, STORAGE_CONTRACT_VERSION } from '
 import { AdapterError } from '../core/adapter-error.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
-import type { SchemaFindings } from './schema-inspection.js';
+import { vectorDimensionOf, type SchemaFindings } from './schema-inspection.js';
 
 /** One named check with its outcome; `detail` is safe to print (no paths, no content). */
 export interface CheckResult {
@@ -104,9 +104,8 @@ function workTableObjects(
 ): Map<string, SchemaObject> {
   const table = actual.get(NEXT_VECTOR_TABLE);
   const sql = table?.type === 'table' ? table.sql ?? '' : '';
-  const dimension = Number(/^CREATE VIRTUAL TABLE fact_vec_next USING vec0\b[^]*\bembedding\s+float\[(\d{1,5})\]/i
-    .exec(sql)?.[1]);
-  if (!(dimension >= 1 && dimension <= MAX_VECTOR_DIMENSION)) return new Map();
+  const dimension = /^CREATE VIRTUAL TABLE fact_vec_next USING vec0\b/i.test(sql) ? vectorDimensionOf(sql) : null;
+  if (dimension === null || !(dimension >= 1 && dimension <= MAX_VECTOR_DIMENSION)) return new Map();
   const work = new Database(':memory:');
   try {
     loadSqliteVec(work);
