@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
@@ -14,10 +13,9 @@ import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
 import {
-  unreadableReport, verifyBackup, verifyDatabase, type VerifyReport,
+  unreadableFile, unreadableReport, verifyBackup, verifyDatabase, type VerifyReport,
 } from '../maintenance/verify-operation.js';
-import { dbIdentity, MaintenanceTarget } from '../storage/maintenance-target.js';
-import { sqliteCode } from '../storage/sqlite-errors.js';
+import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
@@ -263,9 +261,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     target = MaintenanceTarget.open({ dbPath: values.db!, lease: 'shared' });
   } catch (error) {
     // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3).
-    if (command !== 'verify' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    const notADatabase = sqliteCode(error.cause) === 'SQLITE_NOTADB';
-    const report = { db_identity: dbIdentity(realpathSync(values.db!)), ...unreadableReport(notADatabase) };
+    const unreadable = command === 'verify' ? unreadableFile(values.db!, error) : undefined;
+    if (!unreadable) throw error;
+    const report = { db_identity: unreadable.db_identity, ...unreadableReport(unreadable.notADatabase) };
     if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else printVerify(report);
     return EXIT.PROBLEMS;

@@ -1,13 +1,10 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { AdapterError } from '../core/adapter-error.js';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
-import { unreadableReport } from '../maintenance/verify-operation.js';
-import { dbIdentity, MaintenanceTarget } from '../storage/maintenance-target.js';
+import { unreadableFile, unreadableReport } from '../maintenance/verify-operation.js';
+import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
-import { sqliteCode } from '../storage/sqlite-errors.js';
 import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
 import { operationProgress } from './operation-progress.js';
 
@@ -121,15 +118,15 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
     target = MaintenanceTarget.open({ dbPath: values.db!, lease: command === 'up' ? 'exclusive' : 'shared' });
   } catch (error) {
     // STORAGE.md §10: read-only commands put "not an SQLite database" in their report instead of failing on it.
-    if (command === 'up' || !(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    const notADatabase = sqliteCode(error.cause) === 'SQLITE_NOTADB';
-    const identity = dbIdentity(realpathSync(values.db!));
+    const unreadable = command === 'up' ? undefined : unreadableFile(values.db!, error);
+    if (!unreadable) throw error;
+    const identity = unreadable.db_identity;
     if (command === 'verify') {
-      const { ok, interlock_present, checks } = unreadableReport(notADatabase);
+      const { ok, interlock_present, checks } = unreadableReport(unreadable.notADatabase);
       return printVerify({ db_identity: identity, ok, interlock_present, checks });
     }
     // A damaged FactLane file is no NOT_FACTLANE: status fails on it with BACKEND_CORRUPT, as before.
-    if (!notADatabase) throw error;
+    if (!unreadable.notADatabase) throw error;
     const latest = MaintenanceTarget.shippedMigrations().at(-1)?.version ?? 0;
     // §12.3: NOT_FACTLANE exits 1 with SCHEMA_MISMATCH (§10's table calls the same finding BACKEND_CORRUPT).
     return printStatusReport({

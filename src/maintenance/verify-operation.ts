@@ -1,13 +1,14 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { fileDigest } from '../storage/durable-files.js';
-import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
+import { dbIdentity, withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { integrityOk } from '../storage/online-backup.js';
 import { inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+import { sqliteCode } from '../storage/sqlite-errors.js';
 
 /** The `factlane-admin verify` report (OPERATIONS.md §4.3). */
 export interface VerifyReport {
@@ -36,6 +37,22 @@ export function verifyDatabase(target: MaintenanceTarget): VerifyReport {
     ...target.verify(),
   ];
   return report(checks, target.findings.interlockPresent);
+}
+
+/** A file a read-only command could not open: its identity, and whether it is an SQLite database at all. */
+export interface UnreadableFile {
+  readonly db_identity: string;
+  readonly notADatabase: boolean;
+}
+
+/**
+ * What `error`, thrown by MaintenanceTarget.open on `dbPath`, says of the file when SQLite could not read it
+ * (BACKEND_CORRUPT): read-only commands report such a file instead of failing on it (STORAGE.md §10). Undefined for
+ * any other failure, which the caller throws.
+ */
+export function unreadableFile(dbPath: string, error: unknown): UnreadableFile | undefined {
+  if (!(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') return undefined;
+  return { db_identity: dbIdentity(realpathSync(dbPath)), notADatabase: sqliteCode(error.cause) === 'SQLITE_NOTADB' };
 }
 
 /**
