@@ -207,25 +207,16 @@ async function launch(args: readonly string[]): Promise<void> {
     process.stderr.write(`factlane: ${code}${(error as Error).message}\n${USAGE}`);
     process.exit(2);
   }
-  if (options.mode !== 'serve') {
-    releaseStopSignals();
-    try {
-      process.exitCode = printHelp(options);
-    } catch (error) {
-      // --version reads the shipped migrations, which an altered install refuses (STORAGE.md §12.1).
-      if (!(error instanceof MigrationFileError)) throw error;
-      process.stderr.write(`factlane: SCHEMA_MISMATCH: ${error.message}\n`);
-      process.exitCode = 1;
-    }
-    return;
-  }
+  if (options.mode !== 'serve') releaseStopSignals();
   try {
-    await serve(options);
+    if (options.mode === 'serve') await serve(options);
+    else process.exitCode = printHelp(options);
   } catch (error) {
     if (error instanceof AdapterError) {
       // CONTRACT.md §16.2: the line may name the database path the operator gave (or the default it stands for).
       process.stderr.write(`factlane: ${error.code}: ${error.message} (database ${options.dbPath})\n`);
     } else if (error instanceof MigrationFileError) {
+      // The server and --version read the shipped migrations, which an altered install refuses (STORAGE.md §12.1).
       process.stderr.write(`factlane: SCHEMA_MISMATCH: ${error.message}\n`);
     } else {
       process.stderr.write(`factlane: startup failed\n${(error as Error)?.stack ?? String(error)}\n`);
