@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
@@ -29,9 +30,34 @@ export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): strin
 export class UsageError extends Error {
   override name = 'UsageError';
 
-  constructor(message: string) {
-    super(withoutSecrets(message));
+  constructor(message: string, options?: ErrorOptions) {
+    super(withoutSecrets(message), options);
   }
+}
+
+/**
+ * node:util parseArgs, strict, for every command of the package: a parse failure is a UsageError (with Node's error
+ * as its cause), and so is a value flag given twice (docs/decisions/0029-a-flag-given-twice.md). parseArgs alone keeps
+ * the last value silently, so a host entry or a script that gained a second `--db` or `--write-profile` would run on
+ * the one its owner did not mean. A flag declared `multiple` may repeat, and so may a boolean.
+ */
+export function parseFlags<const T extends Omit<ParseArgsConfig, 'strict' | 'tokens'>>(
+  config: T,
+): ReturnType<typeof parseArgs<T & { strict: true; tokens: true }>> {
+  let parsed: ReturnType<typeof parseArgs<T & { strict: true; tokens: true }>>;
+  try {
+    parsed = parseArgs({ ...config, strict: true, tokens: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message, { cause: error });
+  }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind !== 'option' || token.value === undefined) continue;
+    if (config.options?.[token.name]?.multiple !== true && seen.has(token.name))
+      throw new UsageError(`--${token.name} was given more than once; give it once`);
+    seen.add(token.name);
+  }
+  return parsed;
 }
 
 /**

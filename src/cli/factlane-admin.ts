@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
@@ -16,7 +15,7 @@ import {
   unreadableFile, unreadableReport, verifyBackup, verifyDatabase, type VerifyReport,
 } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
-import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
+import { EXIT, UsageError, backupLine, parseFlags, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
@@ -47,20 +46,15 @@ const argv = process.argv.slice(2);
 const wantsJson = () => argv.includes('--json');
 
 function parse() {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: {
-      db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' },
-      json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
-      plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
-      'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
-      ...Object.fromEntries(HOUSEKEEP_FLAGS.map((flag) => [flag, { type: 'string' }])),
-      ...REVIEW_OPTIONS,
-    } });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const parsed = parseFlags({ args: argv, allowPositionals: true, options: {
+    db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' },
+    json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
+    plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
+    'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
+    ...Object.fromEntries(HOUSEKEEP_FLAGS.map((flag) => [flag, { type: 'string' }])),
+    ...REVIEW_OPTIONS,
+  } });
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
   if (command === 'candidates' || command === 'promote') return {

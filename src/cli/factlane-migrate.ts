@@ -1,11 +1,10 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
 import { unreadableFile, unreadableReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
-import { EXIT, UsageError, backupLine, runCommand } from './cli-support.js';
+import { EXIT, UsageError, backupLine, parseFlags, runCommand } from './cli-support.js';
 import { operationProgress } from './operation-progress.js';
 
 const USAGE = `usage:
@@ -23,19 +22,9 @@ function parse() {
   if (argv.includes('--help') || argv.includes('-h')) return {
     command: 'help' as const, values: {} as Record<string, never>,
   };
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: { db: { type: 'string' }, json: { type: 'boolean' }, backup: { type: 'string' }, 'no-backup': {
-        type: 'boolean',
-      } },
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const parsed = parseFlags({ args: argv, allowPositionals: true, options: {
+    db: { type: 'string' }, json: { type: 'boolean' }, backup: { type: 'string' }, 'no-backup': { type: 'boolean' },
+  } });
   const [command, ...rest] = parsed.positionals;
   if (command !== 'status' && command !== 'up' && command !== 'verify')
     throw new UsageError(command ? `unknown command ${command}` : 'a command is required');

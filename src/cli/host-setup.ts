@@ -1,9 +1,8 @@
 import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
-import { defaultDatabasePath, UsageError, runCommand } from './cli-support.js';
+import { defaultDatabasePath, parseFlags, UsageError, runCommand } from './cli-support.js';
 import {
   ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
 } from './host-config-entries.js';
@@ -59,12 +58,12 @@ export interface SetupRequest {
 export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv): SetupRequest {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...argv], options: FLAGS, strict: true, allowPositionals: true });
+    parsed = parseFlags({ args: [...argv], options: FLAGS, allowPositionals: true });
   } catch (error) {
-    const { code, message } = error as NodeJS.ErrnoException;
+    const { code, message } = (error as Error).cause as NodeJS.ErrnoException ?? {};
     // Node's own text ("To specify a positional argument starting with a '-' ...") sends the user the wrong way.
     const option = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(message)?.[1] : undefined;
-    if (option === undefined) throw new UsageError(message);
+    if (option === undefined) throw error;
     throw new UsageError(`setup takes no ${option}; it writes --host-id (the host's name) itself and takes only --db, `
       + '--write-profile, --project-id, --print and --force; edit the entry afterwards for any other launcher flag');
   }

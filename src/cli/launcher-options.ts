@@ -1,9 +1,8 @@
-import { parseArgs } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
 import { WRITE_PROFILES, type WriteProfile } from '@factlane/schema';
 import { DEFAULT_PROFILE_ID, EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createContextBinding, createHostBinding, type ContextBinding, type HostBinding } from '../gateway/bindings.js';
-import { defaultDatabasePath, UsageError } from './cli-support.js';
+import { defaultDatabasePath, parseFlags, UsageError } from './cli-support.js';
 
 /** Everything `factlane` was launched with, validated (CONTRACT.md §16.1). */
 export interface LaunchOptions {
@@ -48,12 +47,9 @@ export function isLoopbackOllamaUrl(value: string): boolean {
  * labels (also exit 2). Touches no file.
  */
 export function parseLaunchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): LaunchOptions {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({ args: [...argv], options: LAUNCHER_FLAGS, strict: true, allowPositionals: false }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const values: Record<string, string | boolean | undefined> = parseFlags({
+    args: [...argv], options: LAUNCHER_FLAGS, allowPositionals: false,
+  }).values;
   const str = (name: string) => values[name] as string | undefined;
   const base = {
     dbPath: str('db') ?? defaultDatabasePath(env), profileId: str('profile') ?? DEFAULT_PROFILE_ID,

@@ -245,5 +245,10 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   t.equal(cli('frobnicate', '--db', dbPath).status, 2);
   t.equal(cli('status').status, 2);
   t.equal(cli('status', '--db', dbPath, '--bogus').status, 2);
+  const twice = cli('up', '--db', dbPath, '--backup', join(dir, 'b1'), '--backup', join(dir, 'b2'));
+  t.equal(twice.status, 2, 'a value flag given twice is a usage error (decision 0029)');
+  t.match(twice.stderr, /--backup was given more than once; give it once/);
+  t.notOk(existsSync(join(dir, 'b1')) || existsSync(join(dir, 'b2')), 'no backup written');
+  t.equal(cli('status', '--db', dbPath, '--json', '--json').status, 0, 'a boolean flag may repeat');
   t.equal(cli('--help').status, 0);
 });

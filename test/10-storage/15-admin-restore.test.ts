@@ -204,7 +204,8 @@ t.test('a schema newer than the release is refused; an older one is restored and
 t.test('restore usage errors exit 2', async (t) => {
   const dir = t.testdir();
   for (const args of [['restore', '--db', join(dir, 'x')], ['restore', '--from', join(dir, 'b')], ['restore', '--from', 'b', '--db', 'x', '--out', 'y'],
-    ['backup', '--db', 'x', '--out', 'y', '--from', 'b'], ['restore', '--from', 'b', '--db', 'x', 'extra']]) {
+    ['backup', '--db', 'x', '--out', 'y', '--from', 'b'], ['restore', '--from', 'b', '--db', 'x', 'extra'],
+    ['backup', '--db', 'x', '--out', join(dir, 'y'), '--out', join(dir, 'z')]]) {
     const result = admin(...args);
     t.equal(result.status, 2, args.join(' '));
   }

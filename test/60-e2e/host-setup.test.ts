@@ -347,6 +347,8 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
     [['codex', '--db', box.home], /^factlane setup: --db .* is not a regular file; give the path of a database file\n/],
     [['hermes', '--db', join(aFile, 'x.sqlite3')], /^factlane setup: --db .* is under .*, which is not a directory\n/],
     [['claude-code', '--write-profile'], /^factlane setup: Option '--write-profile <value>' argument missing/],
+    [['codex', '--db', join(box.cwd, 'a.sqlite3'), '--db', join(box.cwd, 'b.sqlite3')],
+      /^factlane setup: --db was given more than once; give it once\n/],
   ];
   for (const [args, message] of cases) {
     const result = box.run(args);

@@ -6,6 +6,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
+import { parseFlags, UsageError } from '../../src/cli/cli-support.js';
 import { isLoopbackOllamaUrl, LAUNCHER_FLAGS } from '../../src/cli/launcher-options.js';
 import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -278,6 +279,18 @@ t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1],
   for (const url of refused) t.notOk(isLoopbackOllamaUrl(url), `refused: ${JSON.stringify(url)}`);
 });
 
+t.test('parseFlags: a value flag given twice is a usage error; multiple and boolean flags may repeat', async (t) => {
+  const options = { db: { type: 'string' }, id: { type: 'string', multiple: true }, json: { type: 'boolean' } } as const;
+  const parse = (...args: string[]) => parseFlags({ args, options, allowPositionals: true });
+  t.throws(() => parse('--db', 'a', '--db', 'b'), new UsageError('--db was given more than once; give it once'));
+  t.throws(() => parse('--db=a', '--db=a'), { name: 'UsageError' }, 'even with the same value');
+  t.same(parse('--id', 'a', '--id', 'b', '--json', '--json', 'x').values, { id: ['a', 'b'], json: true });
+  t.same(parse('--db', 'a', 'x').positionals, ['x']);
+  const unknown = t.throws(() => parse('--nope')) as Error;
+  t.equal(unknown.name, 'UsageError');
+  t.match(unknown.cause, { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' }, 'Node\'s error is the cause');
+});
+
 t.test('usage errors exit 2 before any file is touched', async (t) => {
   const box = launchSandbox(t.testdir());
   const db = join(box.root, 'new', 'x.sqlite3');
@@ -296,6 +309,11 @@ t.test('usage errors exit 2 before any file is touched', async (t) => {
     ['secret-like positional', ['--db', db, '--host-id', 'h', secret], /Unexpected argument '\[redacted\]'/],
     ['password as a positional', ['--db', db, '--host-id', 'h', 'password=hunter2hunter2'], /\[redacted\]/],
     ['empty --db', ['--db', '', '--host-id', 'h'], /--db/],
+    ['--db twice', ['--db', db, '--host-id', 'h', '--db', `${db}2`], /--db was given more than once; give it once/],
+    ['--write-profile twice', ['--db', db, '--host-id', 'h', '--write-profile', 'read-only', '--write-profile=admin'],
+      /--write-profile was given more than once/],
+    ['a secret-like flag twice', ['--db', db, '--host-id', 'h', '--project-id', 'p', '--project-id', secret],
+      /--project-id was given more than once/],
   ];
   for (const [label, args, stderr] of cases) {
     const run = box.run(args);
