@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, lstatSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
@@ -76,10 +76,11 @@ export function resolveDatabasePath(dbPath: string): string {
     absolute = resolve(realpathSync(dirname(absolute)), readlinkSync(absolute));
   }
   if (existsSync(absolute)) return realpathSync(absolute);
+  // The missing components by name: a slice after the parent's length would drop a character under `/`.
   let parent = dirname(absolute);
-  const tail = [absolute.slice(parent.length + 1)];
+  const tail = [basename(absolute)];
   while (!existsSync(parent) && dirname(parent) !== parent) {
-    tail.unshift(parent.slice(dirname(parent).length + 1));
+    tail.unshift(basename(parent));
     parent = dirname(parent);
   }
   return resolve(realpathSync(parent), ...tail);

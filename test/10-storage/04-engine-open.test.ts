@@ -1,10 +1,11 @@
 import t from 'tap';
 import {
-  existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync,
+  existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync,
 } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import { resolveDatabasePath } from '../../src/storage/sqlite-vec-engine.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import {
   candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, storeRow,
@@ -36,6 +37,18 @@ t.test('--db a dangling symbolic link: the new database is created where it poin
   symlinkSync(join(dir, 'loop-b'), join(dir, 'loop-a'));
   symlinkSync(join(dir, 'loop-a'), join(dir, 'loop-b'));
   await t.rejects(openEngine(join(dir, 'loop-a')), { code: 'BACKEND_UNAVAILABLE', message: /loop of symbolic links/ });
+});
+
+t.test('--db resolves to the path given, every missing component whole, even right under /', async (t) => {
+  // A name that does not exist under /: resolving creates nothing, so the test writes nothing there.
+  const top = `/factlane-missing-${process.pid}-${Date.now()}`;
+  t.notOk(existsSync(top));
+  t.equal(resolveDatabasePath(`${top}/a/b.sqlite3`), `${top}/a/b.sqlite3`, 'a missing directory under /');
+  t.equal(resolveDatabasePath(`${top}.sqlite3`), `${top}.sqlite3`, 'a new file right under /');
+  const dir = t.testdir();
+  t.equal(resolveDatabasePath(join(dir, 'x', 'y', 'z.sqlite3')), join(realpathSync(dir), 'x', 'y', 'z.sqlite3'));
+  t.equal(resolveDatabasePath(join(dir, 'x', '..', 'n.sqlite3')), join(realpathSync(dir), 'n.sqlite3'));
+  t.notOk(existsSync(top), 'nothing created');
 });
 
 t.test('a new database is created at the latest version with its meta rows, 0600 file, 0700 parents', async (t) => {
