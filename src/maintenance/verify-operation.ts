@@ -76,8 +76,12 @@ export function unreadableReport(notADatabase: boolean): VerifyReport {
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
   const manifestPath = `${path}.manifest.json`;
-  if (!existsSync(path) || !existsSync(manifestPath))
-    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file or its manifest does not exist');
+  if (!existsSync(path)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file does not exist');
+  if (!existsSync(manifestPath)) {
+    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup has no manifest beside it (the file named like it plus '
+      + '.manifest.json, written with it by factlane-admin backup); a backup is verified and restored only with its '
+      + 'manifest: copy the two together');
+  }
   if (!statSync(path).isFile() || !statSync(manifestPath).isFile()) {
     throw new AdapterError('SOURCE_NOT_FOUND', 'the backup or its manifest is not a regular file');
   }

@@ -104,9 +104,15 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   mkdirSync(targetDir);
   const target = join(targetDir, 'x.sqlite3');
   refused(t, ['--from', join(dir, 'absent.sqlite3'), '--db', target], 'SOURCE_NOT_FOUND', targetDir);
+  t.match(admin('restore', '--from', join(dir, 'absent.sqlite3'), '--db', target).stderr,
+    /SOURCE_NOT_FOUND: the backup file does not exist\n/);
   const bare = join(dir, 'bare.sqlite3');
   copyFileSync(backup, bare);
   refused(t, ['--from', bare, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
+  for (const args of [['restore', '--from', bare, '--db', target], ['verify', '--backup', bare]]) {
+    t.match(admin(...args).stderr, /SOURCE_NOT_FOUND: the backup has no manifest beside it .*\.manifest\.json.*copy the two together\n/,
+      `${args[0]}: says the manifest is what is missing`);
+  }
 
   const manifest = JSON.parse(readFileSync(`${backup}.manifest.json`, 'utf8'));
   for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }], ['size', { file_bytes: manifest.file_bytes + 1 }],
