@@ -26,18 +26,23 @@ export function defaultDatabasePath(env: NodeJS.ProcessEnv = process.env): strin
   return join(dataHome, 'factlane', 'factlane.sqlite3');
 }
 
-/** A usage error: printed with the usage of the command it concerns (`usageFor`), exit 2. */
+/**
+ * A usage error: printed with the usage of the command it concerns (`usageFor`), exit 2. `parseError` is the code of
+ * node:util's parse error it stands for, if any; that error itself is not kept, its text may quote a secret.
+ */
 export class UsageError extends Error {
   override name = 'UsageError';
+  readonly parseError: string | undefined;
 
-  constructor(message: string, options?: ErrorOptions) {
-    super(withoutSecrets(message), options);
+  constructor(message: string, parseError?: string) {
+    super(withoutSecrets(message));
+    this.parseError = parseError;
   }
 }
 
 /**
- * node:util parseArgs, strict, for every command of the package: a parse failure is a UsageError (with Node's error
- * as its cause), and so is a value flag given twice (docs/decisions/0029-a-flag-given-twice.md). parseArgs alone keeps
+ * node:util parseArgs, strict, for every command of the package: a parse failure is a UsageError (with the code of
+ * Node's error), and so is a value flag given twice (docs/decisions/0029-a-flag-given-twice.md). parseArgs alone keeps
  * the last value silently, so a host entry or a script that gained a second `--db` or `--write-profile` would run on
  * the one its owner did not mean. A flag declared `multiple` may repeat, and so may a boolean.
  */
@@ -48,7 +53,7 @@ export function parseFlags<const T extends Omit<ParseArgsConfig, 'strict' | 'tok
   try {
     parsed = parseArgs({ ...config, strict: true, tokens: true });
   } catch (error) {
-    throw new UsageError((error as Error).message, { cause: error });
+    throw new UsageError((error as Error).message, (error as NodeJS.ErrnoException).code);
   }
   const seen = new Set<string>();
   for (const token of parsed.tokens ?? []) {

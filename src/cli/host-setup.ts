@@ -60,9 +60,10 @@ export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
   try {
     parsed = parseFlags({ args: [...argv], options: FLAGS, allowPositionals: true });
   } catch (error) {
-    const { code, message } = (error as Error).cause as NodeJS.ErrnoException ?? {};
+    const { parseError, message } = error as UsageError;
     // Node's own text ("To specify a positional argument starting with a '-' ...") sends the user the wrong way.
-    const option = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*)'/.exec(message)?.[1] : undefined;
+    const option = parseError === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']*|\[redacted\])'/.exec(message)?.[1]
+      : undefined;
     if (option === undefined) throw error;
     throw new UsageError(`setup takes no ${option}; it writes --host-id (the host's name) itself and takes only --db, `
       + '--write-profile, --project-id, --print and --force; edit the entry afterwards for any other launcher flag');

@@ -215,5 +215,8 @@ t.test('restore usage errors exit 2', async (t) => {
     const result = admin(...args);
     t.equal(result.status, 2, args.join(' '));
   }
+  const twice = admin('backup', '--db', 'x', '--out', join(dir, 'y'), '--out', join(dir, 'z'));
+  t.match(twice.stderr, /^factlane-admin: --out was given more than once; give it once\nusage:\n  factlane-admin backup /);
+  t.equal(twice.stdout, '');
   t.same(readdirSync(dir), [], 'nothing created');
 });

@@ -239,6 +239,8 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
     { status: 1, stderr: /TARGET_EXISTS/ }, 'never overwrites a plan');
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')),
     { status: 1, stderr: /NOT_FOUND/ });
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', 'no-such-memory',
+    '--out', join(dir, 'none.json')), { status: 1, stderr: /NOT_FOUND/ }, '--memory-id may repeat: both reach the plan');
   t.match(admin('recover', '--db', s.dbPath, '--plan', planPath),
     { status: 2, stderr: /recover needs/ }, 'usage: missing flags');
   t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'b'), '--confirm', 'x'),

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { fullToolReference, toolReference } from '../../schema/tool-reference.js';
 import { parseFlags, UsageError } from '../../src/cli/cli-support.js';
@@ -286,9 +287,13 @@ t.test('parseFlags: a value flag given twice is a usage error; multiple and bool
   t.throws(() => parse('--db=a', '--db=a'), { name: 'UsageError' }, 'even with the same value');
   t.same(parse('--id', 'a', '--id', 'b', '--json', '--json', 'x').values, { id: ['a', 'b'], json: true });
   t.same(parse('--db', 'a', 'x').positionals, ['x']);
-  const unknown = t.throws(() => parse('--nope')) as Error;
+  const unknown = t.throws(() => parse('--nope')) as UsageError;
   t.equal(unknown.name, 'UsageError');
-  t.match(unknown.cause, { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' }, 'Node\'s error is the cause');
+  t.equal(unknown.parseError, 'ERR_PARSE_ARGS_UNKNOWN_OPTION', 'the code of Node\'s error is kept');
+  const secret = `sk-${'Qzxv'.repeat(6)}`;
+  const quoted = t.throws(() => parse(`--${secret}`)) as UsageError;
+  t.notOk(inspect(quoted, { depth: 5 }).includes(secret), 'a secret-like flag is nowhere in the error');
+  t.equal((t.throws(() => parse('--db', 'a', '--db', 'b')) as UsageError).parseError, undefined);
 });
 
 t.test('usage errors exit 2 before any file is touched', async (t) => {
