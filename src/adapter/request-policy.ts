@@ -115,7 +115,10 @@ export function authorizeWrite(
 ): WriteAuthorization {
   const spec = WRITE_PROFILE_SPECS[profile];
   const deny = (why: string) => new AdapterError('WRITE_AUTHORIZATION_DENIED', `the ${profile} write profile ${why}`);
-  if (!spec.operations.includes(operation)) throw deny(`does not allow ${operation}`);
+  if (!spec.operations.includes(operation)) {
+    throw deny(`does not allow ${operation}; the server's write profile is set where the host launches it `
+      + '(--write-profile delegated-candidate stores Candidates)');
+  }
   if (operation === 'memory_store') {
     const requested = request.requested_lifecycle_state;
     if (requested === undefined || requested === null || requested === 'CANDIDATE') {

@@ -32,7 +32,8 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
   BACKEND_UNAVAILABLE:
     'the database could not be used (disk full, read-only, moved): fix that and run the command again',
   WRITE_UNCONFIRMED: `the outcome is unknown: ${AGAIN}, or run the same promote again (it replays)`,
-  IDEMPOTENCY_CONFLICT: `this record was already promoted by a different request: ${AGAIN}`,
+  IDEMPOTENCY_CONFLICT: 'this revision was already promoted by a promote with other flags (the same command again '
+    + `replays its answer), so the memory has moved on: ${AGAIN}`,
 };
 
 /** The one-line hint printed under a refusal of candidates or promote. */

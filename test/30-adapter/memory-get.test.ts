@@ -129,7 +129,9 @@ t.test('a Candidate-only memory: CURRENT NOT_FOUND, REVIEW_HISTORY the Candidate
   const stored = (await bench.delegate.execute('memory_store', candidateStore(SCOPE, 'The docs site builds with Astro'))) as Json;
   const candidate = stored.results[0];
   t.equal(candidate.lifecycle_state, 'CANDIDATE');
-  await refusedWith(t, () => get(bench.owner, getReq(candidate.memory_id)), 'NOT_FOUND', undefined, 'CURRENT on a Candidate');
+  await refusedWith(t, () => get(bench.owner, getReq(candidate.memory_id)), 'NOT_FOUND',
+    /^this memory has no current record in this scope \(it is a Candidate, .*retrieval_mode REVIEW_HISTORY/,
+    'CURRENT on a Candidate says where its records are');
   const history = await get(bench.owner, getReq(candidate.memory_id, { retrieval_mode: 'REVIEW_HISTORY' }));
   t.strictSame(history.results, [candidate]);
 
@@ -168,7 +170,8 @@ t.test('a memory in another scope tuple: CROSS_SCOPE_DENIED; nowhere: NOT_FOUND'
     await refusedWith(t, () => get(bench.owner, getReq(agentRecord.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: stored with agent_id, asked without`);
     await refusedWith(t, () => get(bench.owner, getReq(otherProject.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: another project`);
     await refusedWith(t, () => get(bench.owner, getReq(global.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: GLOBAL_USER memory asked in PROJECT`);
-    await refusedWith(t, () => get(bench.owner, getReq('0b7c8f7e-3a49-4c1b-9d55-2f8d9a6e1c00', { retrieval_mode: mode })), 'NOT_FOUND', undefined, `${mode}: unknown id`);
+    await refusedWith(t, () => get(bench.owner, getReq('0b7c8f7e-3a49-4c1b-9d55-2f8d9a6e1c00', { retrieval_mode: mode })), 'NOT_FOUND',
+      /^no record of this memory in this scope$/, `${mode}: unknown id`);
     const right = await get(bench.owner, getReq(agentRecord.memory_id, { retrieval_mode: mode }, withAgent));
     t.strictSame(right.results, [agentRecord], `${mode}: the exact tuple finds it`);
   }
