@@ -47,8 +47,10 @@ function fieldLines(definition: DefinitionName): string[] {
     const facts = [typeOf(property), required.has(name) ? 'required' : 'optional'];
     if (property.enum) facts.push(`one of: ${property.enum.join(', ')}`);
     if (property.default !== undefined) facts.push(`default: ${JSON.stringify(property.default)}`);
-    if (property.minimum !== undefined || property.maximum !== undefined)
-      facts.push(`range: ${property.minimum ?? '-'}..${property.maximum ?? '-'}`);
+    if (property.minimum !== undefined && property.maximum !== undefined)
+      facts.push(`range: ${property.minimum}..${property.maximum}`);
+    else if (property.minimum !== undefined) facts.push(`at least ${property.minimum}`);
+    else if (property.maximum !== undefined) facts.push(`at most ${property.maximum}`);
     if (property.maxItems !== undefined) facts.push(`at most ${property.maxItems} items`);
     return `- \`${name}\`: ${facts.join('; ')}. ${property.description ?? ''}`.trimEnd();
   });

@@ -242,6 +242,9 @@ t.test('--help-tools and --help-tool print the reference without --db or --host-
   t.match(all.stdout, /^# FactLane tools \(public contract revision 2\)/);
   for (const name of TOOL_ORDER) t.match(all.stdout, `\n## ${name}\n`, `lists ${name}`);
   t.match(all.stdout, '## CROSS_PROJECT_WORKFLOW matrix');
+  t.match(all.stdout, '- `top_k`: integer; optional; default: 5; range: 1..8.', 'a bounded field shows its range');
+  t.match(all.stdout, '- `expected_revision`: integer; required; at least 1.', 'a field bounded below says so');
+  t.notMatch(all.stdout, '..-', 'no half-open range printed as 1..-');
   const one = box.run(['--help-tool', 'memory_store']);
   t.equal(one.status, 0, one.stderr);
   t.equal(one.stdout, toolReference('memory_store'));
