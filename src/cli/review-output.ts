@@ -120,8 +120,11 @@ export function printCandidates(report: CandidatesReport, json: boolean): void {
       + '\n');
   }
   if (report.total > 0) {
+    // The timestamp flag is named when a Candidate shown needs it; its own block says which.
+    const timestamp = report.candidates.some((entry) => entry.source_timestamp === null) ? ' [--source-timestamp TS]'
+      : '';
     process.stdout.write('promote one with: factlane-admin promote --db PATH --memory-id ID --expected-revision N'
-      + ' --expected-record-id ID\n');
+      + ` --expected-record-id ID${timestamp}\n`);
   }
 }
 

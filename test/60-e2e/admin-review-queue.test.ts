@@ -101,6 +101,11 @@ t.test('candidates lists what a delegated server stored, oldest first, while ser
   t.match(human.stdout, 'fact: The build uses Node 20');
   t.match(human.stdout, 'contributor DELEGATED_AGENT codex; contradiction_state NONE');
   t.match(human.stdout, 'it has no source_timestamp: promote needs --source-timestamp TS', 'the second Candidate lacks one');
+  t.match(human.stdout, /\npromote one with: .* --expected-record-id ID \[--source-timestamp TS\]\n$/,
+    'the footer names the flag a Candidate shown needs');
+  const oldest = admin('candidates', '--db', dbPath, '--limit', '1');
+  t.match(oldest.stdout, `- memory_id ${first.memory_id}`);
+  t.match(oldest.stdout, /\npromote one with: .* --expected-record-id ID\n/, 'and not when none shown needs it');
   t.notMatch(human.stdout, 'Helix');
 
   const listScope = (...flags: string[]) => admin('candidates', '--db', dbPath, '--json', '--scope', ...flags).json();
