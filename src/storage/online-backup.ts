@@ -1,7 +1,7 @@
 import { chmodSync } from 'node:fs';
 import { Database } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
-import { translateSqliteError } from './sqlite-errors.js';
+import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
 import { AdapterError } from '../core/adapter-error.js';
 
 /**
@@ -24,7 +24,7 @@ export async function onlineBackup(
     } });
     onPages?.(done.totalPages - done.remainingPages, done.totalPages);
   } catch (error) {
-    throw translateSqliteError(error);
+    throw copyFailure(error);
   } finally {
     source.close();
   }
@@ -33,10 +33,21 @@ export async function onlineBackup(
   try {
     copy.pragma('journal_mode = DELETE');
   } catch (error) {
-    throw translateSqliteError(error);
+    throw copyFailure(error);
   } finally {
     copy.close();
   }
+}
+
+/**
+ * A failure of the copy's writes. The source is read through a read-only connection, so SQLITE_FULL can only be the
+ * copy's disk: said so, instead of translateSqliteError's "the database or its disk is full", which sent operators to
+ * a database that was never written. Any other failure keeps its translation (an I/O error may be either side).
+ */
+function copyFailure(error: unknown): unknown {
+  if (sqliteCode(error) !== 'SQLITE_FULL') return translateSqliteError(error);
+  return new AdapterError('BACKEND_UNAVAILABLE',
+    'the disk the copy is written to is full; nothing was published and the database is unchanged', { cause: error });
 }
 
 /**

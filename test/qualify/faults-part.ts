@@ -136,11 +136,13 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
       if (server) { await server.stop(); server = undefined; }
       const run = await admin('backup', '--db', dbPath, '--out', join(fullDir, 'half.sqlite3'));
       check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `backup onto a full disk exit ${run.status} ${run.code ?? ''}`);
+      check(run.stderr.includes('the disk the copy is written to is full'), `backup onto a full disk said: ${run.stderr}`);
     });
     fullCase(fullNames[6]!, async () => {
       const target = join(fullDir, 'restored.sqlite3');
       const run = await admin('restore', '--from', backupFile, '--db', target);
       check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `restore onto a full disk exit ${run.status} ${run.code ?? ''}`);
+      check(run.stderr.includes('the disk the copy is written to is full'), `restore onto a full disk said: ${run.stderr}`);
     });
     fullCase(fullNames[7]!, async () => {
       const run = await migrate('up', '--db', oldPath, '--no-backup');
