@@ -47,9 +47,8 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
   const freshness = normalizeFreshness(request.freshness_policy);
   checkOnChange(freshness, provenance);
   const idempotencyKey = requireIdentifier('idempotency_key', request.idempotency_key);
-  const now = contractNow(deps.clock());
-  const sourceTimestamp = normalizeTimestamp('source_timestamp', request.source_timestamp, now);
-  const lastVerifiedAt = normalizeTimestamp('last_verified_at', request.last_verified_at, now);
+  const sourceTimestamp = normalizeTimestamp('source_timestamp', request.source_timestamp);
+  const lastVerifiedAt = normalizeTimestamp('last_verified_at', request.last_verified_at);
   normalizeVerifiedBy(request.verified_by);
   const confidence = normalizeConfidence(request.confidence) ?? 0.5;
   const tags = normalizeTags(request.tags) ?? [];
@@ -69,6 +68,7 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     source_timestamp: sourceTimestamp,
     subject, tags, verified_by: input.authorization.verifiedBy,
   });
+  const now = contractNow(deps.clock());
   const contentHash = nativeContentHash(scope, fact);
   const key = contradictionKey(memoryType, scope, subjectOf(subject, tags, fact));
   // embeddingCalls: a replay or duplicate found under the lock, after this request embedded its fact, made that call.

@@ -3,7 +3,7 @@ import { canonicalJson, isJsonObject } from '../core/canonical-json.js';
 import { canonicalDigest } from '../core/hashing.js';
 import { isUuid, mintUuid } from '../core/identifiers.js';
 import { searchText } from '../core/text.js';
-import { contractNow, type ContractTime } from '../core/timestamps.js';
+import { contractNow } from '../core/timestamps.js';
 import { UPDATE_MODES } from '@factlane/schema';
 import {
   findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader,
@@ -38,7 +38,7 @@ interface Payload {
 }
 
 /** Payload fields in store order (without on_change); the profile basis is injected as verified_by. */
-function normalizePayload(name: string, raw: Record<string, unknown>, basis: string, now: ContractTime): Payload {
+function normalizePayload(name: string, raw: Record<string, unknown>, basis: string): Payload {
   const has = (key: string) => raw[key] !== undefined && raw[key] !== null;
   const payload: Payload = {};
   if (has('fact')) payload.fact = normalizeFact(raw.fact, `${name}.fact`);
@@ -48,9 +48,9 @@ function normalizePayload(name: string, raw: Record<string, unknown>, basis: str
   if (has('freshness_policy'))
     payload.freshness_policy = normalizeFreshness(raw.freshness_policy, `${name}.freshness_policy`);
   if (has('source_timestamp'))
-    payload.source_timestamp = normalizeTimestamp(`${name}.source_timestamp`, raw.source_timestamp, now);
+    payload.source_timestamp = normalizeTimestamp(`${name}.source_timestamp`, raw.source_timestamp);
   if (has('last_verified_at'))
-    payload.last_verified_at = normalizeTimestamp(`${name}.last_verified_at`, raw.last_verified_at, now);
+    payload.last_verified_at = normalizeTimestamp(`${name}.last_verified_at`, raw.last_verified_at);
   normalizeVerifiedBy(raw.verified_by, `${name}.verified_by`);
   payload.verified_by = basis;
   if (has('confidence')) payload.confidence = normalizeConfidence(raw.confidence, `${name}.confidence`)!;
@@ -159,8 +159,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
         `REPLACE needs ${missing.map((key) => `replacement.${key}`).join(', ')}`);
   }
   const payloadName = mode === 'REVERIFY' ? 'verification' : 'replacement';
-  const now = contractNow(deps.clock());
-  const payload = normalizePayload(payloadName, raw, input.authorization.verifiedBy, now);
+  const payload = normalizePayload(payloadName, raw, input.authorization.verifiedBy);
   const contributionOrigin = {
     contributor_class: input.context.contributorClass, contributor_ref: input.context.contributorRef,
   };
@@ -176,6 +175,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     replay: true,
     embeddingCalls,
   });
+  const now = contractNow(deps.clock());
   // Pre-check on current state, one snapshot of it (CONTRACT.md §13.1 step 2): read one by one, an update another
   // process commits in between could be missed by the idempotency read and then seen as a moved target, so a retry
   // of that very update would get VERSION_CONFLICT instead of its replay (and a reader who then retried would apply

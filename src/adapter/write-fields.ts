@@ -2,7 +2,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { collapse, foldKey, isWellFormedText, strip, utf8Bytes } from '../core/text.js';
-import { parseTimestamp, type ContractTime } from '../core/timestamps.js';
+import { parseTimestamp } from '../core/timestamps.js';
 import { FRESHNESS_KINDS, MEMORY_TYPES, VERIFIED_BY } from '@factlane/schema';
 import { requireEnum } from './request-scope.js';
 
@@ -144,28 +144,13 @@ export function checkOnChange(freshness: FreshnessPolicy, provenance: SourceProv
   }
 }
 
-/**
- * How far past the server's clock a stated source or verification time may be: clock skew between the machine a
- * source time was read on and this one (docs/decisions/0030-no-times-from-the-future.md).
- */
-export const FUTURE_TOLERANCE_MICROS = 300_000_000n;
-
-/**
- * A timestamp field: null when absent, else the normalised UTC text (INVALID_TIMESTAMP). A time later than `now`
- * by more than FUTURE_TOLERANCE_MICROS is refused too: `last_verified_at` starts a ttl's count and a source time
- * orders evidence, so a time from the future would keep a fact fresh, or first, for as long as it claims.
- */
-export function normalizeTimestamp(field: string, value: unknown, now: ContractTime): string | null {
+/** A timestamp field: null when absent, else the normalised UTC text (INVALID_TIMESTAMP). */
+export function normalizeTimestamp(field: string, value: unknown): string | null {
   if (!present(value)) return null;
   const parsed = typeof value === 'string' ? parseTimestamp(value) : null;
   if (!parsed)
     throw new AdapterError('INVALID_TIMESTAMP',
       `${field} must look like 2026-01-31T12:00:00Z (date, T or space, time, Z or ±HH:MM)`);
-  if (parsed.epochMicros > now.epochMicros + FUTURE_TOLERANCE_MICROS) {
-    throw new AdapterError('INVALID_TIMESTAMP',
-      `${field} is later than the server's clock (${now.text}) by more than 5 minutes; state when the source was `
-        + 'read or the fact verified, not a time to come');
-  }
   return parsed.text;
 }
 

@@ -19,7 +19,7 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
   CONTRADICTION: 'it contradicts a current fact of its scope: REPLACE that fact from an owner-current session, '
     + 'or leave the Candidate unpromoted',
   PROVENANCE_REQUIRED: 'the Candidate has no source_timestamp: check its source, then pass --source-timestamp TS',
-  INVALID_TIMESTAMP: 'give --source-timestamp as a contract timestamp such as 2026-11-30T10:00:00Z, not later than now',
+  INVALID_TIMESTAMP: 'give --source-timestamp as a contract timestamp such as 2026-11-30T10:00:00Z',
   UNVERIFIED_CURRENT: 'it would be stale once promoted (its on_change fingerprint no longer matches its source): '
     + 'store a re-checked fact instead',
   MAINTENANCE_IN_PROGRESS: 'a recovery is not sealed, or maintenance holds the exclusive lease: '
