@@ -38,9 +38,9 @@ export async function getMemory(
     const presence = await deps.engine.read((db) => memoryPresence(db, scope, memoryId));
     if (!presence.inScope && presence.anywhere)
       throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
-    if (mode === 'CURRENT' && presence.inScope && !presence.purged) {
-      throw new AdapterError('NOT_FOUND', 'this memory has no current record in this scope (it is a Candidate, '
-        + 'superseded or compacted); retrieval_mode REVIEW_HISTORY reads its records');
+    if (mode === 'CURRENT' && presence.inScope) {
+      throw new AdapterError('NOT_FOUND',
+        'this memory has no current record in this scope; retrieval_mode REVIEW_HISTORY reads its records');
     }
     throw new AdapterError('NOT_FOUND', 'no record of this memory in this scope');
   }

@@ -117,7 +117,7 @@ export function authorizeWrite(
   const deny = (why: string) => new AdapterError('WRITE_AUTHORIZATION_DENIED', `the ${profile} write profile ${why}`);
   if (!spec.operations.includes(operation)) {
     throw deny(`does not allow ${operation}; the server's write profile is set where the host launches it `
-      + '(--write-profile delegated-candidate stores Candidates)');
+      + '(--write-profile)');
   }
   if (operation === 'memory_store') {
     const requested = request.requested_lifecycle_state;

@@ -41,13 +41,14 @@ export async function onlineBackup(
 
 /**
  * A failure of the copy's writes. The source is read through a read-only connection, so SQLITE_FULL can only be the
- * copy's disk: said so, instead of translateSqliteError's "the database or its disk is full", which sent operators to
- * a database that was never written. Any other failure keeps its translation (an I/O error may be either side).
+ * copy's disk (the copy itself, or the -wal and -shm of a restored copy switched to WAL): said so, instead of
+ * translateSqliteError's "the database or its disk is full", which sent operators to a database never written. Any
+ * other failure keeps its translation (an I/O error may be either side).
  */
 function copyFailure(error: unknown): unknown {
   if (sqliteCode(error) !== 'SQLITE_FULL') return translateSqliteError(error);
   return new AdapterError('BACKEND_UNAVAILABLE',
-    'the disk the copy is written to is full; nothing was published and the database is unchanged', { cause: error });
+    'the disk the copy is written to is full; nothing was published', { cause: error });
 }
 
 /**
@@ -61,7 +62,7 @@ export function setWalMode(path: string): void {
     const mode = connection.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new AdapterError('VERIFY_FAILED', `the copy stayed in journal mode ${String(mode)}`);
   } catch (error) {
-    throw translateSqliteError(error);
+    throw copyFailure(error);
   } finally {
     connection.close();
   }

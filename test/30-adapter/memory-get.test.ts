@@ -130,7 +130,7 @@ t.test('a Candidate-only memory: CURRENT NOT_FOUND, REVIEW_HISTORY the Candidate
   const candidate = stored.results[0];
   t.equal(candidate.lifecycle_state, 'CANDIDATE');
   await refusedWith(t, () => get(bench.owner, getReq(candidate.memory_id)), 'NOT_FOUND',
-    /^this memory has no current record in this scope \(it is a Candidate, .*retrieval_mode REVIEW_HISTORY/,
+    /^this memory has no current record in this scope; retrieval_mode REVIEW_HISTORY reads its records$/,
     'CURRENT on a Candidate says where its records are');
   const history = await get(bench.owner, getReq(candidate.memory_id, { retrieval_mode: 'REVIEW_HISTORY' }));
   t.strictSame(history.results, [candidate]);
@@ -184,7 +184,13 @@ t.test('a memory whose records in the scope are all non-live: CURRENT NOT_FOUND,
     { row: fixtureRow(SCOPE, 'The scheduler ran cron', { memoryId, revision: 1, lifecycle: 'HISTORICAL', createdAt: '2026-01-01T00:00:00Z' }), vector: null },
     { row: fixtureRow(SCOPE, 'The scheduler ran cron', { memoryId, revision: 2, lifecycle: 'SUPERSEDED', createdAt: '2026-02-01T00:00:00Z' }) },
   ]);
-  await refusedWith(t, () => get(bench.owner, getReq(memoryId)), 'NOT_FOUND', undefined, 'CURRENT: nothing current in the scope, so not CROSS_SCOPE_DENIED either');
+  await refusedWith(t, () => get(bench.owner, getReq(memoryId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/, 'CURRENT: nothing current in the scope, so not CROSS_SCOPE_DENIED either');
+  // A purged memory (a recovery tombstone only) is the same case: REVIEW_HISTORY shows the tombstone.
+  const purgedId = '6e2a3c0d-9f45-4b1c-a7b2-1d0e9f8a7b62';
+  await insertFixtures(bench.engine, [{ row: fixtureRow(SCOPE, 'The scheduler ran at', { memoryId: purgedId, revision: 1,
+    lifecycle: 'QUARANTINED', createdAt: '2026-01-01T00:00:00Z' }), vector: null }]);
+  await refusedWith(t, () => get(bench.owner, getReq(purgedId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/, 'CURRENT on a purged memory');
+  t.equal((await get(bench.owner, getReq(purgedId, { retrieval_mode: 'REVIEW_HISTORY' }))).results.length, 1, 'its tombstone');
   const history = await get(bench.owner, getReq(memoryId, { retrieval_mode: 'REVIEW_HISTORY' }));
   t.strictSame(history.results.map((r: Json) => [r.record_id, r.revision, r.lifecycle_state]), [[superseded!.record_id, 2, 'SUPERSEDED'], [historical!.record_id, 1, 'HISTORICAL']]);
   t.strictSame([history.status, history.degradation], ['OK', null], 'no HISTORY_SEMANTIC_PARTIAL for memory_get');
