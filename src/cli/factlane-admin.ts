@@ -200,16 +200,23 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   if (parsedCommand.review)
     return (await import('./review-queue.js')).runReviewCommand(parsedCommand.review, wantsJson());
   if (command === 'recover-plan') {
-    const plan = buildRecoveryPlan({
+    const { plan, linkedMemories } = buildRecoveryPlan({
       dbPath: values.db!, memoryIds: values['memory-id']!,
       incidentClass: values['incident-class'] as 'S1' | 'M1' | undefined,
     });
     writeRecoveryPlan(values.out!, plan);
-    const summary = { operation_id: plan.operation_id, target_count: plan.targets.length };
+    const summary = {
+      operation_id: plan.operation_id, target_count: plan.targets.length, linked_memories: linkedMemories,
+    };
     if (wantsJson()) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
     else {
       process.stdout.write(`recover plan: ${plan.targets.length} target(s) written, operation_id ${plan.operation_id}; `
         + `review the plan, then run recover with --confirm ${plan.operation_id}\n`);
+      if (linkedMemories.length > 0) {
+        process.stdout.write(`not in the plan, joined to it by REPLACE: memory ${linkedMemories.join(', ')}; recover `
+          + 'finds exact copies only, so read them (memory_get REVIEW_HISTORY) and plan again with their --memory-id '
+          + 'if they carry the content\n');
+      }
     }
     return EXIT.OK;
   }

@@ -5,7 +5,7 @@ import { SYSTEM_CLOCK, compactUtcStamp, type Clock } from '../core/time.js';
 import { createPrivateFile } from '../storage/durable-files.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { scopeOf } from '../storage/record-repository.js';
-import { readDerivedRows, recordIdsOfMemories } from '../storage/recovery-repository.js';
+import { readDerivedRows, recordIdsOfMemories, replaceLinkedMemories } from '../storage/recovery-repository.js';
 import { assertVectorTablesWhole, bindingProfileId } from '../storage/schema-inspection.js';
 import { materializationOf } from './recovery-inspection.js';
 import { parseRecoveryPlan, type RecoveryPlan } from './recovery-plan.js';
@@ -18,13 +18,20 @@ export interface PlanRequest {
   readonly clock?: Clock;
 }
 
+/** A plan, and the memories joined to the named ones by REPLACE that it does not target (replaceLinkedMemories). */
+export interface PlanDraft {
+  readonly plan: RecoveryPlan;
+  readonly linkedMemories: readonly string[];
+}
+
 /**
  * `factlane-admin recover plan` (docs/decisions/0019): a plan with one target per record of each named memory, every
  * field read from the database under a shared lease; nothing is changed. The operator reviews it, then runs recover
- * with it. Errors: NOT_FOUND (a memory has no record), VERIFY_FAILED (one already purged, or records a plan cannot
+ * with it. The memories a REPLACE joined to the named ones come back beside it: recover's completeness check finds
+ * copies of a target's exact text, not an edited one, so the operator must look at those. Errors: NOT_FOUND (a memory has no record), VERIFY_FAILED (one already purged, or records a plan cannot
  * name), SOURCE_NOT_FOUND, MAINTENANCE_IN_PROGRESS (a conflicting lease, or a recovery not sealed), SCHEMA_MISMATCH.
  */
-export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
+export function buildRecoveryPlan(request: PlanRequest): PlanDraft {
   const target = MaintenanceTarget.open({ dbPath: request.dbPath, lease: 'shared' });
   try {
     const { findings } = target;
@@ -36,9 +43,9 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
       throw new AdapterError('MAINTENANCE_IN_PROGRESS',
         'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover first');
     }
-    const memories = target.withReadOnly((connection) => {
+    const { memories, linkedMemories } = target.withReadOnly((connection) => {
       const byMemory = recordIdsOfMemories(connection, [...new Set(request.memoryIds)]);
-      return [...byMemory].map(([memoryId, rows]) => {
+      const read = [...byMemory].map(([memoryId, rows]) => {
         if (rows.length === 0) throw new AdapterError('NOT_FOUND', `memory ${memoryId} has no record in this database`);
         if (rows.some((row) => row.lifecycle_state === 'QUARANTINED')) {
           throw new AdapterError('VERIFY_FAILED',
@@ -48,6 +55,7 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
           row, materialization: materializationOf(row, readDerivedRows(connection, row.row_id)),
         }));
       });
+      return { memories: read, linkedMemories: replaceLinkedMemories(connection, [...byMemory.keys()]) };
     });
     const stamp = compactUtcStamp((request.clock ?? SYSTEM_CLOCK)());
     const plan = {
@@ -65,7 +73,7 @@ export function buildRecoveryPlan(request: PlanRequest): RecoveryPlan {
     };
     // The plan goes through the same validation recover applies, so the helper never writes a plan recover refuses.
     try {
-      return parseRecoveryPlan(JSON.stringify(plan));
+      return { plan: parseRecoveryPlan(JSON.stringify(plan)), linkedMemories };
     } catch (error) {
       throw new AdapterError('VERIFY_FAILED', `these records cannot be recovered by plan: ${(error as Error).message}`);
     }

@@ -52,6 +52,32 @@ export function recordIdsOfMemories(
   return new Map(memoryIds.map((memoryId) => [memoryId, read.all(memoryId) as RecordRow[]]));
 }
 
+/**
+ * The memories joined to `memoryIds` by REPLACE, both ways and transitively: a REPLACE successor is a new memory whose
+ * first record's parent is a record of the replaced one (CONTRACT.md §13.4), and it may carry the same content,
+ * edited. The named memories themselves are left out; sorted.
+ */
+export function replaceLinkedMemories(connection: SqliteConnection, memoryIds: readonly string[]): string[] {
+  const linked = connection.prepare(`
+    SELECT c.memory_id AS id FROM adapter_records c JOIN adapter_records p ON p.record_id = c.parent_record_id
+      WHERE p.memory_id = ? AND c.memory_id <> p.memory_id
+    UNION
+    SELECT p.memory_id AS id FROM adapter_records c JOIN adapter_records p ON p.record_id = c.parent_record_id
+      WHERE c.memory_id = ? AND c.memory_id <> p.memory_id`).pluck();
+  const seen = new Set(memoryIds);
+  const found: string[] = [];
+  for (let queue = [...seen]; queue.length > 0;) {
+    const memoryId = queue.pop()!;
+    for (const id of linked.all(memoryId, memoryId) as string[]) {
+      if (seen.has(id)) continue;
+      seen.add(id);
+      found.push(id);
+      queue.push(id);
+    }
+  }
+  return found.sort();
+}
+
 /** True when the memory has a lineage fork: two live records, or a record of it with two successors. */
 export function memoryForked(connection: SqliteConnection, memoryId: string): boolean {
   const row = connection.prepare(`SELECT

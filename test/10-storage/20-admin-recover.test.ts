@@ -235,6 +235,19 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
   const plan = JSON.parse(readFileSync(planPath, 'utf8')) as Json;
   t.equal(plan.targets.length, 2, 'one target per record of the memory');
   t.equal(JSON.parse(made.stdout).operation_id, plan.operation_id);
+  // The scenario REPLACEd the secret: the successor is another memory, named beside the plan, not in it.
+  const linked = JSON.parse(made.stdout).linked_memories as string[];
+  t.equal(linked.length, 1, 'the REPLACE successor is reported');
+  t.notOk(plan.targets.some((target: Json) => target.memory_id === linked[0]), 'and not targeted');
+  const human = admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', join(dir, 'again.json'));
+  t.match(human.stdout, `not in the plan, joined to it by REPLACE: memory ${linked[0]}; recover finds exact copies only`);
+  const both = JSON.parse(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', linked[0]!,
+    '--out', join(dir, 'both.json'), '--json').stdout);
+  t.same(both.linked_memories, [], 'once named, it is in the plan and no longer reported');
+  t.equal(both.target_count, 3, 'its record too');
+  const fromSuccessor = JSON.parse(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', linked[0]!,
+    '--out', join(dir, 'successor.json'), '--json').stdout);
+  t.same(fromSuccessor.linked_memories, [s.memoryId], 'the link is followed the other way too');
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', planPath),
     { status: 1, stderr: /TARGET_EXISTS/ }, 'never overwrites a plan');
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')),

@@ -93,7 +93,7 @@ export function planFor(
   dir: string, dbPath: string, memoryIds: readonly string[], name = 'plan.json', edit?: (plan: Json) => Json,
 ): { plan: RecoveryPlan; planPath: string } {
   const planPath = join(dir, name);
-  let plan = buildRecoveryPlan({ dbPath, memoryIds }) as unknown as Json;
+  let plan = buildRecoveryPlan({ dbPath, memoryIds }).plan as unknown as Json;
   if (edit) plan = edit(structuredClone(plan));
   writeRecoveryPlan(planPath, plan as unknown as RecoveryPlan);
   chmodSync(planPath, 0o600);
