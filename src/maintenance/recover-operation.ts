@@ -59,7 +59,11 @@ class Interrupted extends Error {
   override name = 'Interrupted';
 }
 
-/** Watches SIGINT and SIGTERM for the run; `check` throws once one arrived. */
+/**
+ * Watches SIGINT and SIGTERM for the run; `check` throws once one arrived. Node hands a signal to its listener on a
+ * turn of the event loop, and the run's SQLite work is synchronous, so `check` first lets the loop turn once: without
+ * that, a Ctrl-C during target inspection or the purge was only seen after the run had finished.
+ */
 function watchSignals(emitter: NodeJS.EventEmitter) {
   let received: string | null = null;
   const handler = (signal: string) => {
@@ -68,7 +72,8 @@ function watchSignals(emitter: NodeJS.EventEmitter) {
   emitter.on('SIGINT', handler);
   emitter.on('SIGTERM', handler);
   return {
-    check() {
+    async check() {
+      await new Promise<void>((resolve) => { setImmediate(resolve); });
       if (received !== null) throw new Interrupted(`interrupted by ${received}`);
     },
     stop() {
@@ -147,7 +152,7 @@ function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNull
 /** The one purge transaction of §5.5; returns the interlock it committed. Holds and errors roll it back. */
 async function purge(
   prepared: PreparedRecovery, inspection: Extract<Inspection, { kind: 'UNTOUCHED' }>, committedAt: string,
-  check: () => void,
+  check: () => Promise<void>,
 ): Promise<RecoveryInterlock> {
   const interlock = {
     operation_id: prepared.plan.operation_id, plan_sha256: prepared.planSha256, committed_at: committedAt,
@@ -182,7 +187,7 @@ async function purge(
         + `(in ${tables}: a tombstone's ids or idempotency_key, a meta value or the schema); the residual byte scan `
         + 'would fail after the commit, so it was rolled back');
     }
-    check();
+    await check();
     await writeInterlock(trx, interlock);
   });
   return interlock;
@@ -225,11 +230,11 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     leases.push(prepared.lease);
     phase = prepared.state?.phase ?? null;
     emit('preflight', phase);
-    signals.check();
+    await signals.check();
     const inspection = inspectTargets(prepared.connection.connection, prepared.plan);
     mode = resumeMode(prepared, inspection);
     emit('target_inspection', phase, mode);
-    signals.check();
+    await signals.check();
     const recordIds = prepared.plan.targets.map((t) => t.record_id);
     if (mode === 'ALREADY_VERIFIED') {
       await prepared.connection.close();
@@ -269,15 +274,15 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
         + ' look for them; restore a backup taken before the incident and recover it, or remove the residue by hand',
       { residue: true });
     }
-    signals.check();
+    await signals.check();
     let residual: ResidualScan = 'NOT_REPEATABLE_AFTER_RESUME';
     let postflightLease = prepared.lease;
     if (mode === 'FRESH' || mode === 'RESUME_SEALING') {
       const sealed = await sealDatabase({ path: prepared.path, connection: prepared.connection, expect: {
         operationId: prepared.plan.operation_id, interlock: interlock!, targets, digests, needles,
-      } }, (step) => {
+      } }, async (step) => {
         emit(step, phase);
-        signals.check();
+        await signals.check();
       });
       leases.push(sealed.lease);
       postflightLease = sealed.lease;
@@ -285,12 +290,12 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
     } else if (!(await prepared.connection.close())) {
       throw new SealingFailure('the connection could not be proven closed before the postflight', { failClosed: true });
     }
-    signals.check();
+    await signals.check();
     await runPostflight({
       path: prepared.path, lease: postflightLease, operationId: prepared.plan.operation_id, recordIds,
       interlock: mode === 'RESUME_POSTFLIGHT' ? null : interlock,
     });
-    signals.check();
+    await signals.check();
     emit('postflight', phase);
     setPhase('LOCAL_FACTLANE_PURGE_VERIFIED');
     const receipt = receiptOf(prepared, residual, formatTimestamp(clock()));

@@ -167,20 +167,20 @@ export type SealStep = 'first_checkpoint' | 'vacuum_into' | 'image_verified' | '
  */
 export async function sealDatabase(
   input: { path: string; connection: WriteConnection; expect: SealExpectations },
-  onStep: (step: SealStep) => void,
+  onStep: (step: SealStep) => void | Promise<void>,
 ): Promise<{ lease: DatabaseLease; residual: ResidualScan }> {
   const { path, connection, expect } = input;
   const raw = connection.connection;
   if (!checkpointTruncate(raw)) fail('the first wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
-  onStep('first_checkpoint');
+  await onStep('first_checkpoint');
   const image = sanitizedImagePath(path, expect.operationId);
   for (const file of sqliteFiles(image)) removeIfPresent(file);
   createPrivateFile(image);
   vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
-  onStep('vacuum_into');
+  await onStep('vacuum_into');
   const residual = verifyImage(image, expect);
-  onStep('image_verified');
+  await onStep('image_verified');
   if (!(await connection.close())) {
     throw new SealingFailure('the connection to the old database could not be proven closed', { failClosed: true });
   }
@@ -190,7 +190,7 @@ export async function sealDatabase(
     }
     removeIfPresent(path + suffix);
   }
-  onStep('connections_closed');
+  await onStep('connections_closed');
   let lease: DatabaseLease;
   try {
     lease = DatabaseLease.acquire(image, 'exclusive', { create: false });
@@ -206,7 +206,7 @@ export async function sealDatabase(
       cause: error, failClosed: true,
     });
   }
-  onStep('renamed');
+  await onStep('renamed');
   return { lease, residual };
 }
 

@@ -364,6 +364,16 @@ t.test('SIGINT or SIGTERM before the commit: exit 1, nothing changed', async (t)
     t.equal(signals.listenerCount(signal), 0, `${signal} at ${phase}: the run stopped watching the signal`);
     await serverWorks(t, s, `${signal} at ${phase}`);
   }
+  // Real signals, as Ctrl-C or kill send them: Node dispatches them on a turn of its event loop, which the synchronous
+  // SQLite work of a run never gave it, so they used to be seen only once the purge had run to the end.
+  for (const [signal, phase] of [['SIGINT', 'target_inspection'], ['SIGTERM', 'preflight']] as const) {
+    const real = await scenario(join(dir, `os-${signal}-${phase}`));
+    const untouched = snapshot(real.dbPath);
+    const child = await runChild(real, `os-signal:${signal}:${phase}`);
+    t.match(child.outcome, { exit: 1, result: 'FAILED_NO_MUTATION' }, `a real ${signal} at ${phase}: exit 1`);
+    t.match(child.outcome?.message, `interrupted by ${signal}`);
+    t.same(snapshot(real.dbPath), untouched, `a real ${signal} at ${phase}: nothing changed`);
+  }
   // Inside the purge transaction (as the FTS5 rebuild is prepared): the transaction rolls back.
   const s = await scenario(join(dir, 'SIGTERM-purge'));
   const before = snapshot(s.dbPath);

@@ -7,6 +7,8 @@
 //                        and the interlock written, nothing committed)
 //   kill:interlock_delete  SIGKILL itself in the postflight, as the deletion of the interlock is prepared
 //   signal:SIG:PHASE     emit SIG (SIGINT or SIGTERM) on the recovery's signal emitter when PHASE fires
+//   os-signal:SIG:PHASE  send SIG to this process when PHASE fires: a real signal, which Node hands to the recovery
+//                        (watching `process`) only on a turn of its event loop, as Ctrl-C or kill would
 //   signal:SIG:purge     emit SIG inside the purge transaction, as the FTS5 rebuild is prepared
 //   signal:SIG:interlock_delete  emit SIG in the postflight, as the deletion of the interlock is prepared
 //   pause:MS             sleep MS (blocking) at every phase after the preflight, to widen the windows of a race
@@ -24,7 +26,7 @@ import { recoverDatabase, type RecoveryEvent } from '../../src/maintenance/recov
 const [dbPath, planPath, receiptPath, fault = 'none', linger] = process.argv.slice(2);
 if (!dbPath || !planPath || !receiptPath) throw new Error('usage: recover-child.ts DB_PATH PLAN_PATH RECEIPT [FAULT]');
 const [kind, first, second] = fault.split(':');
-const signals = new EventEmitter();
+const signals: EventEmitter = kind === 'os-signal' ? process : new EventEmitter();
 
 /** Runs `onSql` before better-sqlite3 prepares any statement (storage caches statements, so it sees each once). */
 function beforePrepare(onSql: (sql: string) => void): void {
@@ -75,6 +77,7 @@ const onPhase = (event: RecoveryEvent) => {
   process.stdout.write(`phase ${event.phase} ${event.recovery_state}${event.detail ? ` ${event.detail}` : ''}\n`);
   if (kind === 'kill' && event.phase === first) process.kill(process.pid, 'SIGKILL');
   if (kind === 'signal' && event.phase === second) signals.emit(first!);
+  if (kind === 'os-signal' && event.phase === second) process.kill(process.pid, first as NodeJS.Signals);
   if (pauseMs > 0 && event.phase !== 'preflight' && event.phase !== 'outcome') sleep(pauseMs);
   if (holds.has(event.phase)) waitForGo(event.phase);
 };
