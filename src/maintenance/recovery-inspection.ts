@@ -1,8 +1,8 @@
 import { searchText, foldKey, utf8Bytes } from '../core/text.js';
 import type { SqliteConnection } from '../storage/native.js';
 import {
-  memoryForked, quarantinedRecords, readDerivedRows, readRecordsById, rowsHoldingContent, unattributableDerivedRows,
-  type ContentNeedles, type DerivedRows,
+  memoryForked, memoryIdsOfRows, quarantinedRecords, readDerivedRows, readRecordsById, rowsHoldingContent,
+  unattributableDerivedRows, type ContentNeedles, type DerivedRows,
 } from '../storage/recovery-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
 import { RecoveryHold } from './recovery-hold.js';
@@ -32,6 +32,8 @@ export type Inspection =
 export const MIN_SCANNED_TEXT_BYTES = 16;
 
 const SCOPE_COLUMNS = ['project_id', 'worktree_id', 'workflow_id', 'agent_id'] as const;
+/** How many memories a HOLD_TARGET_SET_INCOMPLETE message names before it counts the rest. */
+const MEMORIES_NAMED = 8;
 
 function sameScope(row: RecordRow, target: RecoveryTarget): boolean {
   return row.scope === target.scope.scope && SCOPE_COLUMNS.every((column) => row[column] === target.scope[column]);
@@ -112,8 +114,14 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
   for (const row of quarantinedRecords(connection)) if (isAnyTombstone(row)) skip.add(row.row_id);
   const copies = rowsHoldingContent(connection, needles, skip);
   if (copies.length > 0) {
+    // Every copy's table and row id is `table:rowid`, and a derived row's rowid is its record's row id.
+    const memories = memoryIdsOfRows(connection, copies.map((copy) => Number(copy.slice(copy.indexOf(':') + 1))));
+    const named = memories.length > MEMORIES_NAMED ? `${memories.slice(0, MEMORIES_NAMED).join(', ')} and `
+      + `${memories.length - MEMORIES_NAMED} more` : memories.join(', ');
     throw new RecoveryHold('HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION',
-      `${copies.length} row(s) outside the target set hold target content; add their records to the plan`);
+      `${copies.length} row(s) outside the target set hold target content`
+        + (memories.length > 0 ? `, in memory ${named}; write a new plan with their --memory-id too` : '')
+        + '; nothing was changed');
   }
   const orphans = unattributableDerivedRows(connection);
   if (orphans.length > 0) {

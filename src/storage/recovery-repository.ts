@@ -52,6 +52,12 @@ export function recordIdsOfMemories(
   return new Map(memoryIds.map((memoryId) => [memoryId, read.all(memoryId) as RecordRow[]]));
 }
 
+/** The memory ids of the records at `rowIds` (a derived row's rowid is its record's), sorted; an orphan row has none. */
+export function memoryIdsOfRows(connection: SqliteConnection, rowIds: readonly number[]): string[] {
+  return connection.prepare(`SELECT DISTINCT memory_id FROM adapter_records
+    WHERE row_id IN (SELECT value FROM json_each(?)) ORDER BY memory_id`).pluck().all(JSON.stringify(rowIds)) as string[];
+}
+
 /**
  * The memories joined to `memoryIds` by REPLACE, both ways and transitively: a REPLACE successor is a new memory whose
  * first record's parent is a record of the replaced one (CONTRACT.md §13.4), and it may carry the same content,

@@ -543,17 +543,23 @@ t.test('one target already tombstoned by this operation holds with HOLD_TARGET_S
 t.test('another record holding the secret holds with HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', async (t) => {
   const s = await scenario(t);
   const engine = await openLocalHashEngine(s.dbPath);
+  let stored: Json;
   try {
     const request = storeRequest({ scope: 'PROJECT', project_id: 'proj-a', fact: `${s.secretFact} (copy)` });
     const delegated = adapterFor(engine, 'delegated-candidate', 'agent-host');
-    const stored = (await delegated.execute('memory_store', request)) as Json;
+    stored = (await delegated.execute('memory_store', request)) as Json;
     t.equal(stored.status, 'OK', 'the copy is stored as a Candidate of another memory');
   } finally {
     await engine.close();
   }
   const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
   const outcome = await assertInspectionHold(t, s, 'HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', planPath);
-  t.match(outcome.message, /outside the target set/);
+  // Its record, FTS row and vector: three rows of one memory, named so the operator can plan it.
+  t.match(outcome.message, new RegExp(`^\\d+ row\\(s\\) outside the target set hold target content, in memory `
+    + `${stored.results[0].memory_id}; write a new plan with their --memory-id too; nothing was changed$`));
+  t.notMatch(outcome.message, s.secretFact.slice(0, 16), 'no content in the message');
+  const both = planFor(s.dir, s.dbPath, [s.memoryId, stored.results[0].memory_id], 'both.json');
+  t.match(await recover(s.dir, s.dbPath, both.planPath), { exit: 0 }, 'planned with it, the recovery runs');
 });
 
 t.test('a vector row of no record holds with HOLD_UNATTRIBUTABLE_VECTOR_NO_MUTATION', async (t) => {
