@@ -10,7 +10,9 @@ import { fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js'
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
-import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
+import {
+  bindingProfileId, inspectSchema, interlockRefusal, type SchemaFindings,
+} from '../storage/schema-inspection.js';
 import { sqliteCode } from '../storage/sqlite-errors.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
@@ -209,8 +211,7 @@ export async function writeVerifiedBackup(
 ): Promise<BackupManifest> {
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
-      'the database holds the recovery interlock; an unsealed purge may still hold old pages');
+    throw interlockRefusal(target.findings, 'its old pages may still hold what it purged');
   }
   if (target.findings.kind !== 'FACTLANE') {
     throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');

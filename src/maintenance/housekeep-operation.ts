@@ -3,7 +3,7 @@ import { compactRecord, readyForCompaction } from '../storage/compaction-reposit
 import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { ScopeColumns } from '../storage/record-repository.js';
-import { assertVectorTablesWhole, schemaRefusal } from '../storage/schema-inspection.js';
+import { assertVectorTablesWhole, interlockRefusal, schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
@@ -125,8 +125,7 @@ export async function housekeep(
   const onStep = request.onStep ?? IGNORE_STEPS;
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   if (target.findings.interlockPresent) {
-    throw new AdapterError('MAINTENANCE_IN_PROGRESS',
-      'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+    throw interlockRefusal(target.findings);
   }
   assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });

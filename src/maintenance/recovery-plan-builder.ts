@@ -6,7 +6,7 @@ import { createPrivateFile } from '../storage/durable-files.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { scopeOf } from '../storage/record-repository.js';
 import { readDerivedRows, recordIdsOfMemories, replaceLinkedMemories } from '../storage/recovery-repository.js';
-import { assertVectorTablesWhole, bindingProfileId } from '../storage/schema-inspection.js';
+import { assertVectorTablesWhole, bindingProfileId, interlockRefusal } from '../storage/schema-inspection.js';
 import { materializationOf } from './recovery-inspection.js';
 import { parseRecoveryPlan, type RecoveryPlan } from './recovery-plan.js';
 
@@ -28,8 +28,9 @@ export interface PlanDraft {
  * `factlane-admin recover plan` (docs/decisions/0019): a plan with one target per record of each named memory, every
  * field read from the database under a shared lease; nothing is changed. The operator reviews it, then runs recover
  * with it. The memories a REPLACE joined to the named ones come back beside it: recover's completeness check finds
- * copies of a target's exact text, not an edited one, so the operator must look at those. Errors: NOT_FOUND (a memory has no record), VERIFY_FAILED (one already purged, or records a plan cannot
- * name), SOURCE_NOT_FOUND, MAINTENANCE_IN_PROGRESS (a conflicting lease, or a recovery not sealed), SCHEMA_MISMATCH.
+ * copies of a target's exact text, not an edited one, so the operator must look at those. Errors: NOT_FOUND (a memory
+ * has no record), VERIFY_FAILED (one already purged, or records a plan cannot name), SOURCE_NOT_FOUND,
+ * MAINTENANCE_IN_PROGRESS (a conflicting lease, or a recovery not sealed), SCHEMA_MISMATCH.
  */
 export function buildRecoveryPlan(request: PlanRequest): PlanDraft {
   const target = MaintenanceTarget.open({ dbPath: request.dbPath, lease: 'shared' });
@@ -40,8 +41,7 @@ export function buildRecoveryPlan(request: PlanRequest): PlanDraft {
     }
     assertVectorTablesWhole(findings);
     if (findings.interlockPresent) {
-      throw new AdapterError('MAINTENANCE_IN_PROGRESS',
-        'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover first');
+      throw interlockRefusal(findings);
     }
     const { memories, linkedMemories } = target.withReadOnly((connection) => {
       const byMemory = recordIdsOfMemories(connection, [...new Set(request.memoryIds)]);

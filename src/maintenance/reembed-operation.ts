@@ -10,7 +10,9 @@ import {
   readDocuments, readVectorRows, recreateNextTable, switchVectorTable, writeNextVectors,
   type VectorChanges, type VectorDocument, type VectorRow,
 } from '../storage/reembed-repository.js';
-import { assertVectorTablesWhole, bindingProfileId, schemaRefusal } from '../storage/schema-inspection.js';
+import {
+  assertVectorTablesWhole, bindingProfileId, interlockRefusal, schemaRefusal,
+} from '../storage/schema-inspection.js';
 import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
@@ -114,8 +116,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     if (findings.kind !== 'FACTLANE' || findings.vectorDimension === null)
       throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
     if (findings.interlockPresent) {
-      throw new AdapterError('MAINTENANCE_IN_PROGRESS',
-        'the database holds the recovery interlock; finish the recovery with factlane-admin recover first');
+      throw interlockRefusal(findings);
     }
     const refusal = schemaRefusal(findings, target.shipped, null);
     if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);

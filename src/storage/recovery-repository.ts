@@ -52,10 +52,11 @@ export function recordIdsOfMemories(
   return new Map(memoryIds.map((memoryId) => [memoryId, read.all(memoryId) as RecordRow[]]));
 }
 
-/** The memory ids of the records at `rowIds` (a derived row's rowid is its record's), sorted; an orphan row has none. */
+/** The memory ids of the records at `rowIds` (a derived row's rowid is its record's), sorted; orphan rows have none. */
 export function memoryIdsOfRows(connection: SqliteConnection, rowIds: readonly number[]): string[] {
-  return connection.prepare(`SELECT DISTINCT memory_id FROM adapter_records
-    WHERE row_id IN (SELECT value FROM json_each(?)) ORDER BY memory_id`).pluck().all(JSON.stringify(rowIds)) as string[];
+  const read = connection.prepare(`SELECT DISTINCT memory_id FROM adapter_records
+    WHERE row_id IN (SELECT value FROM json_each(?)) ORDER BY memory_id`).pluck();
+  return read.all(JSON.stringify(rowIds)) as string[];
 }
 
 /**

@@ -14,7 +14,9 @@ import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
-import { assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings } from './schema-inspection.js';
+import {
+  assertVectorTablesWhole, inspectSchema, interlockRefusal, schemaRefusal, type SchemaFindings,
+} from './schema-inspection.js';
 import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
 import { WRITER_SIDECAR_SUFFIX, type WriterQueueTurns } from './writer-queue.js';
 import type { Logger } from '../core/logger.js';
@@ -171,8 +173,7 @@ export class SQLiteVecEngine {
           throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
         if (findings.interlockPresent && ownsLease) {
-          throw new AdapterError('MAINTENANCE_IN_PROGRESS',
-            'a sensitive-memory recovery has not been sealed; finish it with factlane-admin recover');
+          throw interlockRefusal(findings);
         }
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();

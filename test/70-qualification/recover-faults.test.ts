@@ -169,6 +169,8 @@ function serverBlocked(t: Test, s: Scenario, label: string): void {
   for (const attempt of ['first', 'second']) {
     const start = refusedStart(s);
     t.match(start, { status: 1, code: 'MAINTENANCE_IN_PROGRESS' }, `${label}: the ${attempt} server start is refused`);
+    t.match(start.stderr, `the sensitive-memory recovery ${s.plan.operation_id} committed its purge and is not sealed; `
+      + 'rerun factlane-admin recover with the plan whose operation_id it is', `${label}: it names the operation`);
   }
 }
 
