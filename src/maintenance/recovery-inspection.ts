@@ -75,6 +75,11 @@ export function materializationOf(row: RecordRow, derived: DerivedRows): Materia
     : 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED';
 }
 
+/** How a hold names a target: by its place in the plan's `targets`, counted from 1 as an operator reads the file. */
+function ordinal(index: number, count: number): string {
+  return `target ${index + 1} of ${count}`;
+}
+
 /**
  * Inspects the plan's targets (OPERATIONS.md §5.4) in order: drift (each target as the plan describes it, no lineage
  * fork), the partial-application check, completeness (no other live copy of target content), unattributable
@@ -86,7 +91,8 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
   for (const target of plan.targets) {
     const row = rows.get(target.record_id);
     const drift = () => new RecoveryHold('HOLD_TARGET_DRIFT_NO_MUTATION',
-      `target ${plan.targets.indexOf(target)} is not in the database as the plan describes it`);
+      `${ordinal(plan.targets.indexOf(target), plan.targets.length)} is not in the database as the plan describes it `
+        + '(changed since the plan was written): write a new plan');
     if (!row || row.memory_id !== target.memory_id || row.revision !== target.revision || !sameScope(row, target)) {
       throw drift();
     }
@@ -132,15 +138,15 @@ export function inspectTargets(connection: SqliteConnection, plan: RecoveryPlan)
   for (const [index, { target, materialization }] of targets.entries()) {
     if (materialization !== target.expected_materialization) {
       throw new RecoveryHold('HOLD_MATERIALIZATION_DRIFT_NO_MUTATION',
-        `target ${index} is ${materialization}, the plan expects ${target.expected_materialization}`);
+        `${ordinal(index, targets.length)} is ${materialization}, the plan expects ${target.expected_materialization}`);
     }
     if (materialization === 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED') {
       throw new RecoveryHold('HOLD_PARTIAL_MATERIALIZATION_NO_MUTATION',
-        `target ${index} misses a derived row or has one that disagrees with it`);
+        `${ordinal(index, targets.length)} misses a derived row or has one that disagrees with it`);
     }
     if (materialization === 'PM4_UNEXPECTED_DERIVED_STATE') {
       throw new RecoveryHold('HOLD_UNEXPECTED_DERIVED_STATE_NO_MUTATION',
-        `target ${index} has derived rows its lifecycle forbids`);
+        `${ordinal(index, targets.length)} has derived rows its lifecycle forbids`);
     }
   }
   return { kind: 'UNTOUCHED', targets, needles };

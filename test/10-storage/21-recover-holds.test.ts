@@ -508,7 +508,8 @@ t.test('a target other than the plan describes holds with HOLD_TARGET_DRIFT_NO_M
     const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId], 'plan.json',
       edited((plan) => { plan.targets[1].expected_content_hash = hex64('drifted'); }));
     const outcome = await assertInspectionHold(t, s, 'HOLD_TARGET_DRIFT_NO_MUTATION', planPath);
-    t.match(outcome.message, /target 1/);
+    t.match(outcome.message, /^target 2 of 2 is not in the database as the plan describes it .*write a new plan$/,
+      'the second target, counted from 1 as the file reads');
   });
   t.test('another revision', async (t) => {
     const s = await scenario(t);
@@ -581,7 +582,7 @@ t.test('a materialisation other than the plan expects holds with HOLD_MATERIALIZ
     plan.targets[0].expected_materialization = 'PM1_FULL_MATERIALIZATION';
   }));
   const outcome = await assertInspectionHold(t, s, 'HOLD_MATERIALIZATION_DRIFT_NO_MUTATION', planPath);
-  t.match(outcome.message, /target 0 is PM0_HISTORICAL_RECORD_AND_FTS/);
+  t.match(outcome.message, /target 1 of \d+ is PM0_HISTORICAL_RECORD_AND_FTS/);
 });
 
 t.test('a target without its FTS row holds with HOLD_PARTIAL_MATERIALIZATION_NO_MUTATION', async (t) => {
