@@ -138,8 +138,8 @@ function resumeMode(prepared: PreparedRecovery, inspection: Inspection): NonNull
   if (tombstoned) {
     // Only the postflight deletes the interlock, after sealing; the state it failed in says so (§5.8).
     if (prepared.state?.phase !== 'LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE') {
-      throw mismatch('the targets are tombstoned by this plan, but no state file of it says the sealing ran;'
-        + ' pass its --state');
+      throw mismatch('the targets are already tombstoned by this plan and its interlock is gone, but this state '
+        + 'file does not say how the run ended: rerun with the --receipt (or --state) of the run that did it');
     }
     return 'RESUME_POSTFLIGHT';
   }
