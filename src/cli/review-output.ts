@@ -90,17 +90,22 @@ function candidateBlock(entry: CandidateEntry): string {
   for (const current of entry.contradicts) {
     lines.push(`  would contradict current memory ${current.memory_id} revision ${current.revision}: ${current.fact}`);
   }
+  // Two different refusals (CONTRACT.md §13.4 step 2): stored as a contradiction, it is never promoted, and that
+  // refusal comes before ALREADY_CURRENT; otherwise a live conflict refuses it only while the conflicting fact stands.
+  const storedAsContradiction = entry.contradiction_state === 'UNRESOLVED'
+    || entry.contradiction_state === 'QUARANTINED';
   if (entry.equivalent_current) {
     const memoryId = entry.equivalent_current.memory_id;
-    lines.push(`  the same fact is already current as memory ${memoryId}: promote answers ALREADY_CURRENT`);
+    lines.push(storedAsContradiction
+      ? `  the same fact is already current as memory ${memoryId}: nothing is left to promote (stored as a `
+        + 'contradiction, this Candidate is refused with CONTRADICTION)'
+      : `  the same fact is already current as memory ${memoryId}: promote answers ALREADY_CURRENT`);
   }
   if (entry.source_timestamp === null) lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
-  // Two different refusals (CONTRACT.md §13.4 step 2): stored as a contradiction, it is never promoted; otherwise a
-  // live conflict refuses it only while the conflicting current fact stands.
-  if (entry.contradiction_state === 'UNRESOLVED' || entry.contradiction_state === 'QUARANTINED') {
+  if (storedAsContradiction && !entry.equivalent_current) {
     lines.push('  it was stored as a contradiction: promote always refuses it with CONTRADICTION; to make its fact '
       + 'current, REPLACE the current fact with it, or store it again');
-  } else if (entry.contradicts.length > 0) {
+  } else if (!storedAsContradiction && entry.contradicts.length > 0) {
     lines.push('  promote refuses it with CONTRADICTION while it contradicts a current fact');
   }
   return `${lines.join('\n')}\n`;

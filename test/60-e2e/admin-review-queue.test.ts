@@ -340,10 +340,20 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.equal(admin('audit', '--db', dbPath).code, 0);
 
   // The current fact moves to another subject: no live conflict is left, and the Candidate is still never promoted.
-  await owner.call('memory_update', replaceRequest(current, { fact: 'The build image is Debian 12', subject: 'base image' }));
+  const debian = recordOf(await owner.call('memory_update',
+    replaceRequest(current, { fact: 'The build image is Debian 12', subject: 'base image' })));
   const after = admin('candidates', '--db', dbPath).stdout;
   t.notMatch(after, 'would contradict current memory', 'no conflicting fact is listed');
   t.match(after, 'it was stored as a contradiction: promote always refuses it with CONTRADICTION');
+  t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
+
+  // Its very fact becomes current (the owner REPLACEs with it): one line, that nothing is left to promote.
+  const moved = recordOf(await owner.call('memory_update',
+    replaceRequest(debian, { fact: 'The build uses Node 22', subject: 'runtime' })));
+  const settled = admin('candidates', '--db', dbPath).stdout;
+  t.match(settled, `the same fact is already current as memory ${moved.memory_id}: nothing is left to promote`);
+  t.notMatch(settled, 'promote answers ALREADY_CURRENT', 'not the answer promote would not give');
+  t.notMatch(settled, 'REPLACE the current fact with it', 'not advice that cannot apply');
   t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
