@@ -30,7 +30,8 @@ export async function idempotencyDecision(reader: Reader, key: string, fingerpri
   if (!existing) return null;
   if (existing.payload_fingerprint !== fingerprint) {
     throw new AdapterError('IDEMPOTENCY_CONFLICT',
-      'idempotency_key was already used for a different request; use a new key');
+      'idempotency_key was already used for a different request (another body, or the same body from another host '
+        + 'or write profile: keys are shared by every host of the database); use a new key');
   }
   return existing;
 }
