@@ -110,7 +110,8 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   copyFileSync(backup, bare);
   refused(t, ['--from', bare, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
   for (const args of [['restore', '--from', bare, '--db', target], ['verify', '--backup', bare]]) {
-    t.match(admin(...args).stderr, /SOURCE_NOT_FOUND: the backup has no manifest beside it .*\.manifest\.json.*copy the two together\n/,
+    const manifestMissing = /SOURCE_NOT_FOUND: the backup has no manifest beside it .*\.manifest\.json.*copy the two together\n/;
+    t.match(admin(...args).stderr, manifestMissing,
       `${args[0]}: says the manifest is what is missing`);
   }
 

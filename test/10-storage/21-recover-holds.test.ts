@@ -645,7 +645,8 @@ t.test('review fixes: holds the first build of recover missed', async (t) => {
     for (const id of s.targetIds) writeTombstone(s.dbPath, plan, id);
     const outcome = await assertHeld(t, s, 'HOLD_RECOVERY_STATE_MISMATCH', () => recover(s.dir, s.dbPath, planPath),
       { compare: 'both' });
-    t.match(outcome.message, /already tombstoned by this plan and its interlock is gone.*rerun with the --receipt \(or --state\) of the run that did it$/);
+    t.match(outcome.message,
+      /already tombstoned by this plan and its interlock is gone.*rerun with the --receipt \(or --state\) of the run that did it$/);
   });
 
   t.test('a copy of a fact with quotes inside a JSON tag (completeness reads JSON values)', async (t) => {

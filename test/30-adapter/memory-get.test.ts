@@ -170,8 +170,9 @@ t.test('a memory in another scope tuple: CROSS_SCOPE_DENIED; nowhere: NOT_FOUND'
     await refusedWith(t, () => get(bench.owner, getReq(agentRecord.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: stored with agent_id, asked without`);
     await refusedWith(t, () => get(bench.owner, getReq(otherProject.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: another project`);
     await refusedWith(t, () => get(bench.owner, getReq(global.memory_id, { retrieval_mode: mode })), 'CROSS_SCOPE_DENIED', undefined, `${mode}: GLOBAL_USER memory asked in PROJECT`);
-    await refusedWith(t, () => get(bench.owner, getReq('0b7c8f7e-3a49-4c1b-9d55-2f8d9a6e1c00', { retrieval_mode: mode })), 'NOT_FOUND',
-      /^no record of this memory in this scope$/, `${mode}: unknown id`);
+    const unknownId = getReq('0b7c8f7e-3a49-4c1b-9d55-2f8d9a6e1c00', { retrieval_mode: mode });
+    await refusedWith(t, () => get(bench.owner, unknownId), 'NOT_FOUND', /^no record of this memory in this scope$/,
+      `${mode}: unknown id`);
     const right = await get(bench.owner, getReq(agentRecord.memory_id, { retrieval_mode: mode }, withAgent));
     t.strictSame(right.results, [agentRecord], `${mode}: the exact tuple finds it`);
   }
@@ -184,12 +185,14 @@ t.test('a memory whose records in the scope are all non-live: CURRENT NOT_FOUND,
     { row: fixtureRow(SCOPE, 'The scheduler ran cron', { memoryId, revision: 1, lifecycle: 'HISTORICAL', createdAt: '2026-01-01T00:00:00Z' }), vector: null },
     { row: fixtureRow(SCOPE, 'The scheduler ran cron', { memoryId, revision: 2, lifecycle: 'SUPERSEDED', createdAt: '2026-02-01T00:00:00Z' }) },
   ]);
-  await refusedWith(t, () => get(bench.owner, getReq(memoryId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/, 'CURRENT: nothing current in the scope, so not CROSS_SCOPE_DENIED either');
+  await refusedWith(t, () => get(bench.owner, getReq(memoryId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/,
+    'CURRENT: nothing current in the scope, so not CROSS_SCOPE_DENIED either');
   // A purged memory (a recovery tombstone only) is the same case: REVIEW_HISTORY shows the tombstone.
   const purgedId = '6e2a3c0d-9f45-4b1c-a7b2-1d0e9f8a7b62';
   await insertFixtures(bench.engine, [{ row: fixtureRow(SCOPE, 'The scheduler ran at', { memoryId: purgedId, revision: 1,
     lifecycle: 'QUARANTINED', createdAt: '2026-01-01T00:00:00Z' }), vector: null }]);
-  await refusedWith(t, () => get(bench.owner, getReq(purgedId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/, 'CURRENT on a purged memory');
+  await refusedWith(t, () => get(bench.owner, getReq(purgedId)), 'NOT_FOUND', /REVIEW_HISTORY reads its records$/,
+    'CURRENT on a purged memory');
   t.equal((await get(bench.owner, getReq(purgedId, { retrieval_mode: 'REVIEW_HISTORY' }))).results.length, 1, 'its tombstone');
   const history = await get(bench.owner, getReq(memoryId, { retrieval_mode: 'REVIEW_HISTORY' }));
   t.strictSame(history.results.map((r: Json) => [r.record_id, r.revision, r.lifecycle_state]), [[superseded!.record_id, 2, 'SUPERSEDED'], [historical!.record_id, 1, 'HISTORICAL']]);

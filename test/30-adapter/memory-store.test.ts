@@ -183,7 +183,8 @@ t.test('idempotency: replay, IDEMPOTENCY_CONFLICT, another host, and a replay is
   await refused(t, bench, () => store(owner, { ...request, requested_lifecycle_state: 'CANDIDATE' }), 'IDEMPOTENCY_CONFLICT', undefined, 'same key, another lifecycle');
   await refused(t, bench, () => store(owner, { ...request, ...PROJECT }), 'IDEMPOTENCY_CONFLICT', undefined, 'same key, another scope');
   await refused(t, bench, () => store(bench.adapter('owner-current', { hostId: 'host-b' }), request), 'IDEMPOTENCY_CONFLICT',
-    /already used for a different request \(another body, or the same body from another host or write profile: keys are shared by every host of the database\); use a new key$/,
+    new RegExp('already used for a different request \\(another body, or the same body from another host or write '
+      + 'profile: keys are shared by every host of the database\\); use a new key$'),
     'same key and body through another --host-id, said so');
   await refused(t, bench, () => store(bench.adapter('repo-verifier', { hostId: 'host-a' }), request), 'IDEMPOTENCY_CONFLICT', undefined, 'same key and body under another profile');
   await refused(t, bench, () => store(bench.adapter('delegated-candidate', { hostId: 'host-a' }), request), 'WRITE_AUTHORIZATION_DENIED', undefined, 'authorization precedes the idempotency lookup');

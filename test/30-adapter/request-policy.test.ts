@@ -149,7 +149,8 @@ t.test('§8.2 authorization per write profile', async (t) => {
     for (const profile of WRITE_PROFILES) t.equal(policy(operation, minimal(operation), profile).authorization, null, `${profile} may ${operation}`);
   }
   t.throws(() => policy('memory_store', store(), 'read-only'), { code: 'WRITE_AUTHORIZATION_DENIED',
-    message: /^the read-only write profile does not allow memory_store; the server's write profile is set where the host launches it \(--write-profile\)$/ },
+    message: new RegExp('^the read-only write profile does not allow memory_store; the server\'s write profile is set '
+      + 'where the host launches it \\(--write-profile\\)$') },
     'a refused operation says where the profile is set');
   denied('memory_store', store(), 'read-only', 'Candidate');
   denied('memory_store', current(), 'read-only', 'current');

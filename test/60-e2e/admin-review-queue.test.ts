@@ -306,7 +306,8 @@ t.test('a Candidate without source_timestamp is promoted with --source-timestamp
   t.match(ok.json(), { outcome: 'PROMOTED', revision: 2, envelope: { results: [promoted] } }, 'normalised to UTC');
   const other = admin(...promoteArgs(dbPath, candidate, '--source-timestamp', '2026-11-21T08:00:00Z'));
   t.equal(other.code, 1, 'the same revision promoted again with other flags is refused');
-  t.match(other.stderr, /IDEMPOTENCY_CONFLICT: .*\nfactlane-admin: hint: this revision was already promoted by a promote with other flags/);
+  t.match(other.stderr,
+    /IDEMPOTENCY_CONFLICT: .*\nfactlane-admin: hint: this revision was already promoted by a promote with other flags/);
 });
 
 t.test('a Candidate contradicting a current fact shows that fact, and promote refuses CONTRADICTION', async (t) => {
