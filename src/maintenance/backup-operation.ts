@@ -11,7 +11,7 @@ import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-ba
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import {
-  bindingProfileId, inspectSchema, interlockRefusal, type SchemaFindings,
+  assertNoInterlock, bindingProfileId, inspectSchema, type SchemaFindings,
 } from '../storage/schema-inspection.js';
 import { sqliteCode } from '../storage/sqlite-errors.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
@@ -210,9 +210,7 @@ export async function writeVerifiedBackup(
   target: MaintenanceTarget, outFile: string, clock: Clock, onStep: StepListener = IGNORE_STEPS,
 ): Promise<BackupManifest> {
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
-  if (target.findings.interlockPresent) {
-    throw interlockRefusal(target.findings, 'its old pages may still hold what it purged');
-  }
+  assertNoInterlock(target.findings, 'its old pages may still hold what it purged');
   if (target.findings.kind !== 'FACTLANE') {
     throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database; check --db');
   }

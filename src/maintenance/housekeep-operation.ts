@@ -3,7 +3,7 @@ import { compactRecord, readyForCompaction } from '../storage/compaction-reposit
 import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { ScopeColumns } from '../storage/record-repository.js';
-import { assertVectorTablesWhole, interlockRefusal, schemaRefusal } from '../storage/schema-inspection.js';
+import { assertNoInterlock, assertVectorTablesWhole, schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
@@ -124,9 +124,7 @@ export async function housekeep(
 ): Promise<HousekeepReport> {
   const onStep = request.onStep ?? IGNORE_STEPS;
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
-  if (target.findings.interlockPresent) {
-    throw interlockRefusal(target.findings);
-  }
+  assertNoInterlock(target.findings);
   assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });
   try {

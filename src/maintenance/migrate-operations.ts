@@ -6,7 +6,7 @@ import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { writeVerifiedBackup, type BackupManifest } from './backup-operation.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
-import { interlockRefusal } from '../storage/schema-inspection.js';
+import { assertNoInterlock } from '../storage/schema-inspection.js';
 
 /** `factlane-migrate status` states (STORAGE.md §12.3). */
 export type MigrationState = 'UP_TO_DATE' | 'PENDING' | 'NEWER_THAN_RELEASE' | 'CHECKSUM_MISMATCH' | 'NOT_FACTLANE';
@@ -102,9 +102,7 @@ export async function migrateUp(
   };
   const before = migrationStatus(target);
   assertMigratable(before);
-  if (before.interlock_present) {
-    throw interlockRefusal(target.findings);
-  }
+  assertNoInterlock(target.findings);
   if (before.state === 'UP_TO_DATE') {
     return {
       db_identity: target.dbIdentity, state_before: before.state, applied: [], backup: null,

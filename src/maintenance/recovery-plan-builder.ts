@@ -6,7 +6,7 @@ import { createPrivateFile } from '../storage/durable-files.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { scopeOf } from '../storage/record-repository.js';
 import { readDerivedRows, recordIdsOfMemories, replaceLinkedMemories } from '../storage/recovery-repository.js';
-import { assertVectorTablesWhole, bindingProfileId, interlockRefusal } from '../storage/schema-inspection.js';
+import { assertNoInterlock, assertVectorTablesWhole, bindingProfileId } from '../storage/schema-inspection.js';
 import { materializationOf } from './recovery-inspection.js';
 import { parseRecoveryPlan, type RecoveryPlan } from './recovery-plan.js';
 
@@ -40,9 +40,7 @@ export function buildRecoveryPlan(request: PlanRequest): PlanDraft {
       throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
     }
     assertVectorTablesWhole(findings);
-    if (findings.interlockPresent) {
-      throw interlockRefusal(findings);
-    }
+    assertNoInterlock(findings);
     const { memories, linkedMemories } = target.withReadOnly((connection) => {
       const byMemory = recordIdsOfMemories(connection, [...new Set(request.memoryIds)]);
       const read = [...byMemory].map(([memoryId, rows]) => {

@@ -11,7 +11,7 @@ import {
   type VectorChanges, type VectorDocument, type VectorRow,
 } from '../storage/reembed-repository.js';
 import {
-  assertVectorTablesWhole, bindingProfileId, interlockRefusal, schemaRefusal,
+  assertNoInterlock, assertVectorTablesWhole, bindingProfileId, schemaRefusal,
 } from '../storage/schema-inspection.js';
 import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
@@ -115,9 +115,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     const findings = target.findings;
     if (findings.kind !== 'FACTLANE' || findings.vectorDimension === null)
       throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
-    if (findings.interlockPresent) {
-      throw interlockRefusal(findings);
-    }
+    assertNoInterlock(findings);
     const refusal = schemaRefusal(findings, target.shipped, null);
     if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
     assertVectorTablesWhole(findings);

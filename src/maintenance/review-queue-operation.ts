@@ -5,7 +5,7 @@ import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { scopeOf, type ScopeColumns } from '../storage/record-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
 import { readReviewQueue } from '../storage/review-repository.js';
-import { interlockRefusal, schemaRefusal } from '../storage/schema-inspection.js';
+import { assertNoInterlock, schemaRefusal } from '../storage/schema-inspection.js';
 
 /** What `factlane-admin candidates` asks for: one exact scope tuple or every scope (null), at most `limit`. */
 export interface CandidatesRequest {
@@ -79,9 +79,7 @@ function ageSeconds(createdAt: string, nowMicros: bigint): number {
  */
 export async function listCandidates(target: MaintenanceTarget, request: CandidatesRequest): Promise<CandidatesReport> {
   const { findings } = target;
-  if (findings.interlockPresent) {
-    throw interlockRefusal(findings);
-  }
+  assertNoInterlock(findings);
   if (findings.kind !== 'FACTLANE') throw new AdapterError('SCHEMA_MISMATCH', 'the file is not a FactLane database');
   const refusal = schemaRefusal(findings, target.shipped, null);
   if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);

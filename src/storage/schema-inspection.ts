@@ -188,11 +188,12 @@ export function schemaRefusal(
 }
 
 /**
- * MAINTENANCE_IN_PROGRESS for a database whose recovery interlock is present (OPERATIONS.md §5.8): a purge committed
+ * MAINTENANCE_IN_PROGRESS when the database's recovery interlock is present (OPERATIONS.md §5.8): a purge committed
  * and its sealing is not done. Names the operation, so the operator knows which plan finishes it (a plan is found by
  * its operation_id; the interlock holds no path). `why`, when given, says what this refusal protects.
  */
-export function interlockRefusal(findings: SchemaFindings, why?: string): AdapterError {
+export function assertNoInterlock(findings: SchemaFindings, why?: string): void {
+  if (!findings.interlockPresent) return;
   let operation: unknown;
   try {
     const interlock = JSON.parse(findings.meta.sensitive_recovery_interlock ?? '{}') as { operation_id?: unknown };
@@ -201,7 +202,7 @@ export function interlockRefusal(findings: SchemaFindings, why?: string): Adapte
     operation = undefined;
   }
   const named = typeof operation === 'string' && /^[\w.:-]{1,128}$/.test(operation) ? ` ${operation}` : '';
-  return new AdapterError('MAINTENANCE_IN_PROGRESS', `the sensitive-memory recovery${named} committed its purge and is `
+  throw new AdapterError('MAINTENANCE_IN_PROGRESS', `the sensitive-memory recovery${named} committed its purge and is `
     + `not sealed${why ? ` (${why})` : ''}; rerun factlane-admin recover with the plan whose operation_id it is`);
 }
 

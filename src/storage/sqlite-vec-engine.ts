@@ -15,7 +15,7 @@ import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import {
-  assertVectorTablesWhole, inspectSchema, interlockRefusal, schemaRefusal, type SchemaFindings,
+  assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
 } from './schema-inspection.js';
 import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
 import { WRITER_SIDECAR_SUFFIX, type WriterQueueTurns } from './writer-queue.js';
@@ -172,9 +172,7 @@ export class SQLiteVecEngine {
         if (findings.kind === 'FOREIGN')
           throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
-        if (findings.interlockPresent && ownsLease) {
-          throw interlockRefusal(findings);
-        }
+        if (ownsLease) assertNoInterlock(findings);
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
       }
