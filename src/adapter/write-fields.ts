@@ -154,21 +154,28 @@ export function normalizeTimestamp(field: string, value: unknown): string | null
   return parsed.text;
 }
 
+/** verified_by, when stated; null is not absent (its default is UNVERIFIED, CONTRACT.md §3.5). */
 export function normalizeVerifiedBy(value: unknown, field = 'verified_by'): string | null {
-  return present(value) ? requireEnum(field, value, VERIFIED_BY) : null;
+  return value === undefined ? null : requireEnum(field, value, VERIFIED_BY);
 }
 
-/** confidence 0-1; non-numbers and out-of-range values are INVALID_ENVELOPE (a nested bound is governed). */
+/**
+ * confidence 0-1 when stated; null, non-numbers and out-of-range values are INVALID_ENVELOPE (a nested bound is
+ * governed; at the top level the schema refuses them first).
+ */
 export function normalizeConfidence(value: unknown, field = 'confidence'): number | null {
-  if (!present(value)) return null;
+  if (value === undefined) return null;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 1)
     throw new AdapterError('INVALID_ENVELOPE', `${field} must be a number 0-1`);
   return value;
 }
 
-/** tags: at most 12, each collapsed, non-blank, at most 48 bytes, not secret-like; duplicates dropped. */
+/**
+ * tags when stated (null is not absent): at most 12, each collapsed, non-blank, at most 48 bytes, not secret-like;
+ * duplicates dropped.
+ */
 export function normalizeTags(value: unknown, field = 'tags'): string[] | null {
-  if (!present(value)) return null;
+  if (value === undefined) return null;
   if (!Array.isArray(value) || value.length > MAX_TAGS)
     throw new AdapterError('INVALID_ENVELOPE', `${field} must be an array of at most ${MAX_TAGS} strings`);
   const tags: string[] = [];

@@ -258,7 +258,8 @@ t.test('tags: at most 12, collapsed, 1-48 bytes, duplicates dropped keeping the 
   const twelve = Array.from({ length: 12 }, (_, i) => `tag-${i}`);
   t.strictSame((await stored(delegated, { fact: fact('tags'), tags: twelve })).tags, twelve, '12 tags kept in order');
   t.strictSame((await stored(delegated, { fact: fact('tags') })).tags, [], 'default []');
-  t.strictSame((await stored(delegated, { fact: fact('tags'), tags: null })).tags, [], 'null is absent');
+  await refused(t, bench, () => store(delegated, storeRequest({ fact: fact('tags'), tags: null })), 'INVALID_ENVELOPE',
+    /tags/, 'null is not absent (the schema refuses it first over MCP: its default is [])');
   t.strictSame((await stored(delegated, { fact: fact('tags'), tags: ['  build \t tool ', 'b', 'build tool', 'a', 'b', 'build  tool', 'B'] })).tags, ['build tool', 'b', 'a', 'B'], 'collapsed, then duplicates dropped keeping the first');
   t.strictSame((await stored(delegated, { fact: fact('tags'), tags: ['t'.repeat(48), 'é'.repeat(24)] })).tags, ['t'.repeat(48), 'é'.repeat(24)], '48 bytes accepted');
   const tagged = (tags: unknown) => () => store(delegated, storeRequest({ tags }));
@@ -363,6 +364,17 @@ t.test('update payloads follow the same rules and name the payload field, before
   await refused(t, bench, reverify({ freshness_policy: { kind: 'hourly' } }), 'INVALID_ENUM', 'verification.freshness_policy.kind');
   await refused(t, bench, reverify({ freshness_policy: { kind: 'never', recheck_ref: 'a\rb' } }), 'RAW_OR_SENSITIVE_CONTENT', 'verification.freshness_policy.recheck_ref');
   await refused(t, bench, reverify({}), 'NOT_FOUND', undefined, 'valid payload: the lookup decides');
+  // null is absent only where memory_store's default is null (§3.5); elsewhere the store rule refuses it (§5.6).
+  for (const [field, code] of [['confidence', 'INVALID_ENVELOPE'], ['tags', 'INVALID_ENVELOPE'],
+    ['memory_type', 'INVALID_ENUM'], ['verified_by', 'INVALID_ENUM'],
+    ['source_provenance', 'PROVENANCE_REQUIRED'], ['freshness_policy', 'INVALID_ENVELOPE']] as const) {
+    await refused(t, bench, reverify({ [field]: null }), code, `verification.${field}`, `a nested null ${field}`);
+    // A REPLACE names its four required fields as missing when null (one message for all of them).
+    await refused(t, bench, replace({ [field]: null }), field === 'source_provenance' ? 'INVALID_ENVELOPE' : code,
+      `replacement.${field}`, `a replacement's null ${field}`);
+  }
+  await refused(t, bench, reverify({ source_timestamp: null, last_verified_at: null, subject: null }), 'NOT_FOUND',
+    undefined, 'null timestamps and subject are absent');
 });
 
 t.test('timestamps before 1970 keep their second; instants outside years 0000-9999 are refused', async (t) => {
