@@ -61,19 +61,25 @@ export function normalizeMemoryType(value: unknown, field = 'memory_type'): (typ
   return requireEnum(field, value, MEMORY_TYPES);
 }
 
-/** A stripped provenance string: no CR/LF or secret, 1-`maxBytes` bytes. */
-function provenanceString(
-  field: string, value: unknown, maxBytes: number, code: 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE',
-): string {
+type FieldCode = 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE';
+
+/** A stripped string with no CR/LF and nothing secret-like. */
+function cleanString(field: string, value: unknown, code: FieldCode): string {
   if (typeof value !== 'string') throw new AdapterError(code, `${field} must be a string`);
   const text = strip(value);
   if (/[\r\n]/.test(text) || isSecretLike(text)) throw sensitive(field);
+  return text;
+}
+
+/** A stripped provenance string: no CR/LF or secret, 1-`maxBytes` bytes. */
+function provenanceString(field: string, value: unknown, maxBytes: number, code: FieldCode): string {
+  const text = cleanString(field, value, code);
   if (text === '' || utf8Bytes(text) > maxBytes) throw new AdapterError(code, `${field} must be 1-${maxBytes} bytes`);
   return text;
 }
 
-function hex64(field: string, value: unknown, code: 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE'): string {
-  const text = provenanceString(field, value, 64, code);
+function hex64(field: string, value: unknown, code: FieldCode): string {
+  const text = cleanString(field, value, code);
   if (!HEX64.test(text)) throw new AdapterError(code, `${field} must be 64 hex digits`);
   return text.toLowerCase();
 }
@@ -118,10 +124,7 @@ export function normalizeFreshness(value: unknown, field = 'freshness_policy'): 
     throw new AdapterError('INVALID_ENVELOPE', `${field}.ttl_seconds is only for kind ttl`);
   let recheckRef: string | null = null;
   if (present(value.recheck_ref)) {
-    if (typeof value.recheck_ref !== 'string')
-      throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be a string`);
-    const text = strip(value.recheck_ref);
-    if (/[\r\n]/.test(text) || isSecretLike(text)) throw sensitive(`${field}.recheck_ref`);
+    const text = cleanString(`${field}.recheck_ref`, value.recheck_ref, 'INVALID_ENVELOPE');
     if (utf8Bytes(text) > 256)
       throw new AdapterError('INVALID_ENVELOPE', `${field}.recheck_ref must be at most 256 bytes`);
     recheckRef = text === '' ? null : text;

@@ -128,7 +128,7 @@ t.test('source_provenance: required keys, lengths, hex, CR/LF and secrets', asyn
     .source_provenance.source_ref, nel, 'U+0085 is not one of the 12 non-whitespace characters of an assignment');
   for (const key of ['source_hash', 'source_fingerprint']) {
     for (const bad of ['a'.repeat(63), 'a'.repeat(65), 'g'.repeat(64), `${'a'.repeat(62)} b`, '']) {
-      await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: bad }) })), 'PROVENANCE_REQUIRED', key, `${key} ${JSON.stringify(bad)}`);
+      await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: bad }) })), 'PROVENANCE_REQUIRED', `${key} must be 64 hex digits`, `${key} ${JSON.stringify(bad)}`);
     }
   }
 
@@ -169,7 +169,8 @@ t.test('freshness_policy: kinds, ttl_seconds, recheck_ref, source_fingerprint', 
   await refused(t, bench, policy({ kind: 'manual', recheck_ref: 'a\rb' }), 'RAW_OR_SENSITIVE_CONTENT', /recheck_ref/, 'recheck_ref CR');
   await refused(t, bench, policy({ kind: 'manual', recheck_ref: `password=${'p'.repeat(12)}` }), 'RAW_OR_SENSITIVE_CONTENT', /recheck_ref/, 'recheck_ref secret-like');
   for (const bad of ['f'.repeat(63), 'x'.repeat(64), '']) {
-    await refused(t, bench, policy({ kind: 'never', source_fingerprint: bad }), 'INVALID_ENVELOPE', /source_fingerprint/, `freshness source_fingerprint ${JSON.stringify(bad)}`);
+    await refused(t, bench, policy({ kind: 'never', source_fingerprint: bad }), 'INVALID_ENVELOPE',
+      'source_fingerprint must be 64 hex digits', `freshness source_fingerprint ${JSON.stringify(bad)}`);
   }
   await refused(t, bench, policy({ kind: 'never', source_fingerprint: `sk-${'a'.repeat(61)}` }), 'RAW_OR_SENSITIVE_CONTENT', /source_fingerprint/, 'secret check before the hex format');
   await refused(t, bench, policy({ kind: 'never', source_fingerprint: `${'a'.repeat(32)}\n${'a'.repeat(31)}` }), 'RAW_OR_SENSITIVE_CONTENT', /source_fingerprint/, 'fingerprint LF');
