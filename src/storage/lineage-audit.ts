@@ -2,6 +2,7 @@ import {
   ELIGIBLE_AUDIT_QUERY, ELIGIBLE_AUDIT_QUERY_SCHEMA_2, ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA, LINEAGE_AUDIT_QUERIES,
 } from '@factlane/schema';
 import type { SqliteConnection } from './native.js';
+import { onOneSnapshot } from './read-snapshot.js';
 import { floatVector } from './eligible-vectors.js';
 import { damagedVectorTables, vectorDamageText } from './schema-inspection.js';
 import { simhashCode } from './simhash-projection.js';
@@ -112,6 +113,10 @@ export interface HealthReading {
  * (BLOCKED_DATABASE_INTEGRITY) instead of stopping with an internal error.
  */
 export function readHealth(connection: SqliteConnection): HealthReading {
+  return onOneSnapshot(connection, () => healthOf(connection));
+}
+
+function healthOf(connection: SqliteConnection): HealthReading {
   let unreadable = false;
   const unsafe = unsafeToQuery(connection);
   const violations = (query: string) => {

@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
+import type { SqliteConnection } from './native.js';
 
 type Reader = Kysely<DB> | Transaction<DB>;
 
@@ -35,4 +36,23 @@ export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promis
       SNAPSHOTS.delete(db.getExecutor());
     }
   });
+}
+
+/**
+ * The same for a raw connection and synchronous work: checks that run several statements (verify, audit, the health
+ * reading) read one committed state. Besides agreeing with each other, they must: FTS5 keeps the index structure one
+ * check read, and after another process's commit a second check outside a transaction reads it stale and reports
+ * corruption the file does not have. In a transaction already, `work` runs in it.
+ */
+export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T {
+  if (connection.inTransaction) return work();
+  connection.exec('BEGIN');
+  try {
+    const result = work();
+    connection.exec('COMMIT');
+    return result;
+  } finally {
+    // Ends the snapshot after an error (SQLite may have ended it already).
+    if (connection.inTransaction) connection.exec('ROLLBACK');
+  }
 }

@@ -2,6 +2,7 @@ import { FENCE_TRIGGER_NAMES, FENCED_TABLE_OF, STORAGE_CONTRACT_VERSION } from '
 import { AdapterError } from '../core/adapter-error.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
+import { onOneSnapshot } from './read-snapshot.js';
 import { vectorDimensionOf, type SchemaFindings } from './schema-inspection.js';
 
 /** One named check with its outcome; `detail` is safe to print (no paths, no content). */
@@ -138,6 +139,12 @@ function bindingWellFormed(text: string | null, tableDimension: number | null): 
  * contract version, meta keys, binding well-formed, FTS5 integrity and quick_check. Read-only.
  */
 export function verifySchema(
+  connection: SqliteConnection, findings: SchemaFindings, shipped: readonly MigrationFile[],
+): CheckResult[] {
+  return onOneSnapshot(connection, () => verifyChecks(connection, findings, shipped));
+}
+
+function verifyChecks(
   connection: SqliteConnection, findings: SchemaFindings, shipped: readonly MigrationFile[],
 ): CheckResult[] {
   const results: CheckResult[] = [];

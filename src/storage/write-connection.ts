@@ -5,6 +5,7 @@ import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
+import { onOneSnapshot } from './read-snapshot.js';
 import { translateSqliteError } from './sqlite-errors.js';
 import { WriterQueue, type WriterQueueTurns } from './writer-queue.js';
 import type { Logger } from '../core/logger.js';
@@ -195,13 +196,13 @@ export function openReadOnlyConnection(path: string, options: { loadVec?: boolea
   }
 }
 
-/** Opens a read-only connection, runs `work`, closes it; SQLite errors are translated. */
+/** Opens a read-only connection, runs `work` on one snapshot, closes it; SQLite errors are translated. */
 export function withReadOnly<T>(
   path: string, work: (connection: SqliteConnection) => T, options: { loadVec?: boolean } = {},
 ): T {
   const connection = openReadOnlyConnection(path, options);
   try {
-    return work(connection);
+    return onOneSnapshot(connection, () => work(connection));
   } catch (error) {
     throw translateSqliteError(error);
   } finally {
