@@ -49,6 +49,12 @@ export async function restoreVerifiedBackup(input: {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
+    const beside = ['-wal', '-journal'].find((suffix) => existsSync(`${input.from}${suffix}`));
+    if (beside) {
+      throw new AdapterError('MANIFEST_MISMATCH', `a ${beside} file lies beside the backup: SQLite would read it with `
+        + 'the backup, so the backup no longer matches its manifest; move that file away (it is not part of the '
+        + 'backup), then restore');
+    }
     throw new AdapterError('MANIFEST_MISMATCH',
       'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not '
         + 'the file the manifest describes');

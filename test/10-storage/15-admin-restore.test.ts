@@ -139,6 +139,8 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   copyFileSync(`${backup}.manifest.json`, `${strayWal}.manifest.json`);
   writeFileSync(`${strayWal}-wal`, Buffer.alloc(4096));
   refused(t, ['--from', strayWal, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  t.match(admin('restore', '--from', strayWal, '--db', target).stderr,
+    /MANIFEST_MISMATCH: a -wal file lies beside the backup: .*move that file away/, 'the message names the -wal');
   const verifyStray = admin('verify', '--backup', strayWal, '--json');
   t.equal(verifyStray.status, 3);
   t.match(JSON.parse(verifyStray.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }]);
