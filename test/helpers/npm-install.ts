@@ -7,11 +7,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { REPO_ROOT } from './storage.js';
 
-/** The environment of a user's shell: this process's, less tap's and npm's own, with node on the PATH. */
+/**
+ * The environment of a user's shell: this process's, less tap's and npm's own, with node on the PATH. The user's
+ * `npm_config_nodedir` stays: the README gives it as the offline way to build better-sqlite3 (no header download).
+ */
 export function userEnv(extraPath: readonly string[] = []): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
-    if (!/^(npm_|NODE_OPTIONS$|NODE_V8_COVERAGE$|TAP|_TAPJS)/i.test(key)) env[key] = value;
+    if (!/^(npm_(?!config_nodedir$)|NODE_OPTIONS$|NODE_V8_COVERAGE$|TAP|_TAPJS)/i.test(key)) env[key] = value;
   }
   env.PATH = [...extraPath, dirname(process.execPath), process.env.PATH ?? ''].join(':');
   return env;
