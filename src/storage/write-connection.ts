@@ -76,6 +76,9 @@ export class WriteConnection {
       // Memory-mapped reads: a vec0 KNN reads every vector chunk of the partition, and through mmap it
       // takes about half the time of copying pages through the cache (docs/decisions/0008).
       connection.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
+      // A long reader (a backup, verify) keeps checkpoints from restarting the WAL, which then grows with every
+      // write; once it restarts, the file is cut back to this size instead of keeping its high-water mark.
+      connection.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
       assertEffectivePragmas(connection);
       return writeConnection;
     } catch (error) {
@@ -162,6 +165,9 @@ export class WriteConnection {
 
 /** How much of the database file reads map into memory (docs/decisions/0008-memory-mapped-reads.md). */
 export const MMAP_SIZE_BYTES = 1024 * 1024 * 1024;
+
+/** The size a restarted WAL file is cut back to (decision 0030); a quiet WAL holds about 4 MiB (1,000 pages). */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** Reads the pragmas back; anything weaker than the contract throws BACKEND_COMPATIBILITY_MISMATCH. */
 export function assertEffectivePragmas(connection: SqliteConnection): void {
