@@ -47,12 +47,19 @@ export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promis
 export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T {
   if (connection.inTransaction) return work();
   connection.exec('BEGIN');
+  let result: T;
   try {
-    const result = work();
-    connection.exec('COMMIT');
-    return result;
-  } finally {
-    // Ends the snapshot after an error (SQLite may have ended it already).
-    if (connection.inTransaction) connection.exec('ROLLBACK');
+    result = work();
+  } catch (error) {
+    // Ends the snapshot; the work's error is the one to report.
+    try {
+      if (connection.inTransaction) connection.exec('ROLLBACK');
+    } catch {
+      // Nothing more to end.
+    }
+    throw error;
   }
+  // A check may have caught an error (I/O, full, out of memory) that already ended the transaction.
+  if (connection.inTransaction) connection.exec('COMMIT');
+  return result;
 }

@@ -4,7 +4,8 @@ import { readHealth } from '../../src/storage/lineage-audit.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { inspectSchema } from '../../src/storage/schema-inspection.js';
 import { verifySchema } from '../../src/storage/schema-verification.js';
-import { openReadOnlyConnection } from '../../src/storage/write-connection.js';
+import { onOneSnapshot } from '../../src/storage/read-snapshot.js';
+import { openReadOnlyConnection, WriteConnection } from '../../src/storage/write-connection.js';
 import type { SqliteConnection } from '../../src/storage/native.js';
 import { inGatedTransaction, RawDatabase } from '../helpers/storage.js';
 import { currentRequest, openWriteBench, store } from '../helpers/writes.js';
@@ -77,6 +78,31 @@ t.test("housekeeping's health reading reads one snapshot", async (t) => {
   const health = readHealth(interleaved(connection, dbPath, /^PRAGMA quick_check/));
   t.same({ quick: health.quickCheck, integrity: health.integrityCheck }, { quick: 'PASS', integrity: 'PASS' });
   t.equal(connection.inTransaction, false, 'the snapshot is ended');
+});
+
+t.test("housekeeping's health reading on its read-write connection reads one snapshot", async (t) => {
+  const dbPath = await database(t);
+  const connection = WriteConnection.open({ path: dbPath });
+  t.teardown(() => connection.close());
+  const health = readHealth(interleaved(connection.connection, dbPath, /^PRAGMA quick_check/));
+  t.same({ quick: health.quickCheck, integrity: health.integrityCheck }, { quick: 'PASS', integrity: 'PASS' });
+  t.equal(connection.connection.inTransaction, false, 'the snapshot is ended');
+});
+
+t.test('a snapshot already ended by SQLite inside the work is not committed again; an error rolls back', async (t) => {
+  const dbPath = await database(t);
+  const connection = openReadOnlyConnection(dbPath);
+  t.teardown(() => connection.close());
+  t.equal(onOneSnapshot(connection, () => { connection.exec('ROLLBACK'); return 'checked'; }), 'checked');
+  t.throws(() => onOneSnapshot(connection, () => {
+    connection.exec('ROLLBACK');
+    throw new Error('the check failed');
+  }), /the check failed/, "the work's error, not the rollback's");
+  t.throws(() => onOneSnapshot(connection, () => {
+    connection.prepare('SELECT count(*) FROM adapter_records').get();
+    throw new Error('midway');
+  }), /midway/);
+  t.equal(connection.inTransaction, false, 'rolled back');
 });
 
 t.test('audit, with a server committing while it reads, passes', async (t) => {
