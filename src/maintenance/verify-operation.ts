@@ -70,8 +70,8 @@ export function unreadableReport(notADatabase: boolean): VerifyReport {
 /**
  * Verifies a backup file read-only: its size and SHA-256 are compared with the manifest before SQLite opens it,
  * then its database_id and schema version, then the same checks as a database. A file SQLite cannot read as a
- * database fails `sqlite_file` (and the manifest) instead of stopping the report. SOURCE_NOT_FOUND when the file
- * or its manifest is absent.
+ * database fails `sqlite_file` (and the manifest) instead of stopping the report. A -wal or -journal beside the file
+ * fails the manifest, and the file is not opened. SOURCE_NOT_FOUND when the file or its manifest is absent.
  */
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
@@ -97,6 +97,8 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
   const alone = !existsSync(`${path}-wal`) && !existsSync(`${path}-journal`);
   const fileMatches = alone && manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
   const describe = 'size, SHA-256, database_id and schema version; no -wal or -journal beside it';
+  // Not opened then: SQLite would read the companion with it and leave a -shm beside the backup.
+  if (!alone) return report([pass('manifest_matches', false, describe)], false);
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };
   try {
     inspected = withReadOnly(path, (connection) => {

@@ -141,9 +141,11 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   refused(t, ['--from', strayWal, '--db', target], 'MANIFEST_MISMATCH', targetDir);
   t.match(admin('restore', '--from', strayWal, '--db', target).stderr,
     /MANIFEST_MISMATCH: a -wal file lies beside the backup: .*move that file away/, 'the message names the -wal');
+  t.notOk(existsSync(`${strayWal}-shm`), 'the backup was not opened beside its -wal (no -shm left)');
   const verifyStray = admin('verify', '--backup', strayWal, '--json');
   t.equal(verifyStray.status, 3);
   t.match(JSON.parse(verifyStray.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }]);
+  t.notOk(existsSync(`${strayWal}-shm`), 'verify --backup left no -shm either');
   // A manifest that is JSON but no object, and a backup path that is a directory: governed, not internal errors.
   const nullManifest = join(dir, 'null-manifest.sqlite3');
   copyFileSync(backup, nullManifest);
