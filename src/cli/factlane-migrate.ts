@@ -50,8 +50,11 @@ function printStatus(report: StatusReport): void {
   out('schema', `${report.schema_version} (this release: ${report.latest_version})`);
   out('contract', report.contract_version ?? 'missing');
   out('interlock', report.interlock_present ? 'PRESENT' : 'absent');
-  for (const row of report.applied) out('applied',
-    `${String(row.version).padStart(4, '0')}_${row.name}  checksum ${row.checksum_ok ? 'ok' : 'MISMATCH'}`);
+  // A migration of a newer release has no shipped checksum here to match or to differ from.
+  const checksum = (row: StatusReport['applied'][number]) => row.version > report.latest_version
+    ? 'not in this release' : `checksum ${row.checksum_ok ? 'ok' : 'MISMATCH'}`;
+  for (const row of report.applied)
+    out('applied', `${String(row.version).padStart(4, '0')}_${row.name}  ${checksum(row)}`);
   for (const row of report.pending) out('pending', `${String(row.version).padStart(4, '0')}_${row.name}`);
 }
 
