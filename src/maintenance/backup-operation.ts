@@ -220,7 +220,8 @@ export async function writeVerifiedBackup(
   const manifestPath = `${file}.manifest.json`;
   if ([...sqliteFiles(file), manifestPath].some((p) => existsSync(p))) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
-      + 'choose a new path');
+      + 'choose a new path (a run stopped after writing it left a complete backup there: check it with '
+      + 'factlane-admin verify --backup)');
   }
   // A backup named like a sidecar of the database would be read by SQLite as that database's journal or WAL.
   const source = resolve(target.path);
