@@ -34,7 +34,7 @@ function fileStep<T>(step: string, path: string, run: () => T): T {
     return run();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (typeof code !== 'string') throw error;
+    if (error instanceof AdapterError || typeof code !== 'string') throw error;
     throw new AdapterError('BACKEND_UNAVAILABLE', `cannot ${step} ${path} (${code})`);
   }
 }
@@ -51,7 +51,14 @@ export function readConfigFile(path: string): ConfigFile {
   }
   return fileStep('read', path, () => {
     const target = realpathSync(path);
-    return Object.freeze({ path, target, text: readFileSync(target, 'utf8'), mode: statSync(target).mode & 0o7777 });
+    const stat = statSync(target);
+    // A device, FIFO or socket (a config linked to /dev/null): reading a FIFO never ends, and the atomic replace
+    // would put a regular file where the device was (as root, even /dev/null). A directory fails its read (EISDIR).
+    if (!stat.isFile() && !stat.isDirectory()) {
+      throw new AdapterError('VERIFY_FAILED', `${path} is not a regular file (a device, FIFO or socket); point it at `
+        + 'a config file or remove it, then rerun');
+    }
+    return Object.freeze({ path, target, text: readFileSync(target, 'utf8'), mode: stat.mode & 0o7777 });
   });
 }
 

@@ -373,6 +373,23 @@ t.test('factlane --help names setup, and a launch without setup is still the ser
   t.match(positional.stderr, /^factlane: Unexpected argument 'codex'/);
 });
 
+t.test('a config linked to a FIFO or a device is refused, the special file untouched and never read', async (t) => {
+  const box = setupSandbox(t.testdir());
+  mkdirSync(box.codexHome);
+  const fifo = join(box.root, 'config-fifo');
+  const made = spawnSync('mkfifo', [fifo]);
+  t.equal(made.status, 0, 'mkfifo');
+  symlinkSync(fifo, box.codexConfig);
+  // Before: the read of the FIFO never ended (the spawn's timeout stops it).
+  const result = spawnSync(process.execPath, [FACTLANE_BIN, 'setup', 'codex'], {
+    encoding: 'utf8', env: box.env, input: '', timeout: 20_000, killSignal: 'SIGKILL',
+  });
+  t.equal(result.status, 1);
+  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: .*config\.toml is not a regular file \(a device, FIFO or /);
+  t.ok(lstatSync(fifo).isFIFO(), 'still a FIFO');
+  t.same(readdirSync(box.root).filter((name) => name.includes('factlane-backup')), [], 'no backup of it');
+});
+
 t.test('a config that is a symbolic link to a missing file is refused, and the link kept', async (t) => {
   const box = setupSandbox(t.testdir());
   mkdirSync(box.codexHome);
