@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, lstatSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
@@ -176,6 +176,9 @@ export class SQLiteVecEngine {
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
       }
+      // A database is created 0600 (STORAGE.md §2), also in a file that was there empty: before SQLite opens it, so
+      // its -wal and -shm, which take the file's mode, are private too.
+      if (binding) privateMode(path);
       const { retry, writerQueue, logger } = options;
       connection = WriteConnection.open({ path, retry, writerQueue, logger });
       let created = false;
@@ -292,5 +295,14 @@ function removeUnfinishedDatabase(lease: DatabaseLease): void {
     } catch {
       // Already absent.
     }
+  }
+}
+
+/** Sets `path` to mode 0600 when this process may; a file of another owner keeps its mode. */
+function privateMode(path: string): void {
+  try {
+    chmodSync(path, 0o600);
+  } catch {
+    // Not ours (EPERM), or gone: the open that follows says what is wrong, if anything.
   }
 }

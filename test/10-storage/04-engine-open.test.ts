@@ -1,6 +1,6 @@
 import t from 'tap';
 import {
-  existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync,
+  chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync,
 } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -85,6 +85,17 @@ t.test('a new database is created at the latest version with its meta rows, 0600
   const again = await openEngine(dbPath, { newDatabaseBinding: async () => t.fail('binding asked for an existing database') as never });
   t.equal(again.created, false);
   await again.close();
+});
+
+t.test('a database made in a file that was there empty is private too: 0600, and so its -wal and -shm', async (t) => {
+  const dbPath = join(t.testdir(), 'touched.sqlite3');
+  writeFileSync(dbPath, '', { mode: 0o644 });
+  chmodSync(dbPath, 0o644);
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  t.equal(engine.created, true);
+  for (const file of [dbPath, `${dbPath}-wal`, `${dbPath}-shm`])
+    t.equal(statSync(file).mode & 0o777, 0o600, `${file.slice(dbPath.length) || 'the database'}: 0600`);
 });
 
 t.test('a failed first start leaves no database file', async (t) => {
