@@ -107,7 +107,7 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
       return envelopeResult(await options.gateway.handle(name, request));
     } catch (error) {
       if (error instanceof AdapterError) return envelopeResult(blockedEnvelope(error));
-      options.logger.error(`unexpected fault in ${name}: ${(error as Error)?.stack ?? String(error)}`);
+      options.logger.error(`unexpected fault in ${name}: ${faultDetail(error)}`);
       return {
         isError: true, content: [{ type: 'text', text: `${name}: internal error; details are in the server log` }],
       };
@@ -119,4 +119,16 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
 /** Connects the server to this process's stdin/stdout; standard output then carries only MCP frames. */
 export async function connectStdio(server: Server): Promise<void> {
   await server.connect(new EnvelopeStdioTransport());
+}
+
+/**
+ * A fault's stack for the log. A SyntaxError's message quotes the text it could not parse, which is stored content
+ * when a damaged record column reaches JSON.parse (CONTRACT.md §3.4: details without content): its frames only.
+ */
+function faultDetail(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const stack = error.stack ?? `${error.name}: ${error.message}`;
+  if (!(error instanceof SyntaxError)) return stack;
+  const frames = stack.split('\n').filter((line) => /^\s+at /.test(line));
+  return [`${error.name} (its message is withheld: it quotes the text that failed to parse)`, ...frames].join('\n');
 }

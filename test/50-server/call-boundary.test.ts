@@ -175,6 +175,22 @@ t.test('an unexpected fault is a generic isError; details go to the log only, wi
   t.notMatch(logged, 'QQ-REQUEST-MARK', 'without request content');
 });
 
+t.test('a stored column that is not JSON: its SyntaxError is logged without the text it quotes', async (t) => {
+  let fault: unknown;
+  try {
+    JSON.parse('["QQ_STORED_TAG", oops]');
+  } catch (error) {
+    fault = error;
+  }
+  const { client, logger } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { gateway: { handle: async () => { throw fault; } } });
+  const result = await call(client, 'memory_get', { request: { ...GLOBAL, memory_id: '00000000-0000-4000-8000-000000000000' } });
+  t.equal(result.isError, true);
+  const logged = logger.lines.join('\n');
+  t.match(logged, /unexpected fault in memory_get: SyntaxError \(its message is withheld/, 'the fault is logged');
+  t.match(logged, /\n\s+at /, 'with its stack');
+  t.notMatch(logged, 'QQ_STORED', 'without the stored text');
+});
+
 t.test('memory_status OK reports the exact-scope counts and the launcher', async (t) => {
   const { client, engine, hostBinding } = await connectClient(t, join(t.testdir(), 'x.sqlite3'), { writeProfile: 'owner-current' });
   const rows = [
