@@ -178,7 +178,7 @@ t.test('an unexpected fault is a generic isError; details go to the log only, wi
 t.test('a stored column that is not JSON: its SyntaxError is logged without the text it quotes', async (t) => {
   let fault: unknown;
   try {
-    JSON.parse('["QQ_STORED_TAG", oops]');
+    JSON.parse('["QQS", oops]');
   } catch (error) {
     fault = error;
   }
@@ -188,7 +188,7 @@ t.test('a stored column that is not JSON: its SyntaxError is logged without the 
   const logged = logger.lines.join('\n');
   t.match(logged, /unexpected fault in memory_get: SyntaxError \(its message is withheld/, 'the fault is logged');
   t.match(logged, /\n\s+at /, 'with its stack');
-  t.notMatch(logged, 'QQ_STORED', 'without the stored text');
+  t.notMatch(logged, 'QQS', 'without the stored text');
 });
 
 t.test('memory_status OK reports the exact-scope counts and the launcher', async (t) => {
