@@ -37,12 +37,14 @@ interface Payload {
   subject?: string | null;
 }
 
+// Each payload field follows its memory_store rule (CONTRACT.md §5.6): null means absent only where the store's default
+// is null (§3.5: these timestamps, and subject, which normalizeSubject reads); a null confidence, tags, fact, type or
+// nested object is refused.
+const NULL_IS_ABSENT = new Set(['source_timestamp', 'last_verified_at']);
+
 /** Payload fields in store order (without on_change); the profile basis is injected as verified_by. */
 function normalizePayload(name: string, raw: Record<string, unknown>, basis: string): Payload {
-  // Each field follows its memory_store rule (CONTRACT.md §5.6): null means absent only where the store's default is
-  // null (§3.5: the timestamps and subject); a null confidence, tags, fact, type or nested object is refused.
-  const nullable = new Set(['source_timestamp', 'last_verified_at']);
-  const has = (key: string) => raw[key] !== undefined && !(raw[key] === null && nullable.has(key));
+  const has = (key: string) => raw[key] !== undefined && !(raw[key] === null && NULL_IS_ABSENT.has(key));
   const payload: Payload = {};
   if (has('fact')) payload.fact = normalizeFact(raw.fact, `${name}.fact`);
   if (has('memory_type')) payload.memory_type = normalizeMemoryType(raw.memory_type, `${name}.memory_type`);

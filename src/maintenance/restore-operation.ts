@@ -8,7 +8,7 @@ import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-bac
 import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { verifyCopy, writeThenPublish } from './backup-operation.js';
-import { verifyBackup } from './verify-operation.js';
+import { backupCompanion, verifyBackup } from './verify-operation.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
@@ -49,7 +49,7 @@ export async function restoreVerifiedBackup(input: {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
-    const beside = ['-wal', '-journal'].find((suffix) => existsSync(`${input.from}${suffix}`));
+    const beside = backupCompanion(resolve(input.from));
     if (beside) {
       throw new AdapterError('MANIFEST_MISMATCH', `a ${beside} file lies beside the backup: SQLite would read it with `
         + 'the backup, so the backup no longer matches its manifest; move that file away (it is not part of the '

@@ -68,6 +68,14 @@ export function unreadableReport(notADatabase: boolean): VerifyReport {
 }
 
 /**
+ * The -wal or hot -journal lying beside a backup file, if any: SQLite would read it with the file, and the manifest's
+ * digest covers the file alone, so a backup with one never matches its manifest.
+ */
+export function backupCompanion(path: string): '-wal' | '-journal' | undefined {
+  return (['-wal', '-journal'] as const).find((suffix) => existsSync(`${path}${suffix}`));
+}
+
+/**
  * Verifies a backup file read-only: its size and SHA-256 are compared with the manifest before SQLite opens it,
  * then its database_id and schema version, then the same checks as a database. A file SQLite cannot read as a
  * database fails `sqlite_file` (and the manifest) instead of stopping the report. A -wal or -journal beside the file
@@ -92,13 +100,11 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
   } catch {
     // Not JSON: nothing in it matches.
   }
-  const digest = fileDigest(path);
-  // SQLite would read a -wal or hot -journal beside the file with it, and the manifest's digest covers the file alone.
-  const alone = !existsSync(`${path}-wal`) && !existsSync(`${path}-journal`);
-  const fileMatches = alone && manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
   const describe = 'size, SHA-256, database_id and schema version; no -wal or -journal beside it';
-  // Not opened then: SQLite would read the companion with it and leave a -shm beside the backup.
-  if (!alone) return report([pass('manifest_matches', false, describe)], false);
+  // Not hashed or opened then: SQLite would read the companion with it and leave a -shm beside the backup.
+  if (backupCompanion(path) !== undefined) return report([pass('manifest_matches', false, describe)], false);
+  const digest = fileDigest(path);
+  const fileMatches = manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };
   try {
     inspected = withReadOnly(path, (connection) => {

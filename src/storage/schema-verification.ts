@@ -150,11 +150,11 @@ function verifyChecks(
   const results: CheckResult[] = [];
   results.push(check('versions_contiguous', findings.contiguous,
     `versions 1…${findings.schemaVersion}`, 'applied versions are not exactly 1…n'));
-  const known = findings.schemaVersion <= (shipped.at(-1)?.version ?? 0);
+  const latest = shipped.at(-1)?.version ?? 0;
+  const known = findings.schemaVersion <= latest;
   results.push(check('release_knows_version', known, `schema version ${findings.schemaVersion}`,
     `schema version ${findings.schemaVersion} is newer than this release`));
   // Versions past this release's have no shipped checksum: release_knows_version reports them.
-  const latest = shipped.at(-1)?.version ?? 0;
   const tampered = findings.applied.filter((row) => row.version <= latest && !row.checksumOk).map((row) => row.version);
   results.push(check('checksums_match', tampered.length === 0, 'every applied migration matches its shipped checksum',
     `checksum differs for version ${tampered.join(', ')}`));
