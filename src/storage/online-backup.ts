@@ -1,4 +1,5 @@
 import { chmodSync } from 'node:fs';
+import { LIFECYCLE_STATES } from '@factlane/schema';
 import { Database } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
 import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
@@ -88,7 +89,10 @@ export function lifecycleCounts(path: string): Record<string, number> {
     const rows =
       connection.prepare('SELECT lifecycle_state AS state, count(*) AS n FROM adapter_records GROUP BY lifecycle_state')
         .all() as { state: string; n: number }[];
-    return Object.fromEntries(rows.map((row) => [row.state, row.n]));
+    // Every lifecycle of the contract, 0 where it has no record (OPERATIONS.md §4.1: counts per lifecycle).
+    const counts: Record<string, number> = Object.fromEntries(LIFECYCLE_STATES.map((state) => [state, 0]));
+    for (const row of rows) counts[row.state] = row.n;
+    return counts;
   } finally {
     connection.close();
   }

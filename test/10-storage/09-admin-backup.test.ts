@@ -17,7 +17,8 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const backup = admin('backup', '--db', dbPath, '--out', out, '--json');
   t.equal(backup.status, 0, backup.stderr);
   const manifest = JSON.parse(backup.stdout).manifest;
-  t.same(manifest.lifecycle_counts, { CANDIDATE: 1 });
+  const none = { VALIDATED_CURRENT: 0, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 };
+  t.strictSame(manifest.lifecycle_counts, { CANDIDATE: 1, ...none }, 'a count for every lifecycle, 0 where none');
   t.notMatch(backup.stdout, dir, 'no path in the report');
 
   const verified = admin('verify', '--backup', out, '--json');
