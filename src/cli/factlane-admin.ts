@@ -225,8 +225,11 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       dbPath: values.db!, planPath: values.plan!, confirm: values.confirm!, receiptPath: values.receipt!,
       statePath: values.state, onPhase: (event) => onStep(recoveryStep(event)),
     }));
+    const line = `recover: ${outcome.hold ?? outcome.result}: ${outcome.message}\n`;
+    // A hold, a failure or an incomplete sealing is a refusal: its line goes to stderr (OPERATIONS.md §1).
+    if (outcome.exit !== EXIT.OK) process.stderr.write(line);
     if (wantsJson()) process.stdout.write(`${JSON.stringify(outcome, null, 2)}\n`);
-    else process.stdout.write(`recover: ${outcome.hold ?? outcome.result}: ${outcome.message}\n`);
+    else if (outcome.exit === EXIT.OK) process.stdout.write(line);
     return outcome.exit;
   }
   if (command === 'reembed') {

@@ -209,6 +209,8 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
   let mode: RecoveryOutcome['mode'] = null;
   const leases: DatabaseLease[] = [];
   let keepLeases = false;
+  /** The postflight returned: it deleted the interlock (a RESUME_POSTFLIGHT run found it deleted already). */
+  let interlockDeleted = false;
   const setPhase = (next: RecoveryPhase, lastHold: RecoveryState['last_hold'] = null) => {
     phase = next;
     const p = prepared!;
@@ -295,6 +297,7 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
       path: prepared.path, lease: postflightLease, operationId: prepared.plan.operation_id, recordIds,
       interlock: mode === 'RESUME_POSTFLIGHT' ? null : interlock,
     });
+    interlockDeleted = true;
     await signals.check();
     emit('postflight', phase);
     setPhase('LOCAL_FACTLANE_PURGE_VERIFIED');
@@ -316,7 +319,10 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
           // The state file cannot be written: the interlock in the database still blocks every runtime.
         }
       }
-      const next = mode === 'RESUME_POSTFLIGHT' || phase === 'LOCAL_FACTLANE_PURGE_VERIFIED'
+      // Only while the interlock is in the database does it hold runtimes out: the postflight deletes it.
+      const interlockGone = interlockDeleted || mode === 'RESUME_POSTFLIGHT'
+        || (error instanceof SealingFailure && error.interlockDeleted);
+      const next = interlockGone || phase === 'LOCAL_FACTLANE_PURGE_VERIFIED'
         ? 'rerun the same plan' : 'the interlock blocks every runtime: rerun the same plan';
       return outcome(4, 'SEALING_INCOMPLETE', `${safeMessage(error)}; ${next}`);
     }

@@ -27,11 +27,16 @@ export class SealingFailure extends Error {
   readonly failClosed: boolean;
   /** True when the byte scan found target content in the image: a resumed run, which cannot scan, must not pass. */
   readonly residue: boolean;
+  /** True when the postflight had deleted the interlock before it failed: runtimes are no longer held out. */
+  readonly interlockDeleted: boolean;
 
-  constructor(message: string, options: { failClosed?: boolean; residue?: boolean; cause?: unknown } = {}) {
+  constructor(message: string, options: {
+    failClosed?: boolean; residue?: boolean; interlockDeleted?: boolean; cause?: unknown;
+  } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.failClosed = options.failClosed ?? false;
     this.residue = options.residue ?? false;
+    this.interlockDeleted = options.interlockDeleted ?? false;
   }
 }
 
@@ -232,6 +237,7 @@ export async function runPostflight(input: {
     throw new SealingFailure(`the postflight could not open the database (${code})`, { cause: error });
   }
   let failure: SealingFailure | undefined;
+  let interlockDeleted = false;
   try {
     const reading = await engine.read((db) => readPostflight(db, input.recordIds));
     const tombstones = input.recordIds.every((id) => {
@@ -245,17 +251,20 @@ export async function runPostflight(input: {
       const interlock = input.interlock;
       if (interlock && !(await engine.write((trx) => deleteInterlock(trx, interlock)))) {
         failure = new SealingFailure('the interlock was not found to delete');
-      } else if (!(await engine.read(checkpointThrough))) {
-        failure = new SealingFailure('the postflight checkpoint did not return (0, 0, 0)');
+      } else {
+        interlockDeleted = interlock !== null;
+        if (!(await engine.read(checkpointThrough)))
+          failure = new SealingFailure('the postflight checkpoint did not return (0, 0, 0)', { interlockDeleted });
       }
     }
   } catch (error) {
-    failure = new SealingFailure('the postflight failed', { cause: error });
+    failure = new SealingFailure('the postflight failed', { cause: error, interlockDeleted });
   } finally {
     await engine.close();
   }
   if (!engine.closeConfirmed) {
-    throw new SealingFailure('the postflight could not prove its SQLite handle closed', { failClosed: true });
+    throw new SealingFailure('the postflight could not prove its SQLite handle closed',
+      { failClosed: true, interlockDeleted });
   }
   if (failure) throw failure;
 }

@@ -264,6 +264,12 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
     '--receipt', receipt, '--json');
   t.equal(held.status, 3, 'a hold exits 3');
   t.match(JSON.parse(held.stdout), { hold: 'HOLD_AUTHORIZATION_MISSING_NO_MUTATION', exit: 3 });
+  // OPERATIONS.md §1: a refusal prints `<command>: <CODE>: <message>` on standard error, with --json or without.
+  const refusal = /^recover: HOLD_AUTHORIZATION_MISSING_NO_MUTATION: --confirm must repeat the plan's operation_id$/m;
+  t.match(held.stderr, refusal, 'the hold is on stderr');
+  const heldHuman = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', 'not-the-operation',
+    '--receipt', receipt);
+  t.match(heldHuman, { status: 3, stdout: '', stderr: refusal }, 'without --json: on stderr only');
   t.equal(fileBytes(s.dbPath), before, 'held: nothing changed');
 
   const run = admin('recover', '--db', s.dbPath, '--plan', planPath, '--confirm', plan.operation_id,

@@ -399,6 +399,10 @@ t.test('SIGINT or SIGTERM after the commit: exit 4, the interlock holds runtimes
     const child = startChild(s, `signal:${signal}:${phase}`, { linger: true });
     const outcome = JSON.parse((await child.waitFor(/^outcome /)).slice('outcome '.length)) as RecoveryOutcome;
     t.match(outcome, { exit: 4, result: 'SEALING_INCOMPLETE', recovery_state: SEALING_INCOMPLETE }, `${label}: exit 4`);
+    // The message says what holds runtimes out only while it does: after the postflight deleted the interlock, nothing.
+    const claim = /the interlock blocks every runtime/;
+    if (phase === 'interlock_delete') t.notMatch(outcome.message, claim, `${label}: no interlock is claimed`);
+    else t.match(outcome.message, claim, `${label}: the message names the interlock`);
     // Fail closed: the ended run keeps its exclusive leases until its process exits, interlock or not.
     const refused = { status: 1, code: 'MAINTENANCE_IN_PROGRESS' };
     t.match(refusedStart(s), refused, `${label}: a server is refused while the process lives`);
