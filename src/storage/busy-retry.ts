@@ -1,3 +1,4 @@
+import { AdapterError } from '../core/adapter-error.js';
 import { isBusyError, translateSqliteError } from './sqlite-errors.js';
 
 /** How busy or locked operations are retried (STORAGE.md §6). */
@@ -14,17 +15,22 @@ export const DEFAULT_BUSY_RETRY: BusyRetryPolicy = Object.freeze({ retries: 5, b
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Busy or locked: as SQLite threw it, or already translated to BACKEND_BUSY with SQLite's error as its cause. */
+function isRetryable(error: unknown): boolean {
+  return isBusyError(error) || (error instanceof AdapterError && error.code === 'BACKEND_BUSY' && isBusyError(error.cause));
+}
+
 /**
  * Runs `attempt` until it succeeds, fails with something other than busy/locked, or the retries are
- * used up. The attempt must be a whole transaction (from BEGIN IMMEDIATE), already rolled back when it
- * throws. Every failure leaves through translateSqliteError, so a final busy becomes BACKEND_BUSY.
+ * used up. The attempt must be a whole transaction (from BEGIN IMMEDIATE) or a read on one snapshot, already
+ * ended when it throws. Every failure leaves through translateSqliteError, so a final busy becomes BACKEND_BUSY.
  */
 export async function withBusyRetry<T>(policy: BusyRetryPolicy, attempt: () => Promise<T>): Promise<T> {
   for (let n = 0; ; n += 1) {
     try {
       return await attempt();
     } catch (error) {
-      if (!isBusyError(error) || n >= policy.retries) throw translateSqliteError(error);
+      if (!isRetryable(error) || n >= policy.retries) throw translateSqliteError(error);
       const jitter = 1 + policy.jitterRatio * (Math.random() * 2 - 1);
       await sleep(policy.baseDelayMs * 2 ** n * jitter);
     }

@@ -9,6 +9,7 @@ import { applyMigrations, type AppliedStep } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { dropNextVectorTable } from './reembed-repository.js';
+import { assertOneName } from './quiescence-inventory.js';
 import { probeRuntime, type RuntimeProbeOptions } from './runtime-probe.js';
 import { assertVectorTablesWhole, EMPTY_FINDINGS, inspectSchema, type SchemaFindings } from './schema-inspection.js';
 import { verifySchema, type CheckResult } from './schema-verification.js';
@@ -68,6 +69,7 @@ export class MaintenanceTarget {
     if (!statSync(path).isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
     const lease = DatabaseLease.acquire(path, options.lease, { create: false });
     try {
+      assertOneName(path);
       const findings = MaintenanceTarget.#inspect(path, shipped);
       return new MaintenanceTarget(path, shipped, findings, lease, options.retry);
     } catch (error) {

@@ -1,5 +1,6 @@
 import { lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { AdapterError } from '../core/adapter-error.js';
 import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 
 // The quiescence inventory of incident recovery (OPERATIONS.md §5.3 checks 6 and 8). Leases are cooperative
@@ -28,6 +29,20 @@ export function hardLinkedFiles(databasePath: string): string[] {
   return existingFiles(databasePath)
     .filter(({ stats }) => stats.nlink > 1)
     .map(({ path }) => path.slice(databasePath.length) || 'db');
+}
+
+/**
+ * BACKEND_UNAVAILABLE when the database, its -wal or its -shm has another name (a hard link): SQLite keeps the -wal
+ * and -shm beside the name it opens, so two names of one file give two logs, and writers through both lose each
+ * other's commits (docs/decisions/0031). The lease meets across names; the logs do not.
+ */
+export function assertOneName(path: string): void {
+  const linked = hardLinkedFiles(path);
+  if (linked.length === 0) return;
+  const which = linked.map((suffix) => (suffix === 'db' ? 'the database file' : `its ${suffix}`)).join(' and ');
+  throw new AdapterError('BACKEND_UNAVAILABLE', `${which} has another name (a hard link): SQLite keeps a -wal and -shm `
+    + 'beside each name, so writes through two names corrupt the database; remove the other link '
+    + '(find it with find / -samefile) and start again');
 }
 
 /** Options of otherOpeners: where /proc is and which process is this one (injectable for tests). */

@@ -6,13 +6,15 @@ import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
+import { sqliteCode } from './sqlite-errors.js';
 import type { DB } from '../../generated/db.js';
-import type { BusyRetryPolicy } from './busy-retry.js';
+import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
 import { createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
+import { assertOneName } from './quiescence-inventory.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import {
   assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
@@ -88,6 +90,18 @@ export function resolveDatabasePath(dbPath: string): string {
   return resolve(realpathSync(parent), ...tail);
 }
 
+/**
+ * A SQLite error while a new database was being made (its file is removed again): the disk refused a write (full, a
+ * file size limit) more often than not, and sqlite-vec reports some of those as a plain SQLITE_ERROR. A governed error
+ * instead of a stack (CONTRACT.md §16.2); errors already governed, and others, pass unchanged.
+ */
+function creationFailure(error: unknown): unknown {
+  const code = sqliteCode(error);
+  if (error instanceof AdapterError || code === undefined) return error;
+  return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, its free `
+    + 'space and any file size limit, then start again', { cause: error });
+}
+
 function parseBindingDimension(bindingText: string | null): number | null {
   if (bindingText === null) return null;
   try {
@@ -100,11 +114,14 @@ function parseBindingDimension(bindingText: string | null): number | null {
 
 /**
  * Step 5 of STORAGE.md §10 on a non-empty file: classify it read-only before the read-write connection
- * could convert it to WAL, and read the recovery interlock.
+ * could convert it to WAL, and read the recovery interlock. A file another process holds locked is read again
+ * with the bounded retry of §6 before the start fails with BACKEND_BUSY (§11).
  */
-function inspectExistingFile(path: string, shipped: readonly MigrationFile[]): SchemaFindings {
+async function inspectExistingFile(
+  path: string, shipped: readonly MigrationFile[], retry: BusyRetryPolicy,
+): Promise<SchemaFindings> {
   try {
-    return withReadOnly(path, (connection) => inspectSchema(connection, shipped));
+    return await withBusyRetry(retry, async () => withReadOnly(path, (connection) => inspectSchema(connection, shipped)));
   } catch (error) {
     if (error instanceof AdapterError) throw error;
     throw new AdapterError('BACKEND_UNAVAILABLE',
@@ -167,12 +184,17 @@ export class SQLiteVecEngine {
     const ownsLease = maintenance === undefined;
     let connection: WriteConnection | undefined;
     try {
+      assertOneName(path);
       if (statSync(path).size > 0) {
-        const findings = inspectExistingFile(path, shipped);
+        const findings = await inspectExistingFile(path, shipped, options.retry ?? DEFAULT_BUSY_RETRY);
         if (findings.kind === 'FOREIGN')
           throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
         if (ownsLease) assertNoInterlock(findings);
+        // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal file
+        // (a backup served by mistake) to WAL, and a refused start leaves an existing file as it was (CONTRACT.md §16.2).
+        const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
+        if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
       }
@@ -215,7 +237,7 @@ export class SQLiteVecEngine {
       const closed = connection ? await connection.close() : true;
       if (closed && lease.createdFile) removeUnfinishedDatabase(lease);
       if (closed && ownsLease) lease.release();
-      throw error;
+      throw binding ? creationFailure(error) : error;
     }
   }
 

@@ -8,8 +8,8 @@ import { sql } from 'kysely';
 import { resolveDatabasePath } from '../../src/storage/sqlite-vec-engine.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import {
-  candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, storeRow,
-  tamperAppliedChecksum, TEST_BINDING, writeInterlock,
+  candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, spawnTsHelper,
+  storeRow, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
 } from '../helpers/storage.js';
 
 t.test('--db a dangling symbolic link: the new database is created where it points; a loop is refused', async (t) => {
@@ -125,6 +125,43 @@ t.test('a database newer than the release is refused', async (t) => {
   const newer = migrationsDir(dir, 'newer', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\n' });
   await (await openEngine(dbPath, { migrationsDir: newer })).close();
   await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /newer than this release/ });
+});
+
+t.test('a start refused for its schema leaves a rollback-journal file as it was, not switched to WAL', async (t) => {
+  // CONTRACT.md §16.2: an existing database file is left as it was. A backup (rollback-journal mode) served by
+  // mistake was switched to WAL before its schema was refused, and no longer matched its manifest.
+  const dir = t.testdir();
+  const newer = migrationsDir(dir, 'newer', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\n' });
+  const cases = [
+    { name: 'older', make: {}, open: { migrationsDir: newer }, message: /older than this release/ },
+    { name: 'newer', make: { migrationsDir: newer }, open: {}, message: /newer than this release/ },
+    { name: 'tampered', make: {}, open: {}, message: /does not match the checksum/, tamper: true },
+  ];
+  for (const { name, make, open, message, tamper } of cases) {
+    const dbPath = join(dir, `${name}.sqlite3`);
+    await (await openEngine(dbPath, make)).close();
+    if (tamper) tamperAppliedChecksum(dbPath, 1);
+    const raw = new RawDatabase(dbPath);
+    raw.pragma('journal_mode = DELETE');
+    raw.close();
+    const before = readFileSync(dbPath);
+    await t.rejects(openEngine(dbPath, open), { code: 'SCHEMA_MISMATCH', message }, `${name}: refused`);
+    t.ok(readFileSync(dbPath).equals(before), `${name}: not a byte changed`);
+    t.notOk(existsSync(`${dbPath}-wal`), `${name}: no -wal`);
+  }
+});
+
+t.test('a file another process holds locked at start is read again with the bounded retry', async (t) => {
+  // STORAGE.md §11: BACKEND_BUSY only after the bounded retry of §6. The read-only check gave up after one wait.
+  const dbPath = join(t.testdir(), 'held.sqlite3');
+  await (await openEngine(dbPath)).close();
+  const holder = spawnTsHelper('engine-process.ts', ['exclusive-lock', dbPath, '6500']);
+  t.teardown(() => { holder.kill('SIGKILL'); });
+  await waitForLine(holder, /^ready$/);
+  const start = Date.now();
+  const engine = await openEngine(dbPath);
+  t.ok(Date.now() - start > 5000, 'it waited past one busy_timeout, then opened');
+  await engine.close();
 });
 
 t.test('a tampered applied migration is refused', async (t) => {

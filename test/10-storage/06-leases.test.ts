@@ -1,6 +1,6 @@
 import t from 'tap';
 import { once } from 'node:events';
-import { linkSync } from 'node:fs';
+import { linkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { candidateRow, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine } from '../helpers/storage.js';
@@ -45,7 +45,13 @@ t.test('a running engine makes an exclusive lease fail, including through a hard
   t.throws(() => MaintenanceTarget.open({ dbPath, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' });
   t.throws(() => MaintenanceTarget.open({ dbPath: alias, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' }, 'same inode, same lock');
   await engine.close();
+  // With the lease free, a file with two names is refused by every opener: each name would get its own -wal.
+  const twoNames = { code: 'BACKEND_UNAVAILABLE', message: /has another name \(a hard link\)/ };
+  t.throws(() => MaintenanceTarget.open({ dbPath: alias, lease: 'exclusive' }), twoNames, 'a maintenance command');
+  t.throws(() => MaintenanceTarget.open({ dbPath, lease: 'shared' }), twoNames, 'either name');
+  await t.rejects(openEngine(dbPath), twoNames, 'the server');
+  unlinkSync(alias);
   const exclusive = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
-  t.pass('exclusive lease available after close');
+  t.pass('exclusive lease available after close, with one name again');
   exclusive.close();
 });

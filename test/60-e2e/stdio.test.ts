@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -361,4 +361,36 @@ t.test('startup failures exit 1 with one stderr line and leave files as they wer
   }
   const underFile = box.run(['--db', join(text, 'x.sqlite3'), '--host-id', 'h']);
   t.match(underFile.stderr, /cannot be opened \(ENOTDIR\); check the path/, 'the cause is named by its code');
+});
+
+t.test('a database that cannot be written while it is made: one governed line, no stack, no file left', async (t) => {
+  // A file size limit stands in for a full disk: the new database's writes fail part way through its migrations,
+  // where sqlite-vec reports a refused write as a plain SQLITE_ERROR. That came out as a stack with internal paths.
+  const box = launchSandbox(t.testdir());
+  const dbPath = join(box.root, 'limited', 'x.sqlite3');
+  const launch = `ulimit -f 48; exec "${process.execPath}" "${FACTLANE_BIN}" --db "${dbPath}" --host-id h`;
+  const run = spawnSync('bash', ['-c', launch], { encoding: 'utf8', input: '', env: { PATH: process.env.PATH ?? '', ...box.env } });
+  t.equal(run.status, 1, 'exit 1');
+  t.match(run.stderr, /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_\w+\); check the disk[^\n]*\n$/,
+    'exactly one line naming BACKEND_UNAVAILABLE');
+  t.notOk(run.stderr.includes('node_modules') || run.stderr.includes('    at '), 'no stack, no internal path');
+  t.same(['', '-wal', '-shm', '-journal'].filter((suffix) => existsSync(dbPath + suffix)), [], 'no database file left');
+});
+
+t.test('a database file with two names (hard links) is refused at start, each name left as it was', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const dbPath = join(box.root, 'one.sqlite3');
+  t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'a database is made');
+  const alias = join(box.root, 'two.sqlite3');
+  linkSync(dbPath, alias);
+  const bytes = sha(dbPath);
+  for (const name of [dbPath, alias]) {
+    const run = box.run(['--db', name, '--host-id', 'h']);
+    t.equal(run.status, 1, `${name}: exit 1`);
+    t.match(run.stderr, /^factlane: BACKEND_UNAVAILABLE: the database file has another name \(a hard link\)[^\n]*\n$/);
+    t.notOk(existsSync(`${name}-wal`), `${name}: no -wal made`);
+  }
+  t.equal(sha(dbPath), bytes, 'the file is unchanged');
+  unlinkSync(alias);
+  t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'with one name again it starts');
 });

@@ -2,6 +2,8 @@
 //   engine     open an engine (shared lease), print "ready"; on stdin "write" store a row and print "wrote <row_id>"; "close" closes and exits
 //   exclusive  hold the exclusive maintenance lease, print "ready", wait until killed
 //   lock       hold the SQLite write lock through a raw connection (BEGIN IMMEDIATE), print "ready", wait until killed
+//   exclusive-lock MS  lock the whole file as another SQLite user may (locking_mode EXCLUSIVE: readers get busy too),
+//              print "ready", let go after MS milliseconds and exit
 //   hold-writer  open an engine, start a write that never ends (holding the writer queue's lock), print "holding"
 //   raw-writer COUNT DIM  an "older build": COUNT records, each in its own BEGIN IMMEDIATE on a raw connection
 //              that registers the writer function as 1 and never takes the writer queue; prints
@@ -38,6 +40,17 @@ if (mode === 'engine') {
   process.stdout.write('ready\n');
   // The timer keeps a reference to the connection: a collected connection would close and drop the lock.
   setInterval(() => raw.inTransaction, 1 << 30);
+} else if (mode === 'exclusive-lock') {
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('locking_mode = EXCLUSIVE');
+  raw.exec('BEGIN EXCLUSIVE');
+  raw.prepare('SELECT count(*) FROM adapter_meta').get();
+  process.stdout.write('ready\n');
+  setTimeout(() => {
+    raw.exec('COMMIT');
+    raw.close();
+    process.exit(0);
+  }, Number(rest[0]));
 } else if (mode === 'hold-writer') {
   const engine = await openEngine(dbPath);
   // Awaiting something else inside a write breaks the storage rules on purpose: the write stays open.
