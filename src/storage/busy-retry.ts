@@ -17,7 +17,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /** Busy or locked: as SQLite threw it, or already translated to BACKEND_BUSY with SQLite's error as its cause. */
 function isRetryable(error: unknown): boolean {
-  return isBusyError(error) || (error instanceof AdapterError && error.code === 'BACKEND_BUSY' && isBusyError(error.cause));
+  return isBusyError(error)
+    || (error instanceof AdapterError && error.code === 'BACKEND_BUSY' && isBusyError(error.cause));
 }
 
 /**

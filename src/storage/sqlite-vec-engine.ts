@@ -98,8 +98,8 @@ export function resolveDatabasePath(dbPath: string): string {
 function creationFailure(error: unknown): unknown {
   const code = sqliteCode(error);
   if (error instanceof AdapterError || code === undefined) return error;
-  return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, its free `
-    + 'space and any file size limit, then start again', { cause: error });
+  return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, `
+    + 'its free space and any file size limit, then start again', { cause: error });
 }
 
 function parseBindingDimension(bindingText: string | null): number | null {
@@ -121,7 +121,8 @@ async function inspectExistingFile(
   path: string, shipped: readonly MigrationFile[], retry: BusyRetryPolicy,
 ): Promise<SchemaFindings> {
   try {
-    return await withBusyRetry(retry, async () => withReadOnly(path, (connection) => inspectSchema(connection, shipped)));
+    const inspect = async () => withReadOnly(path, (connection) => inspectSchema(connection, shipped));
+    return await withBusyRetry(retry, inspect);
   } catch (error) {
     if (error instanceof AdapterError) throw error;
     throw new AdapterError('BACKEND_UNAVAILABLE',
@@ -191,8 +192,8 @@ export class SQLiteVecEngine {
           throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
         assertVectorTablesWhole(findings);
         if (ownsLease) assertNoInterlock(findings);
-        // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal file
-        // (a backup served by mistake) to WAL, and a refused start leaves an existing file as it was (CONTRACT.md §16.2).
+        // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal
+        // file (a backup served by mistake) to WAL, and a refused start leaves a file as it was (CONTRACT.md §16.2).
         const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
         if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).

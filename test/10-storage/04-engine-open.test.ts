@@ -8,8 +8,8 @@ import { sql } from 'kysely';
 import { resolveDatabasePath } from '../../src/storage/sqlite-vec-engine.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import {
-  candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION, spawnTsHelper,
-  storeRow, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
+  candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION,
+  spawnTsHelper, storeRow, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
 } from '../helpers/storage.js';
 
 t.test('--db a dangling symbolic link: the new database is created where it points; a loop is refused', async (t) => {

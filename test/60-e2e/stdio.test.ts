@@ -369,10 +369,11 @@ t.test('a database that cannot be written while it is made: one governed line, n
   const box = launchSandbox(t.testdir());
   const dbPath = join(box.root, 'limited', 'x.sqlite3');
   const launch = `ulimit -f 48; exec "${process.execPath}" "${FACTLANE_BIN}" --db "${dbPath}" --host-id h`;
-  const run = spawnSync('bash', ['-c', launch], { encoding: 'utf8', input: '', env: { PATH: process.env.PATH ?? '', ...box.env } });
+  const env = { PATH: process.env.PATH ?? '', ...box.env };
+  const run = spawnSync('bash', ['-c', launch], { encoding: 'utf8', input: '', env });
   t.equal(run.status, 1, 'exit 1');
-  t.match(run.stderr, /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_\w+\); check the disk[^\n]*\n$/,
-    'exactly one line naming BACKEND_UNAVAILABLE');
+  const line = /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_\w+\); check the disk[^\n]*\n$/;
+  t.match(run.stderr, line, 'exactly one line naming BACKEND_UNAVAILABLE');
   t.notOk(run.stderr.includes('node_modules') || run.stderr.includes('    at '), 'no stack, no internal path');
   t.same(['', '-wal', '-shm', '-journal'].filter((suffix) => existsSync(dbPath + suffix)), [], 'no database file left');
 });
