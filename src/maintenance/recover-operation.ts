@@ -265,6 +265,8 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
         setPhase('PREPARED_NO_MUTATION', code);
         throw error;
       }
+      // Committed: a failure from here on (the state file below included) is exit 4, never "nothing was changed".
+      keepLeases = true;
       needles = inspection.needles;
       setPhase('LOGICAL_PURGE_COMMITTED_SEALING_INCOMPLETE');
       emit('logical_purge', phase);
