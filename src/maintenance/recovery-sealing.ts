@@ -27,7 +27,7 @@ export class SealingFailure extends Error {
   readonly failClosed: boolean;
   /** True when the byte scan found target content in the image: a resumed run, which cannot scan, must not pass. */
   readonly residue: boolean;
-  /** True when the postflight had deleted the interlock before it failed: runtimes are no longer held out. */
+  /** True when the interlock was gone (the postflight deleted it, or found none) when it failed: it holds nobody. */
   readonly interlockDeleted: boolean;
 
   constructor(message: string, options: {
@@ -250,7 +250,8 @@ export async function runPostflight(input: {
     } else {
       const interlock = input.interlock;
       if (interlock && !(await engine.write((trx) => deleteInterlock(trx, interlock)))) {
-        failure = new SealingFailure('the interlock was not found to delete');
+        // Absent either way: it holds no runtime out.
+        failure = new SealingFailure('the interlock was not found to delete', { interlockDeleted: true });
       } else {
         interlockDeleted = interlock !== null;
         if (!(await engine.read(checkpointThrough)))

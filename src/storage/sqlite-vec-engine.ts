@@ -91,13 +91,13 @@ export function resolveDatabasePath(dbPath: string): string {
 }
 
 /**
- * A SQLite error while a new database was being made (its file is removed again): the disk refused a write (full, a
- * file size limit) more often than not, and sqlite-vec reports some of those as a plain SQLITE_ERROR. A governed error
- * instead of a stack (CONTRACT.md §16.2); errors already governed, and others, pass unchanged.
+ * A plain SQLITE_ERROR while a new database was being made (its file is removed again): sqlite-vec reports a write
+ * the disk refused (full, a file size limit) that way. A governed error instead of a stack (CONTRACT.md §16.2); every
+ * other error passes unchanged (a full disk or an I/O error is governed already, anything else is a fault).
  */
 function creationFailure(error: unknown): unknown {
   const code = sqliteCode(error);
-  if (error instanceof AdapterError || code === undefined) return error;
+  if (error instanceof AdapterError || code !== 'SQLITE_ERROR') return error;
   return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, `
     + 'its free space and any file size limit, then start again', { cause: error });
 }
