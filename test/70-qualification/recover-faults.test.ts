@@ -11,8 +11,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { build } from 'esbuild';
 import type { RecoveryOutcome } from '../../src/maintenance/recover-operation.js';
 import { auditDatabase } from '../../src/maintenance/audit-operation.js';
-import { sanitizedImagePath } from '../../src/maintenance/recovery-sealing.js';
+import { runPostflight, sanitizedImagePath } from '../../src/maintenance/recovery-sealing.js';
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
+import { DatabaseLease } from '../../src/storage/database-lease.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { launchSandbox, openLocalHashEngine, startLauncher } from '../helpers/mcp.js';
 import { MARKER, digestsByRecord, fileBytes, planFor, recover, secretScenario } from '../helpers/recovery.js';
@@ -426,6 +427,19 @@ t.test('the state file failing right after the commit: exit 4 and the interlock,
   t.ok(INTERLOCK_KEY in metaRows(s.dbPath), 'the interlock is in the database');
   // The run failed closed: it keeps its exclusive leases while this process lives, so a rerun here is held.
   t.match(await recoverHere(s), { exit: 3, hold: 'HOLD_NONQUIESCENT_NO_MUTATION' }, 'the leases are kept');
+});
+
+t.test('a postflight that finds no interlock to delete does not say one blocks runtimes', async (t) => {
+  const s = await scenario(t.testdir());
+  t.match(await recoverHere(s), { exit: 0, recovery_state: VERIFIED }, 'a recovery completes');
+  // Its postflight again, with an interlock the database no longer holds (another hand deleted it meanwhile).
+  const lease = DatabaseLease.acquire(s.dbPath, 'exclusive', { create: false });
+  t.teardown(() => lease.release());
+  const operation = s.plan.operation_id;
+  const interlock = { operation_id: operation, plan_sha256: 'a'.repeat(64), committed_at: '2026-12-04T00:00:00Z' };
+  const recordIds = (s.plan.targets as { record_id: string }[]).map((target) => target.record_id);
+  await t.rejects(runPostflight({ path: s.dbPath, lease, operationId: operation, recordIds, interlock }),
+    { message: 'the interlock was not found to delete', interlockDeleted: true });
 });
 
 t.test('a rerun killed again resumes again; a run killed once it completed is already verified', async (t) => {
