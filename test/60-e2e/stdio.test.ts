@@ -372,7 +372,7 @@ t.test('a database that cannot be written while it is made: one governed line, n
   const env = { PATH: process.env.PATH ?? '', ...box.env };
   const run = spawnSync('bash', ['-c', launch], { encoding: 'utf8', input: '', env });
   t.equal(run.status, 1, 'exit 1');
-  const line = /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_\w+\); check the disk[^\n]*\n$/;
+  const line = /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_ERROR\); check the disk[^\n]*\n$/;
   t.match(run.stderr, line, 'exactly one line naming BACKEND_UNAVAILABLE');
   t.notOk(run.stderr.includes('node_modules') || run.stderr.includes('    at '), 'no stack, no internal path');
   t.same(['', '-wal', '-shm', '-journal'].filter((suffix) => existsSync(dbPath + suffix)), [], 'no database file left');

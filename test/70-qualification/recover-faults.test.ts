@@ -413,7 +413,7 @@ t.test('SIGINT or SIGTERM after the commit: exit 4, the interlock holds runtimes
   }));
 });
 
-t.test('the state file failing right after the commit: exit 4 and the interlock, never "nothing changed"', async (t) => {
+t.test('the state file failing right after the commit: exit 4, the interlock kept, not "nothing changed"', async (t) => {
   // The state write after the purge commits is the run's first step past the commit. It failed (a full disk) with exit
   // 1 FAILED_NO_MUTATION and the leases let go, though the records were purged and the interlock was in the database.
   const s = await scenario(t.testdir());
