@@ -44,7 +44,9 @@ function statementKeywords(sql: string): string[] {
       continue;
     }
     keywords.push(words[0]!);
-    const createsTrigger = words[0] === 'CREATE' && words.slice(1, 3).some((w) => w === 'TRIGGER');
+    // CREATE [TEMP | TEMPORARY] TRIGGER: only then does a BEGIN open a body (a table named "trigger" does not).
+    const kind = words[1] === 'TEMP' || words[1] === 'TEMPORARY' ? words[2] : words[1];
+    const createsTrigger = words[0] === 'CREATE' && kind === 'TRIGGER';
     if (createsTrigger && words.includes('BEGIN')) inTrigger = true;
   }
   return keywords;

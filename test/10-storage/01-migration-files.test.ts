@@ -23,6 +23,12 @@ t.test('trigger bodies are allowed; transaction control, PRAGMA, VACUUM, ATTACH,
   for (const statement of ['BEGIN', 'begin immediate', 'COMMIT', 'END TRANSACTION', 'ROLLBACK', 'SAVEPOINT s', 'RELEASE s', 'PRAGMA foreign_keys=OFF', 'VACUUM', "ATTACH 'x' AS y", 'DETACH y']) {
     t.throws(() => assertMigrationStatementsAllowed('bad.sql', `CREATE TABLE a (b TEXT);\n${statement};`), MigrationFileError, statement);
   }
+  // A table named trigger with a column named begin is not a trigger body: the END after it would commit the runner's
+  // transaction half way through the file.
+  const tableNamedTrigger = 'CREATE TABLE trigger (x, begin INT);\nEND;\nCREATE TABLE y (a);';
+  t.throws(() => assertMigrationStatementsAllowed('bad.sql', tableNamedTrigger), { message: /contains END/ });
+  t.doesNotThrow(() => assertMigrationStatementsAllowed('x.sql',
+    "CREATE TEMP TRIGGER a AFTER DELETE ON t BEGIN SELECT CASE WHEN 1 THEN 2 END; END;\nCREATE TABLE v (a TEXT);"));
 });
 
 t.test('misnamed files and version gaps are refused', async (t) => {
