@@ -6,6 +6,9 @@ import { isJsonObject } from '../core/canonical-json.js';
 import { stdioFrame } from './envelope-frames.js';
 
 const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+/** JSON text is UTF-8 (RFC 8259 §8.1): a line that is not is no JSON, not text to repair with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * The id a JSON-RPC 2.0 error answer to an invalid frame carries: the frame's own when it is a string or an integer,
@@ -36,7 +39,8 @@ export class EnvelopeStdioTransport implements Transport {
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   #discarding = false;
-  #waitingForDrain = 0;
+  /** The sends waiting for stdout to drain, resolved together by one pair of listeners. */
+  #drainWaiters: (() => void)[] = [];
   #closed = false;
   readonly #onData = (chunk: Buffer) => this.#receive(chunk);
   readonly #onError = (error: Error) => this.onerror?.(error);
@@ -66,15 +70,18 @@ export class EnvelopeStdioTransport implements Transport {
       const line = this.#pendingBytes === 0 ? piece : Buffer.concat([...this.#pending, piece]);
       this.#pending = [];
       this.#pendingBytes = 0;
-      if (line.length > this.#maxLineBytes) {
+      // A CRLF line ends at its LF like any other: the CR is not counted against the limit.
+      const end = line.at(-1) === CARRIAGE_RETURN ? line.length - 1 : line.length;
+      if (end > this.#maxLineBytes) {
         this.#discardLong();
         continue;
       }
-      this.#deliver(line.toString('utf8').replace(/\r$/, ''));
+      this.#decode(line.subarray(0, end));
     }
     if (start >= chunk.length || this.#discarding) return;
     const rest = chunk.subarray(start);
-    if (this.#pendingBytes + rest.length > this.#maxLineBytes) {
+    // One byte of slack: the line's CR may be the last byte here, its LF in the next chunk.
+    if (this.#pendingBytes + rest.length > this.#maxLineBytes + 1) {
       // The line is already too long: drop what came of it and the rest of it as it arrives.
       this.#pending = [];
       this.#pendingBytes = 0;
@@ -84,6 +91,18 @@ export class EnvelopeStdioTransport implements Transport {
     }
     this.#pending.push(rest);
     this.#pendingBytes += rest.length;
+  }
+
+  #decode(bytes: Buffer): void {
+    let line: string;
+    try {
+      line = UTF8.decode(bytes);
+    } catch (error) {
+      this.onerror?.(error as Error);
+      this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
+      return;
+    }
+    this.#deliver(line);
   }
 
   #discardLong(): void {
@@ -133,19 +152,24 @@ export class EnvelopeStdioTransport implements Transport {
         return;
       }
       // Backpressure: read no more requests until the client has taken the answers already written, or is gone.
-      this.#waitingForDrain += 1;
-      this.#stdin.pause();
-      const taken = () => {
-        this.#stdout.off('drain', taken);
-        this.#stdout.off('close', taken);
-        this.#waitingForDrain -= 1;
-        if (this.#waitingForDrain === 0 && !this.#closed) this.#stdin.resume();
-        resolve();
-      };
-      this.#stdout.on('drain', taken);
-      this.#stdout.on('close', taken);
+      // One pair of listeners serves every waiting send: a listener per answer passed Node's leak warning at 11.
+      if (this.#drainWaiters.length === 0) {
+        this.#stdin.pause();
+        this.#stdout.on('drain', this.#drained);
+        this.#stdout.on('close', this.#drained);
+      }
+      this.#drainWaiters.push(resolve);
     });
   }
+
+  readonly #drained = () => {
+    this.#stdout.off('drain', this.#drained);
+    this.#stdout.off('close', this.#drained);
+    const waiters = this.#drainWaiters;
+    this.#drainWaiters = [];
+    if (!this.#closed) this.#stdin.resume();
+    for (const resolve of waiters) resolve();
+  };
 
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -81,3 +81,64 @@ t.test('input pauses while stdout is over its high-water mark and resumes on dra
   t.notOk(input.isPaused(), 'reading resumes once the answer was taken');
   await transport.close();
 });
+
+t.test('every send waiting on a full stdout shares one drain listener, and all resolve together', async (t) => {
+  // A listener per waiting answer passed Node's limit of 10 and printed a MaxListenersExceededWarning on stderr.
+  const input = new PassThrough();
+  const output = new PassThrough({ highWaterMark: 16 });
+  const transport = new EnvelopeStdioTransport(input, output);
+  await transport.start();
+  const sends = Array.from({ length: 20 }, (_, id) => transport.send({ jsonrpc: '2.0', id, result: {} }));
+  t.equal(output.listenerCount('drain'), 1, 'one drain listener for 20 waiting answers');
+  t.ok(input.isPaused(), 'input paused');
+  output.resume();
+  await Promise.all(sends);
+  t.equal(output.listenerCount('drain'), 0, 'none left once drained');
+  t.notOk(input.isPaused(), 'input resumed');
+  await transport.close();
+});
+
+t.test('a line that is not UTF-8 is a parse error, not text repaired with U+FFFD', async (t) => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const transport = new EnvelopeStdioTransport(input, output, 256);
+  const received: JSONRPCMessage[] = [];
+  transport.onmessage = (message) => received.push(message);
+  transport.onerror = () => {};
+  await transport.start();
+  const invalid = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'),
+    Buffer.from([0xff, 0xc3]), Buffer.from('"}}\n')]);
+  input.write(invalid);
+  // A valid character split across two writes is still one character.
+  const smile = Buffer.from('{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"日😀"}}\n');
+  input.write(smile.subarray(0, 56));
+  input.write(smile.subarray(56));
+  await tick();
+  const parseError = { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } };
+  t.same(JSON.parse(String(output.read()).trim()), parseError, 'one -32700 answer');
+  const ping = { jsonrpc: '2.0', id: 2, method: 'ping', params: { x: '日😀' } };
+  t.same(received, [ping], 'the next line is read intact');
+  await transport.close();
+});
+
+t.test('the line limit counts a CRLF line as the same message ending in LF', async (t) => {
+  const input = new PassThrough();
+  const transport = new EnvelopeStdioTransport(input, new PassThrough(), 64);
+  const received: JSONRPCMessage[] = [];
+  const errors: string[] = [];
+  transport.onmessage = (message) => received.push(message);
+  transport.onerror = (error) => errors.push(error.message);
+  await transport.start();
+  const padded = (id: number, bytes: number) => {
+    const head = `{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"p":"`;
+    return `${head}${'x'.repeat(bytes - head.length - 3)}"}}`;
+  };
+  input.write(`${padded(1, 64)}\r\n`);
+  input.write(`${padded(2, 64)}\r`);
+  input.write(`\n${padded(3, 65)}\r\n`);
+  await tick();
+  const ids = received.map((m) => (m as { id: number }).id);
+  t.same(ids, [1, 2], 'exactly 64 bytes before CRLF are read, in one chunk or two');
+  t.equal(errors.filter((e) => /over 64 bytes was discarded/.test(e)).length, 1, '65 bytes are not');
+  await transport.close();
+});
