@@ -76,7 +76,7 @@ export class EnvelopeStdioTransport implements Transport {
         this.#discardLong();
         continue;
       }
-      this.#decode(line.subarray(0, end));
+      this.#deliver(line.subarray(0, end));
     }
     if (start >= chunk.length || this.#discarding) return;
     const rest = chunk.subarray(start);
@@ -93,18 +93,6 @@ export class EnvelopeStdioTransport implements Transport {
     this.#pendingBytes += rest.length;
   }
 
-  #decode(bytes: Buffer): void {
-    let line: string;
-    try {
-      line = UTF8.decode(bytes);
-    } catch (error) {
-      this.onerror?.(error as Error);
-      this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
-      return;
-    }
-    this.#deliver(line);
-  }
-
   #discardLong(): void {
     this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
     this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
@@ -112,13 +100,14 @@ export class EnvelopeStdioTransport implements Transport {
 
   /**
    * A line that is no JSON-RPC 2.0 message is answered, as JSON-RPC 2.0 §5.1 asks, so that the host does not wait
-   * for ever: -32700 when it is no JSON, -32600 when it is JSON but no message (a batch array included: MCP has no
-   * batches). The answer never repeats the content; the reason goes to `onerror`.
+   * for ever: -32700 when it is no JSON (not UTF-8 included), -32600 when it is JSON but no message (a batch array
+   * included: MCP has no batches). The answer never repeats the content; the reason goes to `onerror`.
    */
-  #deliver(line: string): void {
-    if (line.trim() === '') return;
+  #deliver(bytes: Buffer): void {
     let frame: unknown;
     try {
+      const line = UTF8.decode(bytes);
+      if (line.trim() === '') return;
       frame = JSON.parse(line);
     } catch (error) {
       this.onerror?.(error as Error);

@@ -8,14 +8,21 @@ import { EnvelopeStdioTransport } from '../../src/server/stdio-transport.js';
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 const PING = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}\n`;
 
-t.test('a line over the limit is discarded, in one chunk or many, and the next line is read', async (t) => {
+/** A started transport over two pass-through streams, with what it delivered and reported. */
+async function openTransport(maxLineBytes?: number) {
   const input = new PassThrough();
-  const transport = new EnvelopeStdioTransport(input, new PassThrough(), 64);
+  const output = new PassThrough();
+  const transport = new EnvelopeStdioTransport(input, output, maxLineBytes);
   const received: JSONRPCMessage[] = [];
   const errors: string[] = [];
   transport.onmessage = (message) => received.push(message);
   transport.onerror = (error) => errors.push(error.message);
   await transport.start();
+  return { input, output, transport, received, errors };
+}
+
+t.test('a line over the limit is discarded, in one chunk or many, and the next line is read', async (t) => {
+  const { input, transport, received, errors } = await openTransport(64);
   input.write(`${'x'.repeat(100)}\n${PING(1)}`);
   await tick();
   input.write('y'.repeat(40));
@@ -36,13 +43,7 @@ t.test('a line over the limit is discarded, in one chunk or many, and the next l
 });
 
 t.test('a frame that is no JSON-RPC message is answered -32700 or -32600, without its content', async (t) => {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  const transport = new EnvelopeStdioTransport(input, output, 256);
-  const received: JSONRPCMessage[] = [];
-  transport.onmessage = (message) => received.push(message);
-  transport.onerror = () => {};
-  await transport.start();
+  const { input, output, transport, received } = await openTransport(256);
   const cases: [string, string | number | null, number][] = [
     ['{"jsonrpc":"2.0","id":4,"method":"tools/list"', null, -32700],
     ['QQ_NOT_JSON', null, -32700],
@@ -99,13 +100,7 @@ t.test('every send waiting on a full stdout shares one drain listener, and all r
 });
 
 t.test('a line that is not UTF-8 is a parse error, not text repaired with U+FFFD', async (t) => {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  const transport = new EnvelopeStdioTransport(input, output, 256);
-  const received: JSONRPCMessage[] = [];
-  transport.onmessage = (message) => received.push(message);
-  transport.onerror = () => {};
-  await transport.start();
+  const { input, output, transport, received } = await openTransport(256);
   const invalid = Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"'),
     Buffer.from([0xff, 0xc3]), Buffer.from('"}}\n')]);
   input.write(invalid);
@@ -122,13 +117,7 @@ t.test('a line that is not UTF-8 is a parse error, not text repaired with U+FFFD
 });
 
 t.test('the line limit counts a CRLF line as the same message ending in LF', async (t) => {
-  const input = new PassThrough();
-  const transport = new EnvelopeStdioTransport(input, new PassThrough(), 64);
-  const received: JSONRPCMessage[] = [];
-  const errors: string[] = [];
-  transport.onmessage = (message) => received.push(message);
-  transport.onerror = (error) => errors.push(error.message);
-  await transport.start();
+  const { input, transport, received, errors } = await openTransport(64);
   const padded = (id: number, bytes: number) => {
     const head = `{"jsonrpc":"2.0","id":${id},"method":"ping","params":{"p":"`;
     return `${head}${'x'.repeat(bytes - head.length - 3)}"}}`;
