@@ -188,13 +188,13 @@ export class SQLiteVecEngine {
       assertOneName(path);
       if (statSync(path).size > 0) {
         const findings = await inspectExistingFile(path, shipped, options.retry ?? DEFAULT_BUSY_RETRY);
-        if (findings.kind === 'FOREIGN')
-          throw new AdapterError('SCHEMA_MISMATCH', schemaRefusal(findings, shipped, null)!);
-        assertVectorTablesWhole(findings);
-        if (ownsLease) assertNoInterlock(findings);
         // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal
         // file (a backup served by mistake) to WAL, and a refused start leaves a file as it was (CONTRACT.md §16.2).
+        // A foreign file first; a FactLane one after the damage and interlock checks of this step.
         const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
+        if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', refusal!);
+        assertVectorTablesWhole(findings);
+        if (ownsLease) assertNoInterlock(findings);
         if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
         // An SQLite file with no schema objects is created in place (STORAGE.md §10 step 5).
         if (findings.kind === 'EMPTY') binding ??= await options.newDatabaseBinding();
