@@ -6,7 +6,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
-import { fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
+import { backupManifestPath, fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -217,7 +217,7 @@ export async function writeVerifiedBackup(
   const given = resolve(outFile);
   // The directory's real path (symbolic links followed), as the database's is: two spellings of one name compare equal.
   const file = existsSync(dirname(given)) ? join(realpathSync(dirname(given)), basename(given)) : given;
-  const manifestPath = `${file}.manifest.json`;
+  const manifestPath = backupManifestPath(file);
   if ([...sqliteFiles(file), manifestPath].some((p) => existsSync(p))) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
       + 'choose a new path (a run stopped after writing it left a complete backup there: check it with '

@@ -1,14 +1,16 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { createPrivateParents, fileDigest, removeDirectories, sqliteFiles } from '../storage/durable-files.js';
+import {
+  backupManifestPath, createPrivateParents, fileDigest, removeDirectories, sqliteFiles,
+} from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { verifyCopy, writeThenPublish } from './backup-operation.js';
-import { backupCompanion, verifyBackup } from './verify-operation.js';
+import { backupCompanion, inWalMode, verifyBackup } from './verify-operation.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What `factlane-admin restore` reports (OPERATIONS.md §4.2); no path, no record content. */
@@ -27,7 +29,7 @@ export interface RestoreReport {
 
 /** The SHA-256 the backup's manifest records (verifyBackup has already compared it with the file). */
 function readManifestDigest(from: string): string {
-  return String((JSON.parse(readFileSync(`${from}.manifest.json`, 'utf8')) as { file_sha256?: unknown }).file_sha256);
+  return String((JSON.parse(readFileSync(backupManifestPath(from), 'utf8')) as { file_sha256?: unknown }).file_sha256);
 }
 
 const failed = (checks: readonly CheckResult[], name: string) =>
@@ -49,6 +51,11 @@ export async function restoreVerifiedBackup(input: {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
+    if (inWalMode(resolve(input.from))) {
+      throw new AdapterError('MANIFEST_MISMATCH', 'the backup was opened as a live database since it was taken (it is '
+        + 'in WAL mode; factlane-admin backup leaves rollback-journal mode), so it no longer matches its manifest; '
+        + 'restore another backup or take a new one. To use a backup, restore it: never point a server at it');
+    }
     const beside = backupCompanion(resolve(input.from));
     if (beside) {
       throw new AdapterError('MANIFEST_MISMATCH', `a ${beside} file lies beside the backup: SQLite would read it with `

@@ -1,8 +1,8 @@
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
-import { fileDigest } from '../storage/durable-files.js';
+import { backupManifestPath, fileDigest } from '../storage/durable-files.js';
 import { dbIdentity, withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { integrityOk } from '../storage/online-backup.js';
@@ -76,6 +76,23 @@ export function backupCompanion(path: string): '-wal' | '-journal' | undefined {
 }
 
 /**
+ * True when `path` is an SQLite file whose header says WAL mode (bytes 18 and 19, the file format versions, are 2).
+ * A backup is left in rollback-journal mode (OPERATIONS.md §4.1 step 3), so one in WAL mode was opened as a live
+ * database since it was taken, by a server or a tool: it no longer matches its manifest, and opening it again, even
+ * read-only, would leave a -wal and -shm beside it.
+ */
+export function inWalMode(path: string): boolean {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  try {
+    if (readSync(fd, header, 0, header.length, 0) < header.length) return false;
+  } finally {
+    closeSync(fd);
+  }
+  return header.toString('latin1', 0, 16) === 'SQLite format 3\0' && (header[18] === 2 || header[19] === 2);
+}
+
+/**
  * Verifies a backup file read-only: its size and SHA-256 are compared with the manifest before SQLite opens it,
  * then its database_id and schema version, then the same checks as a database. A file SQLite cannot read as a
  * database fails `sqlite_file` (and the manifest) instead of stopping the report. A -wal or -journal beside the file
@@ -83,7 +100,7 @@ export function backupCompanion(path: string): '-wal' | '-journal' | undefined {
  */
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
-  const manifestPath = `${path}.manifest.json`;
+  const manifestPath = backupManifestPath(path);
   if (!existsSync(path)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file does not exist');
   if (!existsSync(manifestPath)) {
     throw new AdapterError('SOURCE_NOT_FOUND', 'the backup has no manifest beside it (the file named like it plus '
@@ -100,9 +117,12 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
   } catch {
     // Not JSON: nothing in it matches.
   }
-  const describe = 'size, SHA-256, database_id and schema version; no -wal or -journal beside it';
-  // Not hashed or opened then: SQLite would read the companion with it and leave a -shm beside the backup.
-  if (backupCompanion(path) !== undefined) return report([pass('manifest_matches', false, describe)], false);
+  const describe =
+    'size, SHA-256, database_id and schema version; rollback-journal mode, no -wal or -journal beside it';
+  // Not hashed or opened then: SQLite would read the companion with the file, or open a file in WAL mode with a new
+  // -wal and -shm, and leave them beside the backup.
+  if (backupCompanion(path) !== undefined || inWalMode(path))
+    return report([pass('manifest_matches', false, describe)], false);
   const digest = fileDigest(path);
   const fileMatches = manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };

@@ -11,6 +11,23 @@ export function sqliteFiles(path: string): string[] {
   return ['', '-wal', '-shm', '-journal'].map((suffix) => `${path}${suffix}`);
 }
 
+/** The manifest `factlane-admin backup` writes beside a backup FILE: FILE.manifest.json (OPERATIONS.md §4.1). */
+export function backupManifestPath(path: string): string {
+  return `${path}.manifest.json`;
+}
+
+/**
+ * BACKEND_UNAVAILABLE when a backup's manifest lies beside the database `path`: a backup is restored, never opened for
+ * writing, which switches it to WAL mode and leaves it matching its manifest no more, so it could not be restored
+ * (docs/decisions/0032). Checked before anything opens the file for writing.
+ */
+export function assertNotABackup(path: string): void {
+  if (!existsSync(backupManifestPath(path))) return;
+  throw new AdapterError('BACKEND_UNAVAILABLE', 'the database is a backup (its FILE.manifest.json lies beside it): '
+    + 'opening it for writing would change it, and it would no longer restore; restore it with factlane-admin restore '
+    + '--from FILE --db NEW and use NEW (to use this file as a database anyway, move its manifest away)');
+}
+
 /**
  * The size and SHA-256 (64 lower-case hex digits) of a file, read through one descriptor in chunks: a backup may
  * be larger than the 2 GiB Node reads into one buffer.

@@ -4,6 +4,7 @@ import { WRITER_FUNCTION_NAME } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
+import { assertNotABackup } from './durable-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import { onOneSnapshot } from './read-snapshot.js';
 import { translateSqliteError } from './sqlite-errors.js';
@@ -54,10 +55,12 @@ export class WriteConnection {
   }
 
   /**
-   * Opens and configures the connection. Errors: BACKEND_COMPATIBILITY_MISMATCH when the effective
-   * pragmas are weaker than WAL / FULL / 5000 ms; storage codes from translateSqliteError otherwise.
+   * Opens and configures the connection. Errors: BACKEND_UNAVAILABLE for a backup (assertNotABackup: a read-write
+   * open switches it to WAL); BACKEND_COMPATIBILITY_MISMATCH when the effective pragmas are weaker than WAL / FULL /
+   * 5000 ms; storage codes from translateSqliteError otherwise.
    */
   static open(options: WriteConnectionOptions): WriteConnection {
+    assertNotABackup(options.path);
     let connection: SqliteConnection | undefined;
     try {
       connection = new Database(options.path, { fileMustExist: true });

@@ -1,11 +1,12 @@
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import {
-  ADMIN_BIN, candidateRow, nextMigration, openEngine, RawDatabase, runBin, SHIPPED_VERSION,
+  ADMIN_BIN, candidateRow, nextMigration, openEngine, RawDatabase, REPO_ROOT, runBin, SHIPPED_VERSION,
   storeRow, tableCounts, withRaw, writeInterlock,
 } from '../helpers/storage.js';
 
@@ -146,6 +147,26 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   t.equal(verifyStray.status, 3);
   t.match(JSON.parse(verifyStray.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }]);
   t.notOk(existsSync(`${strayWal}-shm`), 'verify --backup left no -shm either');
+  // A backup a server was started on (its manifest away then: a server refuses a backup; stdin closed, so it stops at
+  // once): the server switched it to WAL mode and its clean exit removed the -wal and -shm. Neither restore nor verify
+  // opens it (a read-only open of a file in WAL mode leaves a new -wal and -shm beside it, which a restore then
+  // blamed), and restore names the cause.
+  const served = join(dir, 'served.sqlite3');
+  copyFileSync(backup, served);
+  const serve = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane.js'), '--db', served, '--host-id', 'me'],
+    { input: '', encoding: 'utf8' });
+  t.equal(serve.status, 0, serve.stderr);
+  copyFileSync(`${backup}.manifest.json`, `${served}.manifest.json`);
+  t.equal(readFileSync(served)[18], 2, 'the server left the file in WAL mode');
+  t.notOk(existsSync(`${served}-wal`), 'and no -wal beside it');
+  refused(t, ['--from', served, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  t.match(admin('restore', '--from', served, '--db', target).stderr,
+    /MANIFEST_MISMATCH: the backup was opened as a live database since it was taken \(it is in WAL mode/);
+  const verifyServed = admin('verify', '--backup', served, '--json');
+  t.equal(verifyServed.status, 3);
+  t.match(JSON.parse(verifyServed.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }]);
+  t.same(readdirSync(dir).filter((name) => /^served\.sqlite3-(wal|shm)$/.test(name)), [],
+    'restore and verify left no -wal or -shm beside it');
   // A manifest that is JSON but no object, and a backup path that is a directory: governed, not internal errors.
   const nullManifest = join(dir, 'null-manifest.sqlite3');
   copyFileSync(backup, nullManifest);

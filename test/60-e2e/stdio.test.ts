@@ -13,7 +13,7 @@ import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js'
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { FACTLANE_BIN, launchSandbox, sortedJson, startLauncher, textOf } from '../helpers/mcp.js';
-import { RawDatabase } from '../helpers/storage.js';
+import { ADMIN_BIN, RawDatabase, runBin } from '../helpers/storage.js';
 
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
 const modeOf = (path: string) => statSync(path).mode & 0o777;
@@ -394,4 +394,27 @@ t.test('a database file with two names (hard links) is refused at start, each na
   t.equal(sha(dbPath), bytes, 'the file is unchanged');
   unlinkSync(alias);
   t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'with one name again it starts');
+});
+
+t.test('a backup (its manifest beside it) is refused by the server and by housekeep, and stays restorable', async (t) => {
+  const box = launchSandbox(t.testdir());
+  const dbPath = join(box.root, 'live.sqlite3');
+  t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'a database is made');
+  const backup = join(box.root, 'backup.sqlite3');
+  t.equal(runBin(ADMIN_BIN, ['backup', '--db', dbPath, '--out', backup]).status, 0, 'a backup is taken');
+  const bytes = sha(backup);
+  const run = box.run(['--db', backup, '--host-id', 'h']);
+  t.equal(run.status, 1, 'the server exits 1');
+  t.match(run.stderr, /^factlane: BACKEND_UNAVAILABLE: the database is a backup \(its FILE\.manifest\.json lies beside it\)[^\n]*\n$/);
+  // Every writer opens through WriteConnection.open, which refuses it: housekeep stands for migrate up and reembed.
+  const housekeep = runBin(ADMIN_BIN, ['housekeep', '--db', backup, '--scope', 'GLOBAL_USER', '--max-records', '1',
+    '--required-free-bytes', '1']);
+  t.equal(housekeep.status, 1, 'housekeep exits 1');
+  t.match(housekeep.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: the database is a backup/m);
+  t.equal(sha(backup), bytes, 'the backup is unchanged');
+  t.notOk(existsSync(`${backup}-wal`), 'no -wal beside it');
+  t.equal(runBin(ADMIN_BIN, ['verify', '--backup', backup]).status, 0, 'it still verifies');
+  const restored = join(box.root, 'restored.sqlite3');
+  t.equal(runBin(ADMIN_BIN, ['restore', '--from', backup, '--db', restored]).status, 0, 'and restores');
+  t.equal(box.run(['--db', restored, '--host-id', 'h']).status, 0, 'the restored copy is served');
 });
