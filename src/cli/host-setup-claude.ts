@@ -28,6 +28,17 @@ export function claudeAddArgs(entry: ServerEntry): string[] {
   return ['mcp', 'add', '--scope', 'user', ENTRY_NAME, '--', entry.command, ...entry.args];
 }
 
+/**
+ * The argv of `claude` that puts the entry back after `--force` removed a different one: `mcp add-json` with the old
+ * entry's keys and the new `command` and `args`, so the keys the user added (`env`, a timeout) stay, as the Codex and
+ * Hermes entries keep theirs (docs/hosts.md). An old entry that is not an object is replaced by a plain add.
+ */
+export function claudeReplaceArgs(entry: ServerEntry, previous: unknown): string[] {
+  if (typeof previous !== 'object' || previous === null || Array.isArray(previous)) return claudeAddArgs(entry);
+  const replaced = { ...previous, command: entry.command, args: [...entry.args] };
+  return ['mcp', 'add-json', '--scope', 'user', ENTRY_NAME, JSON.stringify(replaced)];
+}
+
 /** `argv` as one POSIX shell line, each word single-quoted unless it is plainly safe. */
 export function shellLine(argv: readonly string[]): string {
   const quote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`;
@@ -65,7 +76,8 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null 
  * Configures Claude Code. With `claude` on the PATH: reads the user-scope entry from `.claude.json`; the same entry
  * is "already configured" and changes nothing; a different one is TARGET_EXISTS without `force` (with `claude` on
  * the PATH or not), else it is removed with `claude mcp remove --scope user` first; the file is backed up,
- * `claude mcp add --scope user` runs, and the file is read again to check the entry is there (VERIFY_FAILED
+ * `claude mcp add --scope user` runs (after a remove, `add-json` keeping the old entry's other keys:
+ * claudeReplaceArgs), and the file is read again to check the entry is there (VERIFY_FAILED
  * otherwise, or when a `claude` command fails). Without `claude` on the PATH: prints the command(s) to run and
  * changes nothing. Returns exit code 0.
  */
@@ -94,8 +106,9 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   const kept = backup === null ? '' : `; the previous file is kept as ${backup}`;
   const previous = claudeUserEntry(file.text, file.path);
   if (state === 'different') runClaude(claude, ['mcp', 'remove', '--scope', 'user', ENTRY_NAME], env, kept);
+  const add = state === 'different' ? claudeReplaceArgs(entry, previous) : claudeAddArgs(entry);
   try {
-    runClaude(claude, claudeAddArgs(entry), env, kept);
+    runClaude(claude, add, env, kept);
   } catch (error) {
     if (state !== 'different') throw error;
     // The old entry was removed and the new one could not be added: put the old one back, as it was.
@@ -110,12 +123,12 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   }
   const after = readConfigFile(file.path);
   if (entryState(claudeUserEntry(after.text, after.path), entry) !== 'same') {
-    throw new AdapterError('VERIFY_FAILED', `claude mcp add succeeded but ${after.path} has no matching user entry ` +
-      `${ENTRY_NAME}; check with claude mcp get ${ENTRY_NAME}${kept}`);
+    throw new AdapterError('VERIFY_FAILED', `claude mcp ${add[1]} succeeded but ${after.path} has no matching user `
+      + `entry ${ENTRY_NAME}; check with claude mcp get ${ENTRY_NAME}${kept}`);
   }
   const done = state === 'different' ? 'entry replaced' : 'configured';
   const where = `user entry ${ENTRY_NAME} in ${file.path}`;
-  say(`factlane setup: claude-code ${done} through claude mcp add --scope user (${where})${kept}`);
+  say(`factlane setup: claude-code ${done} through claude mcp ${add[1]} --scope user (${where})${kept}`);
   return 0;
 }
 

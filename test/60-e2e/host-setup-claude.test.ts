@@ -42,9 +42,10 @@ t.test('claude-code on the PATH: claude mcp add --scope user, a backup, a no-op 
   t.same(server.kills, []);
 });
 
-t.test('claude-code: a different entry is refused without --force; --force removes it, then adds', async (t) => {
+t.test('claude-code: a different entry is refused without --force; --force removes it, then adds it back with the keys the user added', async (t) => {
   const box = claudeBox(t);
-  const old = `${JSON.stringify({ mcpServers: { factlane: { type: 'stdio', command: '/old/factlane', args: ['--host-id', 'x'], env: {} } } }, null, 2)}\n`;
+  const oldEntry = { type: 'stdio', command: '/old/factlane', args: ['--host-id', 'x'], env: { OLLAMA_X: '1' }, timeout: 5000 };
+  const old = `${JSON.stringify({ mcpServers: { factlane: oldEntry } }, null, 2)}\n`;
   writeFileSync(box.claudeConfig, old);
   const before = box.snapshot();
   const refused = box.run(['claude-code']);
@@ -56,13 +57,15 @@ t.test('claude-code: a different entry is refused without --force; --force remov
 
   const forced = box.run(['claude-code', '--force']);
   t.equal(forced.status, 0, forced.stderr);
+  const args = ['--db', box.defaultDb, '--host-id', 'claude-code'];
+  const replaced = { ...oldEntry, command: LAUNCHER, args };
   t.same(box.calls(), [
     ['mcp', 'remove', '--scope', 'user', 'factlane'],
-    ['mcp', 'add', '--scope', 'user', 'factlane', '--', LAUNCHER, '--db', box.defaultDb, '--host-id', 'claude-code'],
+    ['mcp', 'add-json', '--scope', 'user', 'factlane', JSON.stringify(replaced)],
   ]);
-  t.match(forced.stdout, /^factlane setup: claude-code entry replaced through claude mcp add --scope user .*; the previous file is kept as /);
+  t.match(forced.stdout, /^factlane setup: claude-code entry replaced through claude mcp add-json --scope user .*; the previous file is kept as /);
   t.equal(readFileSync(backupsOf(box.claudeConfig)[0]!, 'utf8'), old, 'the backup is the old file');
-  t.same(userEntry(box.claudeConfig).args, ['--db', box.defaultDb, '--host-id', 'claude-code']);
+  t.same(userEntry(box.claudeConfig), replaced, 'command and args replaced; env and timeout kept (docs/hosts.md)');
 });
 
 t.test('claude-code: a failing claude, a claude that wrote nothing, or an unreadable .claude.json exit 1', async (t) => {
@@ -98,7 +101,7 @@ t.test('claude-code --force: when the add fails after the remove, the previous e
   writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: old } }));
   const result = box.run(['claude-code', '--force'], { FAKE_CLAUDE_MODE: 'fail-add' });
   t.equal(result.status, 1);
-  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: claude mcp add exited with 1: .*; the previous entry was put back\n$/);
+  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: claude mcp add-json exited with 1: .*; the previous entry was put back\n$/);
   t.same(JSON.parse(readFileSync(box.claudeConfig, 'utf8')).mcpServers.factlane, old, 'the old entry, env included');
 });
 

@@ -50,14 +50,19 @@ export function backupsOf(path: string): string[] {
 
 // A stand-in for Claude Code's `claude mcp add|remove|get --scope user`: it appends its argv as one JSON line to
 // $FAKE_CLAUDE_LOG and keeps the user-scope entries in ~/.claude.json the way claude 2.1 does (add-json too).
-// FAKE_CLAUDE_MODE=fail makes every command fail as claude does (stderr line, exit 1), =fail-add only `mcp add`;
-// =noop makes add report success but write nothing.
+// FAKE_CLAUDE_MODE=fail makes every command fail as claude does (stderr line, exit 1), =fail-add only the first
+// `mcp add` or `mcp add-json` of the run (so the add-json that puts an old entry back works); =noop makes add report
+// success but write nothing.
 const FAKE_CLAUDE = `
 const fs = require('node:fs');
 const path = require('node:path');
 const argv = process.argv.slice(2);
+const isAdd = (args) => args[1] === 'add' || args[1] === 'add-json';
+const earlier = fs.existsSync(process.env.FAKE_CLAUDE_LOG)
+  ? fs.readFileSync(process.env.FAKE_CLAUDE_LOG, 'utf8').split('\\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
 fs.appendFileSync(process.env.FAKE_CLAUDE_LOG, JSON.stringify(argv) + '\\n');
-if (process.env.FAKE_CLAUDE_MODE === 'fail' || (process.env.FAKE_CLAUDE_MODE === 'fail-add' && argv[1] === 'add')) {
+const firstAdd = isAdd(argv) && !earlier.some(isAdd);
+if (process.env.FAKE_CLAUDE_MODE === 'fail' || (process.env.FAKE_CLAUDE_MODE === 'fail-add' && firstAdd)) {
   process.stderr.write('Error: the fake claude was told to fail\\n'); process.exit(1);
 }
 const file = path.join(process.env.CLAUDE_CONFIG_DIR || process.env.HOME, '.claude.json');
