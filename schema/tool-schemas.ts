@@ -32,6 +32,11 @@ const int = (minimum: number, maximum: number | undefined, defaultValue: number 
 
 const IDENTIFIER = 'identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like';
 const TIMESTAMP = 'YYYY-MM-DD[T ]HH:MM[:SS[.fraction]] with Z or ±HH:MM; output is UTC with Z';
+const SUBJECT = 'what question the fact answers, at most 96 bytes; give facts that answer the same question the same '
+  + 'subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a '
+  + '"subject:" tag, else the fact)';
+const IDEMPOTENCY_KEY = `key of this write (${IDENTIFIER}); retry the same write with the same key (the answer is `
+  + 'replayed), a new key only for a new write';
 
 const common = {
   scope: enumOf(SCOPES, 'one exact scope; "" gives UNKNOWN_SCOPE'),
@@ -53,7 +58,7 @@ const payloadFields = {
   tags: Type.Optional(Type.Array(Type.String(), {
     maxItems: 12, description: 'at most 12 tags, each at most 48 bytes',
   })),
-  subject: Type.Optional(nullableStr('subject, at most 96 bytes; feeds the contradiction key only')),
+  subject: Type.Optional(nullableStr(SUBJECT)),
 };
 
 /** The `$defs` shared by every tool's inputSchema, in contract order. */
@@ -65,9 +70,14 @@ export const TOOL_DEFINITIONS = {
       'why memory is asked; GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED'),
     retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES,
       'CURRENT: validated fresh facts; REVIEW_HISTORY: past revisions and Candidates', 'CURRENT')),
-    retrieval_mode_kind: Type.Optional(enumOf(RETRIEVAL_MODE_KINDS, 'how to match', 'SEMANTIC')),
-    top_k: Type.Optional(int(1, 8, 5, 'size of the candidate pool')),
-    max_memories: Type.Optional(int(1, 8, 5, 'most results returned')),
+    retrieval_mode_kind: Type.Optional(enumOf(RETRIEVAL_MODE_KINDS, 'how to match: SEMANTIC ranks by the embedding '
+      + 'profile\'s similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with '
+      + 'the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); '
+      + 'HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact', 'SEMANTIC')),
+    top_k: Type.Optional(int(1, 8, 5, 'size of the candidate pool ranked per channel; it does not limit the results '
+      + '(max_memories and the budgets do)')),
+    max_memories: Type.Optional(int(1, 8, 5, 'most results returned; the byte and token budgets may cut the list '
+      + 'further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)')),
     max_bytes: Type.Optional(int(1, 8000, 6000, 'byte budget of the results')),
     max_tokens: Type.Optional(int(1, 1600, 1200, 'token budget of the results (o200k_base)')),
   }, 'Search supporting facts in one exact scope.'),
@@ -83,7 +93,7 @@ export const TOOL_DEFINITIONS = {
     memory_type: enumOf(MEMORY_TYPES, 'kind of memory'),
     source_provenance: ref('SourceProvenance'),
     freshness_policy: ref('FreshnessPolicy'),
-    idempotency_key: str(`unique key of this write (${IDENTIFIER})`),
+    idempotency_key: str(IDEMPOTENCY_KEY),
     source_timestamp:
       Type.Optional(nullableStr(`when the source was observed (${TIMESTAMP}); required for a current record`)),
     last_verified_at:
@@ -96,14 +106,14 @@ export const TOOL_DEFINITIONS = {
     tags: Type.Optional(Type.Array(Type.String(), {
       maxItems: 12, default: [], description: 'at most 12 tags, each at most 48 bytes; duplicates dropped',
     })),
-    subject: Type.Optional(nullableStr('subject, at most 96 bytes; feeds the contradiction key only')),
+    subject: Type.Optional(nullableStr(SUBJECT)),
   }, 'Store one bounded, provenance-bearing fact.'),
   MemoryUpdateRequest: closed({
     ...common,
     memory_id: str('memory UUID'),
     expected_revision: Type.Integer({ minimum: 1, description: 'the live record\'s revision (compare-and-swap)' }),
     mode: enumOf(UPDATE_MODES, 'REVERIFY keeps the memory (and promotes a Candidate); REPLACE starts a new memory'),
-    idempotency_key: str(`unique key of this write (${IDENTIFIER})`),
+    idempotency_key: str(IDEMPOTENCY_KEY),
     expected_record_id: Type.Optional(nullableStr('the live record UUID; required to promote a Candidate')),
     verification: Type.Optional(ref('VerificationPayload', true)),
     replacement: Type.Optional(ref('ReplacementPayload', true)),
@@ -152,7 +162,9 @@ export const TOOLS: readonly {
   {
     name: 'memory_store', requestDefinition: 'MemoryStoreRequest',
     description: 'Store one bounded, provenance-bearing fact if the launcher\'s write profile allows it. Delegated '
-      + 'agents submit Candidates only; verifiers may store current facts.',
+      + 'agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT '
+      + 'search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows '
+      + 'it. memory_status names this server\'s write profile (launcher.write_profile).',
   },
   {
     name: 'memory_update', requestDefinition: 'MemoryUpdateRequest',

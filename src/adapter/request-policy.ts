@@ -122,8 +122,13 @@ export function authorizeWrite(
   if (operation === 'memory_store') {
     const requested = request.requested_lifecycle_state;
     if (requested === undefined || requested === null || requested === 'CANDIDATE') {
-      if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== 'UNVERIFIED')
-        throw deny('stores Candidates as UNVERIFIED; remove verified_by');
+      if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== 'UNVERIFIED') {
+        // A caller that can store current facts most likely meant to: say how (a Candidate it stores instead stays out
+        // of CURRENT search, and storing the same fact current later is a DUPLICATE of it).
+        const current = spec.maxLifecycle === 'VALIDATED_CURRENT' ? ', or store the fact current: '
+          + 'requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at' : '';
+        throw deny(`stores Candidates as UNVERIFIED; remove verified_by${current}`);
+      }
       return { verifiedBy: 'UNVERIFIED' };
     }
     if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may store Candidates only');

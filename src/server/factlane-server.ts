@@ -20,7 +20,9 @@ import { EnvelopeStdioTransport } from './stdio-transport.js';
 /** What the server tells a host about FactLane (CONTRACT.md §3.1). */
 export const SERVER_INSTRUCTIONS = 'FactLane supplies supporting facts from a local, governed memory. '
   + 'A fact never overrides the user\'s instructions, the repository, or a live authoritative source. '
-  + 'Search one exact scope; CURRENT returns validated, fresh facts only.';
+  + 'Search one exact scope; CURRENT returns validated, fresh facts only. Scopes match exactly: look facts up with '
+  + 'the scope and ids (project_id, agent_id...) they were stored under. A Candidate, what a delegated agent stores, '
+  + 'is found only with REVIEW_HISTORY until a verifier or the owner promotes it.';
 
 /** Options of createFactLaneServer, frozen. */
 export interface FactLaneServerOptions {
@@ -29,9 +31,17 @@ export interface FactLaneServerOptions {
   readonly logger: Logger;
 }
 
+// MCP tool annotations (hints a host may use to skip asking before a call; the contract is silent on them): the
+// three reads change nothing; a write only ever adds a revision (nothing is deleted) and repeating it with the same
+// idempotency_key replays it; nothing leaves this machine.
+const READS: ReadonlySet<ToolName> = new Set(['memory_search', 'memory_get', 'memory_status']);
+const READ_ANNOTATIONS = { readOnlyHint: true, openWorldHint: false };
+const WRITE_ANNOTATIONS = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
 const TOOL_LIST = TOOLS.map((tool) => ({
   name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.name),
   outputSchema: { ...TOOL_OUTPUT_SCHEMA },
+  annotations: { ...(READS.has(tool.name) ? READ_ANNOTATIONS : WRITE_ANNOTATIONS) },
 }));
 
 /** Compiles the open runtime validators once (CONTRACT.md §3.3). */
@@ -99,6 +109,11 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
       } catch {
         return schemaViolation(`${name}: invalid arguments: /request is a string that is not JSON`);
       }
+    }
+    if (request === undefined) {
+      // A host or model that sent the tool's fields as the arguments themselves: say where they go.
+      return schemaViolation(`${name}: invalid arguments: /request is required: put the tool's fields inside `
+        + 'arguments.request ({"request": {...}})');
     }
     if (!isJsonObject(request))
       return schemaViolation(`${name}: invalid arguments: /request must be an object`);

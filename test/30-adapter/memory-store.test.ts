@@ -90,7 +90,7 @@ t.test('delegated-candidate stores a Candidate: the full envelope, the record, i
   t.equal(row.embedding_profile_id, 'local-hash-384');
 
   t.equal((await store(adapter, storeRequest({ fact: 'explicit unverified', verified_by: 'UNVERIFIED' }))).results[0].verified_by, 'UNVERIFIED', 'an explicit UNVERIFIED is allowed');
-  await refused(t, bench, () => store(adapter, storeRequest({ verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'a Candidate cannot claim a verifier');
+  await refused(t, bench, () => store(adapter, storeRequest({ verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED', /Candidates as UNVERIFIED; remove verified_by$/, 'a Candidate cannot claim a verifier');
   await refused(t, bench, () => store(adapter, currentRequest({ fact: 'delegated current' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'delegated asking for VALIDATED_CURRENT');
   await refused(t, bench, () => store(adapter, currentRequest({ fact: 'delegated current', verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'even claiming a verifier');
 });
@@ -132,6 +132,10 @@ t.test('owner-current stores VALIDATED_CURRENT with the role of each scope; the 
     await refused(t, bench, () => store(adapter, currentRequest({ fact: `${profile} claims owner`, verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED', undefined, `${profile} cannot claim OWNER`);
   }
   await refused(t, bench, () => store(owner, currentRequest({ fact: 'owner claims automation', verified_by: 'AUTOMATED_CHECK' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'owner cannot claim AUTOMATED_CHECK');
+  // A profile that may store current facts hears how, when it names a verifier on what would be a Candidate.
+  await refused(t, bench, () => store(owner, storeRequest({ fact: 'owner forgot the lifecycle', verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED',
+    /Candidates as UNVERIFIED; remove verified_by, or store the fact current: requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at$/,
+    'owner naming OWNER on a Candidate');
   await refused(t, bench, () => store(owner, currentRequest({ fact: 'owner says unverified', verified_by: 'UNVERIFIED' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'an explicit UNVERIFIED on a current store');
   const candidate = (await store(owner, storeRequest({ fact: 'owner candidate', last_verified_at: NOW }))).results[0];
   t.match(candidate, { lifecycle_state: 'CANDIDATE', authority_role: 'UNRESOLVED', verified_by: 'UNVERIFIED', contribution_origin: { contributor_class: 'OWNER', contributor_ref: 'owner-host' } }, 'the owner may store a Candidate');

@@ -148,10 +148,16 @@ t.test('tools/call without a string name is -32602; arguments that are no object
     t.equal(error?.code, -32602, `-32602 for ${JSON.stringify(params)}`);
     t.equal(error?.message, 'MCP error -32602: tools/call needs params.name, a string', 'a short fixed message');
   }
-  for (const args of ['x', null, [], 5, [GLOBAL]]) {
+  for (const args of ['x', null, [], 5, [GLOBAL], GLOBAL, {}]) {
     const { result } = await raw({ name: 'memory_status', arguments: args });
+    t.equal(schemaError(t, result as CallToolResult, '/request'),
+      'memory_status: invalid arguments: /request is required: put the tool\'s fields inside arguments.request ({"request": {...}})',
+      `isError for arguments ${JSON.stringify(args)}: the fields go inside request`);
+  }
+  for (const request of [null, 5, [GLOBAL], '"x"']) {
+    const { result } = await raw({ name: 'memory_status', arguments: { request } });
     t.equal(schemaError(t, result as CallToolResult, '/request'), 'memory_status: invalid arguments: /request must be an object',
-      `isError for arguments ${JSON.stringify(args)}`);
+      `isError for request ${JSON.stringify(request)}`);
   }
   const unprintable = await raw({ name: 'memory_x\nforged log line\u202e', arguments: { request: GLOBAL } });
   t.equal(unprintable.error?.message, 'MCP error -32602: unknown tool: memory_x\\u000aforged log line\\u202e',

@@ -22,6 +22,9 @@ t.test('tools/list advertises exactly the five tools with their closed request s
   for (const tool of listed.tools) {
     t.test(tool.name, async (t) => {
       t.match(tool.description, /\S/, 'has a description');
+      const reads = ['memory_search', 'memory_get', 'memory_status'].includes(tool.name);
+      t.same(tool.annotations, reads ? { readOnlyHint: true, openWorldHint: false }
+        : { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }, 'annotations');
       const input = tool.inputSchema as unknown as Record<string, unknown> & { properties: Record<string, unknown>; $defs: Record<string, Record<string, unknown>> };
       t.equal(input.type, 'object');
       t.same(input.required, ['request'], 'only request is required');
@@ -67,5 +70,7 @@ t.test('initialize: server info, instructions and only the tools capability', as
   const instructions = client.getInstructions() ?? '';
   t.match(instructions, /supporting facts/, 'says facts are supporting');
   t.match(instructions, /never overrides the user's instructions, the repository, or a live authoritative source/);
+  t.match(instructions, /Scopes match exactly/, 'says scopes match exactly');
+  t.match(instructions, /A Candidate, what a delegated agent stores, is found only with REVIEW_HISTORY/, 'says where Candidates are');
   t.same(Object.keys(client.getServerCapabilities() ?? {}), ['tools'], 'only tools is offered');
 });

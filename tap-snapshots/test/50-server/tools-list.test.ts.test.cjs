@@ -9,6 +9,10 @@ exports[`test/50-server/tools-list.test.ts > TAP > tools/list advertises exactly
 Object {
   "tools": Array [
     Object {
+      "annotations": Object {
+        "openWorldHint": false,
+        "readOnlyHint": true,
+      },
       "description": "Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; REVIEW_HISTORY returns past revisions and Candidates. Facts support decisions; they never override the user, the repository or a live source.",
       "inputSchema": Object {
         "$defs": Object {
@@ -169,7 +173,7 @@ Object {
               },
               "max_memories": Object {
                 "default": 5,
-                "description": "most results returned",
+                "description": "most results returned; the byte and token budgets may cut the list further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -212,7 +216,7 @@ Object {
               },
               "retrieval_mode_kind": Object {
                 "default": "SEMANTIC",
-                "description": "how to match",
+                "description": "how to match: SEMANTIC ranks by the embedding profile's similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact",
                 "enum": Array [
                   "EXACT",
                   "KEYWORD",
@@ -234,7 +238,7 @@ Object {
               },
               "top_k": Object {
                 "default": 5,
-                "description": "size of the candidate pool",
+                "description": "size of the candidate pool ranked per channel; it does not limit the results (max_memories and the budgets do)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -353,7 +357,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -425,7 +429,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -505,7 +509,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -646,7 +650,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -763,7 +767,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -811,6 +815,10 @@ Object {
       },
     },
     Object {
+      "annotations": Object {
+        "openWorldHint": false,
+        "readOnlyHint": true,
+      },
       "description": "Read one memory by memory_id in one exact scope: its current record, or its history with REVIEW_HISTORY.",
       "inputSchema": Object {
         "$defs": Object {
@@ -971,7 +979,7 @@ Object {
               },
               "max_memories": Object {
                 "default": 5,
-                "description": "most results returned",
+                "description": "most results returned; the byte and token budgets may cut the list further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -1014,7 +1022,7 @@ Object {
               },
               "retrieval_mode_kind": Object {
                 "default": "SEMANTIC",
-                "description": "how to match",
+                "description": "how to match: SEMANTIC ranks by the embedding profile's similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact",
                 "enum": Array [
                   "EXACT",
                   "KEYWORD",
@@ -1036,7 +1044,7 @@ Object {
               },
               "top_k": Object {
                 "default": 5,
-                "description": "size of the candidate pool",
+                "description": "size of the candidate pool ranked per channel; it does not limit the results (max_memories and the budgets do)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -1155,7 +1163,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -1227,7 +1235,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -1307,7 +1315,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -1448,7 +1456,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -1565,7 +1573,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -1613,7 +1621,13 @@ Object {
       },
     },
     Object {
-      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts.",
+      "annotations": Object {
+        "destructiveHint": false,
+        "idempotentHint": true,
+        "openWorldHint": false,
+        "readOnlyHint": false,
+      },
+      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. memory_status names this server's write profile (launcher.write_profile).",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
@@ -1773,7 +1787,7 @@ Object {
               },
               "max_memories": Object {
                 "default": 5,
-                "description": "most results returned",
+                "description": "most results returned; the byte and token budgets may cut the list further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -1816,7 +1830,7 @@ Object {
               },
               "retrieval_mode_kind": Object {
                 "default": "SEMANTIC",
-                "description": "how to match",
+                "description": "how to match: SEMANTIC ranks by the embedding profile's similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact",
                 "enum": Array [
                   "EXACT",
                   "KEYWORD",
@@ -1838,7 +1852,7 @@ Object {
               },
               "top_k": Object {
                 "default": 5,
-                "description": "size of the candidate pool",
+                "description": "size of the candidate pool ranked per channel; it does not limit the results (max_memories and the budgets do)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -1957,7 +1971,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -2029,7 +2043,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -2109,7 +2123,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -2250,7 +2264,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -2367,7 +2381,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -2415,6 +2429,12 @@ Object {
       },
     },
     Object {
+      "annotations": Object {
+        "destructiveHint": false,
+        "idempotentHint": true,
+        "openWorldHint": false,
+        "readOnlyHint": false,
+      },
       "description": "Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with expected_revision compare-and-swap.",
       "inputSchema": Object {
         "$defs": Object {
@@ -2575,7 +2595,7 @@ Object {
               },
               "max_memories": Object {
                 "default": 5,
-                "description": "most results returned",
+                "description": "most results returned; the byte and token budgets may cut the list further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -2618,7 +2638,7 @@ Object {
               },
               "retrieval_mode_kind": Object {
                 "default": "SEMANTIC",
-                "description": "how to match",
+                "description": "how to match: SEMANTIC ranks by the embedding profile's similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact",
                 "enum": Array [
                   "EXACT",
                   "KEYWORD",
@@ -2640,7 +2660,7 @@ Object {
               },
               "top_k": Object {
                 "default": 5,
-                "description": "size of the candidate pool",
+                "description": "size of the candidate pool ranked per channel; it does not limit the results (max_memories and the budgets do)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -2759,7 +2779,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -2831,7 +2851,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -2911,7 +2931,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -3052,7 +3072,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -3169,7 +3189,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -3217,6 +3237,10 @@ Object {
       },
     },
     Object {
+      "annotations": Object {
+        "openWorldHint": false,
+        "readOnlyHint": true,
+      },
       "description": "Report bounded health for one scope: lifecycle counts, retention and capacity observations, embedding profile and provider status.",
       "inputSchema": Object {
         "$defs": Object {
@@ -3377,7 +3401,7 @@ Object {
               },
               "max_memories": Object {
                 "default": 5,
-                "description": "most results returned",
+                "description": "most results returned; the byte and token budgets may cut the list further (budget.truncated, DEGRADED / BUDGET_EXCEEDED: a record is often 250-350 tokens)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -3420,7 +3444,7 @@ Object {
               },
               "retrieval_mode_kind": Object {
                 "default": "SEMANTIC",
-                "description": "how to match",
+                "description": "how to match: SEMANTIC ranks by the embedding profile's similarity (the built-in local-hash-384 compares words, not meaning: a fact sharing no word with the query still scores about 0.5); KEYWORD needs every query word in the fact (whole words, no stemming); HYBRID fuses SEMANTIC and KEYWORD; EXACT matches the whole normalised fact",
                 "enum": Array [
                   "EXACT",
                   "KEYWORD",
@@ -3442,7 +3466,7 @@ Object {
               },
               "top_k": Object {
                 "default": 5,
-                "description": "size of the candidate pool",
+                "description": "size of the candidate pool ranked per channel; it does not limit the results (max_memories and the budgets do)",
                 "maximum": 8,
                 "minimum": 1,
                 "type": "integer",
@@ -3561,7 +3585,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -3633,7 +3657,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -3713,7 +3737,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "unique key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like)",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -3854,7 +3878,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
@@ -3971,7 +3995,7 @@ Object {
               },
               "subject": Object {
                 "default": null,
-                "description": "subject, at most 96 bytes; feeds the contradiction key only",
+                "description": "what question the fact answers, at most 96 bytes; give facts that answer the same question the same subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a \\"subject:\\" tag, else the fact)",
                 "type": Array [
                   "string",
                   "null",
