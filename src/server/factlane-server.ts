@@ -32,11 +32,12 @@ export interface FactLaneServerOptions {
 }
 
 // MCP tool annotations (hints a host may use to skip asking before a call; the contract is silent on them): the
-// three reads change nothing; a write only ever adds a revision (nothing is deleted) and repeating it with the same
-// idempotency_key replays it; nothing leaves this machine.
+// three reads change nothing and reach nothing outside this machine. A write repeated with the same idempotency_key
+// replays; its destructive and open-world hints are left at their defaults on purpose: Codex runs a tool that says
+// neither without asking, and whether an agent's writes wait for the user stays the user's choice (decision 0033).
 const READS: ReadonlySet<ToolName> = new Set(['memory_search', 'memory_get', 'memory_status']);
 const READ_ANNOTATIONS = { readOnlyHint: true, openWorldHint: false };
-const WRITE_ANNOTATIONS = { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const WRITE_ANNOTATIONS = { readOnlyHint: false, idempotentHint: true };
 
 const TOOL_LIST = TOOLS.map((tool) => ({
   name: tool.name, description: tool.description, inputSchema: toolInputSchema(tool.name),

@@ -24,7 +24,7 @@ t.test('tools/list advertises exactly the five tools with their closed request s
       t.match(tool.description, /\S/, 'has a description');
       const reads = ['memory_search', 'memory_get', 'memory_status'].includes(tool.name);
       t.same(tool.annotations, reads ? { readOnlyHint: true, openWorldHint: false }
-        : { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false }, 'annotations');
+        : { readOnlyHint: false, idempotentHint: true }, 'annotations');
       const input = tool.inputSchema as unknown as Record<string, unknown> & { properties: Record<string, unknown>; $defs: Record<string, Record<string, unknown>> };
       t.equal(input.type, 'object');
       t.same(input.required, ['request'], 'only request is required');

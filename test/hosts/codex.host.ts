@@ -68,10 +68,10 @@ if (!outcome.ok) {
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 
-  t.test('codex exec without the bypass flag runs FactLane tools only once they are pre-approved', async (t) => {
+  t.test('codex exec without the bypass flag runs the read tools (readOnlyHint) and a write only once it is pre-approved', async (t) => {
     const box = sandbox(t.testdir());
     configureHost(install, HOST, box);
-    const standIn = await ModelStandIn.start({ script: hostScript(HOST).slice(0, 1), finalText: FINAL_TEXT });
+    const standIn = await ModelStandIn.start({ script: hostScript(HOST).slice(0, 2), finalText: FINAL_TEXT });
     t.teardown(() => standIn.close());
     pointCodexAtStandIn(box.home, standIn.origin);
     const env = hostEnv(HOST, box.home, standIn.origin);
@@ -80,13 +80,15 @@ if (!outcome.ok) {
     const refused = await runHost(install.codex, ['exec', '--skip-git-repo-check', PROMPT], box.work, env);
     if (refused.status !== 0) t.comment(refused.stderr.slice(-2000));
     t.equal(refused.status, 0, 'codex exits 0');
-    t.match(lastOutputs(), [{ text: /MCP tool call requires approval, but approval policy is never/ }], 'refused by Codex');
+    const [read, write] = lastOutputs();
+    t.match(envelopeOf(read?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'memory_status runs unasked');
+    t.match(write, { text: /MCP tool call requires approval, but approval policy is never/ }, 'memory_store is refused by Codex');
 
     approveFactLaneTools(HOST, box.home);
     const approved = await runHost(install.codex, ['exec', '--skip-git-repo-check', PROMPT], box.work, env);
     if (approved.status !== 0) t.comment(approved.stderr.slice(-2000));
     t.equal(approved.status, 0, 'codex exits 0');
-    t.match(envelopeOf(lastOutputs()[0]?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'runs once approved');
+    t.match(envelopeOf(lastOutputs()[1]?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-2` } }, 'the write runs once approved');
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 }

@@ -1622,9 +1622,7 @@ Object {
     },
     Object {
       "annotations": Object {
-        "destructiveHint": false,
         "idempotentHint": true,
-        "openWorldHint": false,
         "readOnlyHint": false,
       },
       "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. memory_status names this server's write profile (launcher.write_profile).",
@@ -2430,9 +2428,7 @@ Object {
     },
     Object {
       "annotations": Object {
-        "destructiveHint": false,
         "idempotentHint": true,
-        "openWorldHint": false,
         "readOnlyHint": false,
       },
       "description": "Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with expected_revision compare-and-swap.",
