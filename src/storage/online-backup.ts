@@ -34,7 +34,7 @@ export async function onlineBackup(
   try {
     copy.pragma('journal_mode = DELETE');
   } catch (error) {
-    throw copyFailure(error);
+    throw copyFailure(error, 'copy only');
   } finally {
     copy.close();
   }
@@ -43,13 +43,22 @@ export async function onlineBackup(
 /**
  * A failure of the copy's writes. The source is read through a read-only connection, so SQLITE_FULL can only be the
  * copy's disk (the copy itself, or the -wal and -shm of a restored copy switched to WAL): said so, instead of
- * translateSqliteError's "the database or its disk is full", which sent operators to a database never written. Any
- * other failure keeps its translation (an I/O error may be either side).
+ * translateSqliteError's "the database or its disk is full", which sent operators to a database never written. While
+ * the online backup runs, an I/O error may be either side and keeps its translation; in a step that opens the copy
+ * alone (`copy only`: its journal mode switched, whose -wal and -shm SQLite grows first, where a full disk shows as
+ * SQLITE_IOERR_SHMSIZE or another I/O error), it is the copy's side too.
  */
-function copyFailure(error: unknown): unknown {
-  if (sqliteCode(error) !== 'SQLITE_FULL') return translateSqliteError(error);
-  return new AdapterError('BACKEND_UNAVAILABLE',
-    'the disk the copy is written to is full; nothing was published', { cause: error });
+export function copyFailure(error: unknown, where: 'both files' | 'copy only' = 'both files'): unknown {
+  const code = sqliteCode(error);
+  if (code === 'SQLITE_FULL') {
+    return new AdapterError('BACKEND_UNAVAILABLE',
+      'the disk the copy is written to is full; nothing was published', { cause: error });
+  }
+  if (where === 'copy only' && code?.startsWith('SQLITE_IOERR')) {
+    return new AdapterError('BACKEND_UNAVAILABLE', `the copy could not be written (${code}): check the disk it is `
+      + 'written to (full?); the database was not touched and nothing was published', { cause: error });
+  }
+  return translateSqliteError(error);
 }
 
 /**
@@ -63,7 +72,7 @@ export function setWalMode(path: string): void {
     const mode = connection.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new AdapterError('VERIFY_FAILED', `the copy stayed in journal mode ${String(mode)}`);
   } catch (error) {
-    throw copyFailure(error);
+    throw copyFailure(error, 'copy only');
   } finally {
     connection.close();
   }

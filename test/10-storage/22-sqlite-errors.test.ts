@@ -2,6 +2,7 @@ import t from 'tap';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { AdapterError } from '../../src/core/adapter-error.js';
+import { copyFailure } from '../../src/storage/online-backup.js';
 import { translateSqliteError } from '../../src/storage/sqlite-errors.js';
 
 // STORAGE.md §6: foreign SQLite errors get their governed code once, at the storage floor.
@@ -55,4 +56,18 @@ t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVA
   }
   const mismatch = 'Internal sqlite-vec error: vector blob size mismatch on main.fact_vec.3, expected 12288, actual 7';
   t.match(translateSqliteError(sqliteError('SQLITE_ERROR', mismatch)), { code: 'BACKEND_CORRUPT' }, 'a wrong size is damage');
+});
+
+t.test('a backup or restore copy that cannot be written blames the copy\'s disk, never the database', async (t) => {
+  const full = copyFailure(sqliteError('SQLITE_FULL', 'database or disk is full'));
+  t.ok(full instanceof AdapterError && full.code === 'BACKEND_UNAVAILABLE');
+  t.match((full as Error).message, /^the disk the copy is written to is full; nothing was published$/);
+  // A full disk while the copy's journal mode is switched: SQLite grows its -shm first and reports an I/O error.
+  const shm = copyFailure(sqliteError('SQLITE_IOERR_SHMSIZE', 'disk I/O error'), 'copy only');
+  t.ok(shm instanceof AdapterError && shm.code === 'BACKEND_UNAVAILABLE');
+  t.match((shm as Error).message, /^the copy could not be written \(SQLITE_IOERR_SHMSIZE\): check the disk it is written to/);
+  t.notMatch((shm as Error).message, /database file|database or its disk/, 'the database is not blamed');
+  // During the online backup an I/O error may be the source's: it keeps the storage floor's translation.
+  const either = copyFailure(sqliteError('SQLITE_IOERR_READ', 'disk I/O error'));
+  t.same(either, translateSqliteError(sqliteError('SQLITE_IOERR_READ', 'disk I/O error')));
 });
