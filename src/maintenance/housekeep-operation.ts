@@ -176,7 +176,15 @@ export async function housekeep(
     selected = ready.length;
     onStep({ step: 'selected', total: selected });
     for (const [index, recordId] of ready.entries()) {
-      if (await probes.compact(connection, recordId)) compacted += 1;
+      try {
+        if (await probes.compact(connection, recordId)) compacted += 1;
+      } catch (error) {
+        // The storage floor's message speaks of the failed transaction alone ("nothing was written"): the compactions
+        // before it are committed and stay (STORAGE.md §8), and the operator is told so.
+        if (!(error instanceof AdapterError) || compacted === 0) throw error;
+        throw new AdapterError(error.code, `compaction ${index + 1} of ${selected} failed: ${error.message}; the `
+          + `${compacted} compacted before it stay`, { cause: error, retryable: error.retryable });
+      }
       onStep({ step: 'compacted', done: index + 1, total: selected, fields: { compacted } });
     }
     after = await observe(connection, target.path, request.scope, probes);

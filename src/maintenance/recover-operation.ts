@@ -326,7 +326,9 @@ export async function recoverDatabase(options: RecoverOptions): Promise<Recovery
         || (error instanceof SealingFailure && error.interlockDeleted);
       const next = interlockGone || phase === 'LOCAL_FACTLANE_PURGE_VERIFIED'
         ? 'rerun the same plan' : 'the interlock blocks every runtime: rerun the same plan';
-      return outcome(4, 'SEALING_INCOMPLETE', `${safeMessage(error)}; ${next}`);
+      // The purge committed: a storage message's "nothing was written" is about the step that failed, not the run.
+      const failed = `the purge is committed; a later step failed (${safeMessage(error)})`;
+      return outcome(4, 'SEALING_INCOMPLETE', `${failed}; ${next}`);
     }
     if (error instanceof RecoveryHold) {
       if (prepared?.state && phase === prepared.state.phase) {

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { AdapterError } from '../../src/core/adapter-error.js';
 import { auditDatabase } from '../../src/maintenance/audit-operation.js';
 import { housekeep, type HousekeepProbes, type HousekeepRequest } from '../../src/maintenance/housekeep-operation.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
@@ -232,6 +233,20 @@ t.test('after compacting, health and capacity are read again', async (t) => {
   };
   await t.rejects(housekeep(target, request(3, NEVER_ENOUGH), { capacity: readCapacity, health: readHealth, compact: breaksSecond }), /disk unplugged/);
   t.equal(Object.values(diskState(bench.dbPath).lifecycles).filter((state) => state === 'HISTORICAL').length, 4, 'an error stops the run; the compaction before it stays');
+  // A governed failure (a full disk) after compactions committed: its "nothing was written" is about that compaction.
+  compactions = 0;
+  const fullAtSecond: HousekeepProbes['compact'] = async (connection, id) => {
+    if (++compactions === 2) throw new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written');
+    return compact(connection, id);
+  };
+  const full = await housekeep(target, request(3, NEVER_ENOUGH), { capacity: readCapacity, health: readHealth, compact: fullAtSecond })
+    .then(() => undefined, (error: unknown) => error);
+  t.ok(full instanceof AdapterError && full.code === 'BACKEND_UNAVAILABLE' && full.retryable, 'the same code, still retryable');
+  t.match((full as Error).message,
+    /^compaction 2 of \d+ failed: the database or its disk is full; nothing was written; the 1 compacted before it stay$/);
+  const first: HousekeepProbes['compact'] = async () => { throw new AdapterError('BACKEND_UNAVAILABLE', 'the database or its disk is full; nothing was written'); };
+  await t.rejects(housekeep(target, request(3, NEVER_ENOUGH), { capacity: readCapacity, health: readHealth, compact: first }),
+    { message: 'the database or its disk is full; nothing was written' }, 'before any compaction, the message as it was');
 });
 
 t.test('compacting one record follows the STORAGE.md §8 table and rolls back on refusal', async (t) => {
