@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
@@ -59,9 +59,11 @@ export interface InventoryOptions {
 
 /**
  * How many other processes have the database, its `-wal`, `-shm` or writer sidecar open, matched by device and
- * inode through `/proc/<pid>/fd`. A process whose descriptors cannot be read counts as holding them when it belongs
- * to the owner or root (check 8: a process that cannot be inspected is not known to be away). This process is left
- * out.
+ * inode through `/proc/<pid>/fd`. A process whose descriptor list cannot be read counts as holding them when it
+ * belongs to the owner or root (check 8: a process that cannot be inspected is not known to be away). One whose list
+ * reads but whose descriptors cannot be followed (EACCES: a container's init, a confined process) counts when it is
+ * the owner's or root's and `/proc/locks` shows it holding a lock on one of those files, as every SQLite connection
+ * to a WAL database does on its `-shm` (docs/decisions/0019). This process is left out.
  */
 export function otherOpeners(databasePath: string, options: InventoryOptions = {}): number {
   const procRoot = options.procRoot ?? '/proc';
@@ -69,8 +71,10 @@ export function otherOpeners(databasePath: string, options: InventoryOptions = {
   const ownerUid = options.ownerUid ?? process.geteuid?.() ?? 0;
   // A process queued on the writer sidecar (STORAGE.md §6) holds the database as much as one that has it open.
   const suffixes = [...DATABASE_FILE_SUFFIXES, WRITER_SIDECAR_SUFFIX];
-  const wanted = new Set(existingFiles(databasePath, suffixes).map(({ stats }) => `${stats.dev}:${stats.ino}`));
+  const files = existingFiles(databasePath, suffixes).map(({ stats }) => stats);
+  const wanted = new Set(files.map((stats) => `${stats.dev}:${stats.ino}`));
   if (wanted.size === 0) return 0;
+  let lockHolders: ReadonlySet<number> | undefined;
   let holders = 0;
   for (const entry of readdirSync(procRoot)) {
     if (!/^[0-9]+$/.test(entry) || Number(entry) === selfPid) continue;
@@ -83,19 +87,52 @@ export function otherOpeners(databasePath: string, options: InventoryOptions = {
       if (processOwnedBy(join(procRoot, entry), ownerUid)) holders += 1;
       continue;
     }
-    if (descriptors.some((fd) => opens(join(fdDir, fd), wanted))) holders += 1;
+    const seen = descriptors.map((fd) => opens(join(fdDir, fd), wanted));
+    if (seen.includes('OPEN')) holders += 1;
+    else if (seen.includes('UNKNOWN') && processOwnedBy(join(procRoot, entry), ownerUid)) {
+      lockHolders ??= lockingProcesses(procRoot, files);
+      if (lockHolders.has(Number(entry))) holders += 1;
+    }
   }
   return holders;
 }
 
-function opens(descriptorPath: string, wanted: ReadonlySet<string>): boolean {
+function opens(descriptorPath: string, wanted: ReadonlySet<string>): 'OPEN' | 'OTHER' | 'UNKNOWN' {
   try {
     // stat follows the magic link to the open file itself, even when its name was unlinked or renamed.
     const stats = statSync(descriptorPath);
-    return wanted.has(`${stats.dev}:${stats.ino}`);
-  } catch {
-    return false; // a descriptor closed meanwhile
+    return wanted.has(`${stats.dev}:${stats.ino}`) ? 'OPEN' : 'OTHER';
+  } catch (error) {
+    // ENOENT: a descriptor closed meanwhile; anything else (EACCES) leaves the descriptor unknown.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'OTHER' : 'UNKNOWN';
   }
+}
+
+/**
+ * The pids `/proc/locks` shows holding a lock (POSIX, flock or OFD) on one of `files`: each line names the holder's
+ * pid and the file as `MAJOR:MINOR:INODE`, major and minor in hex. Empty when the table cannot be read.
+ */
+function lockingProcesses(procRoot: string, files: readonly { dev: number; ino: number }[]): ReadonlySet<number> {
+  // glibc's dev_t: minor in bits 0-7 and 20-31, major in bits 8-19 and 32-43.
+  const key = (dev: number, ino: number) => {
+    const major = Math.floor(dev / 256) % 4096 + Math.floor(dev / 2 ** 32) % 2 ** 20 * 4096;
+    const minor = dev % 256 + Math.floor(dev / 2 ** 20) % 4096 * 256;
+    return `${major}:${minor}:${ino}`;
+  };
+  const wanted = new Set(files.map(({ dev, ino }) => key(dev, ino)));
+  const pids = new Set<number>();
+  let table: string;
+  try {
+    table = readFileSync(join(procRoot, 'locks'), 'utf8');
+  } catch {
+    return pids;
+  }
+  for (const line of table.split('\n')) {
+    const match = /^\d+:\s+(?:->\s+)?\S+\s+\S+\s+\S+\s+(-?\d+)\s+([0-9a-f]+):([0-9a-f]+):(\d+)\s/.exec(line);
+    const file = match && `${parseInt(match[2]!, 16)}:${parseInt(match[3]!, 16)}:${match[4]}`;
+    if (file && wanted.has(file)) pids.add(Number(match[1]));
+  }
+  return pids;
 }
 
 function processOwnedBy(processDir: string, ownerUid: number): boolean {
