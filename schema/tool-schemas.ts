@@ -35,8 +35,8 @@ const TIMESTAMP = 'YYYY-MM-DD[T ]HH:MM[:SS[.fraction]] with Z or ±HH:MM; output
 const SUBJECT = 'what question the fact answers, at most 96 bytes; give facts that answer the same question the same '
   + 'subject, so a changed answer is caught as a contradiction (feeds the contradiction key only; default: a '
   + '"subject:" tag, else the fact)';
-const IDEMPOTENCY_KEY = `key of this write (${IDENTIFIER}); retry the same write with the same key (the answer is `
-  + 'replayed), a new key only for a new write';
+const IDEMPOTENCY_KEY = `key of this write (${IDENTIFIER}); retry the same write with the same key (it is answered `
+  + 'as a replay of what it wrote), a new key only for a new write';
 
 const common = {
   scope: enumOf(SCOPES, 'one exact scope; "" gives UNKNOWN_SCOPE'),

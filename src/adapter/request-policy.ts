@@ -126,7 +126,8 @@ export function authorizeWrite(
         // A caller that can store current facts most likely meant to: say how (a Candidate it stores instead stays out
         // of CURRENT search, and storing the same fact current later is a DUPLICATE of it).
         const current = spec.maxLifecycle === 'VALIDATED_CURRENT' ? ', or store the fact current: '
-          + 'requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at' : '';
+          + 'requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at, and verified_by '
+          + `absent or ${spec.basis}` : '';
         throw deny(`stores Candidates as UNVERIFIED; remove verified_by${current}`);
       }
       return { verifiedBy: 'UNVERIFIED' };

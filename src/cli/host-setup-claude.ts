@@ -35,8 +35,14 @@ export function claudeAddArgs(entry: ServerEntry): string[] {
  */
 export function claudeReplaceArgs(entry: ServerEntry, previous: unknown): string[] {
   if (typeof previous !== 'object' || previous === null || Array.isArray(previous)) return claudeAddArgs(entry);
-  const replaced = { ...previous, command: entry.command, args: [...entry.args] };
-  return ['mcp', 'add-json', '--scope', 'user', ENTRY_NAME, JSON.stringify(replaced)];
+  // An old http or sse entry's url and headers mean nothing to a stdio server.
+  const { url: _url, headers: _headers, ...kept } = previous as Record<string, unknown>;
+  return claudeAddJsonArgs({ ...kept, type: 'stdio', command: entry.command, args: [...entry.args] });
+}
+
+/** The argv of `claude mcp add-json` that writes `entry` (any keys) as the user-scope entry. */
+function claudeAddJsonArgs(entry: unknown): string[] {
+  return ['mcp', 'add-json', '--scope', 'user', ENTRY_NAME, JSON.stringify(entry)];
 }
 
 /** `argv` as one POSIX shell line, each word single-quoted unless it is plainly safe. */
@@ -112,7 +118,7 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   } catch (error) {
     if (state !== 'different') throw error;
     // The old entry was removed and the new one could not be added: put the old one back, as it was.
-    const restore = ['mcp', 'add-json', '--scope', 'user', ENTRY_NAME, JSON.stringify(previous)];
+    const restore = claudeAddJsonArgs(previous);
     try {
       runClaude(claude, restore, env, kept);
     } catch {

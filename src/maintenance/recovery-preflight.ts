@@ -385,7 +385,7 @@ export async function runPreflight(
       throw hold('HOLD_NONQUIESCENT_NO_MUTATION', `another connection holds the database (${error.code})`);
     }
     if (error instanceof AdapterError) {
-      throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', `the database cannot be read (${error.code})`);
+      throw hold('HOLD_DB_INTEGRITY_NO_MUTATION', `the database cannot be opened (${error.code}: ${error.message})`);
     }
     throw error;
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
   chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readSync, renameSync,
-  rmdirSync, unlinkSync, writeSync,
+  rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -17,15 +17,17 @@ export function backupManifestPath(path: string): string {
 }
 
 /**
- * BACKEND_UNAVAILABLE when a backup's manifest lies beside the database `path`: a backup is restored, never opened for
- * writing, which switches it to WAL mode and leaves it matching its manifest no more, so it could not be restored
- * (docs/decisions/0032). Checked before anything opens the file for writing.
+ * BACKEND_UNAVAILABLE (not retryable) when `path` is a non-empty file with a backup's manifest beside it: a backup is
+ * restored, never opened for writing, which switches it to WAL mode and leaves it matching its manifest no more, so it
+ * could not be restored (docs/decisions/0032). An absent or empty file is no backup: it is created as usual. Checked
+ * before anything opens the file for writing, and by the commands that change files first (a backup of it, a mode).
  */
 export function assertNotABackup(path: string): void {
-  if (!existsSync(backupManifestPath(path))) return;
+  if (!existsSync(backupManifestPath(path)) || !existsSync(path) || statSync(path).size === 0) return;
   throw new AdapterError('BACKEND_UNAVAILABLE', 'the database is a backup (its FILE.manifest.json lies beside it): '
     + 'opening it for writing would change it, and it would no longer restore; restore it with factlane-admin restore '
-    + '--from FILE --db NEW and use NEW (to use this file as a database anyway, move its manifest away)');
+    + '--from FILE --db NEW and use NEW (to use this file as a database anyway, move its manifest away)',
+  { retryable: false });
 }
 
 /**

@@ -5,6 +5,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import { DatabaseLease, type LeaseMode } from './database-lease.js';
+import { assertNotABackup } from './durable-files.js';
 import { applyMigrations, type AppliedStep } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
@@ -70,6 +71,9 @@ export class MaintenanceTarget {
     const lease = DatabaseLease.acquire(path, options.lease, { create: false });
     try {
       assertOneName(path);
+      // The exclusive lease is for commands that write (migrate up, reembed): refused before their first step, which
+      // may publish a backup of the file.
+      if (options.lease === 'exclusive') assertNotABackup(path);
       const findings = MaintenanceTarget.#inspect(path, shipped);
       return new MaintenanceTarget(path, shipped, findings, lease, options.retry);
     } catch (error) {

@@ -113,10 +113,11 @@ function opens(descriptorPath: string, wanted: ReadonlySet<string>): 'OPEN' | 'O
  * pid and the file as `MAJOR:MINOR:INODE`, major and minor in hex. Empty when the table cannot be read.
  */
 function lockingProcesses(procRoot: string, files: readonly { dev: number; ino: number }[]): ReadonlySet<number> {
-  // glibc's dev_t: minor in bits 0-7 and 20-31, major in bits 8-19 and 32-43.
+  // glibc's dev_t: minor in bits 0-7 and 20-43, major in bits 8-19 and 44-63 (a JS number keeps 53 bits; kernel
+  // device numbers fit in 32).
   const key = (dev: number, ino: number) => {
-    const major = Math.floor(dev / 256) % 4096 + Math.floor(dev / 2 ** 32) % 2 ** 20 * 4096;
-    const minor = dev % 256 + Math.floor(dev / 2 ** 20) % 4096 * 256;
+    const major = Math.floor(dev / 2 ** 8) % 2 ** 12 + Math.floor(dev / 2 ** 44) * 2 ** 12;
+    const minor = dev % 2 ** 8 + Math.floor(dev / 2 ** 20) % 2 ** 24 * 2 ** 8;
     return `${major}:${minor}:${ino}`;
   };
   const wanted = new Set(files.map(({ dev, ino }) => key(dev, ino)));

@@ -10,7 +10,7 @@ import { sqliteCode } from './sqlite-errors.js';
 import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
-import { createPrivateParents } from './durable-files.js';
+import { assertNotABackup, createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
@@ -193,6 +193,8 @@ export class SQLiteVecEngine {
         // A foreign file first; a FactLane one after the damage and interlock checks of this step.
         const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
         if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', refusal!);
+        // A backup is named before its schema: an older one would otherwise send the operator to migrate it.
+        assertNotABackup(path);
         assertVectorTablesWhole(findings);
         if (ownsLease) assertNoInterlock(findings);
         if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);

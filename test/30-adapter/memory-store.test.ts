@@ -134,7 +134,7 @@ t.test('owner-current stores VALIDATED_CURRENT with the role of each scope; the 
   await refused(t, bench, () => store(owner, currentRequest({ fact: 'owner claims automation', verified_by: 'AUTOMATED_CHECK' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'owner cannot claim AUTOMATED_CHECK');
   // A profile that may store current facts hears how, when it names a verifier on what would be a Candidate.
   await refused(t, bench, () => store(owner, storeRequest({ fact: 'owner forgot the lifecycle', verified_by: 'OWNER' })), 'WRITE_AUTHORIZATION_DENIED',
-    /Candidates as UNVERIFIED; remove verified_by, or store the fact current: requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at$/,
+    /Candidates as UNVERIFIED; remove verified_by, or store the fact current: requested_lifecycle_state VALIDATED_CURRENT with source_timestamp and last_verified_at, and verified_by absent or OWNER$/,
     'owner naming OWNER on a Candidate');
   await refused(t, bench, () => store(owner, currentRequest({ fact: 'owner says unverified', verified_by: 'UNVERIFIED' })), 'WRITE_AUTHORIZATION_DENIED', undefined, 'an explicit UNVERIFIED on a current store');
   const candidate = (await store(owner, storeRequest({ fact: 'owner candidate', last_verified_at: NOW }))).results[0];

@@ -58,7 +58,7 @@ t.test('claude-code: a different entry is refused without --force; --force remov
   const forced = box.run(['claude-code', '--force']);
   t.equal(forced.status, 0, forced.stderr);
   const args = ['--db', box.defaultDb, '--host-id', 'claude-code'];
-  const replaced = { ...oldEntry, command: LAUNCHER, args };
+  const replaced = { ...oldEntry, type: 'stdio', command: LAUNCHER, args };
   t.same(box.calls(), [
     ['mcp', 'remove', '--scope', 'user', 'factlane'],
     ['mcp', 'add-json', '--scope', 'user', 'factlane', JSON.stringify(replaced)],
@@ -93,6 +93,15 @@ t.test('claude-code: a failing claude, a claude that wrote nothing, or an unread
   const afterRemove = box.run(['claude-code', '--force'], { FAKE_CLAUDE_MODE: 'fail' });
   t.equal(afterRemove.status, 1);
   t.match(afterRemove.stderr, /^factlane setup: VERIFY_FAILED: claude mcp remove exited with 1: .*; the previous file is kept as \S+\.claude\.json\.factlane-backup-\d{8}T\d{6}Z\n$/);
+});
+
+t.test('claude-code --force over an http entry: a stdio entry, without its url and headers, keeping env', async (t) => {
+  const box = claudeBox(t);
+  const old = { type: 'http', url: 'http://127.0.0.1:9/mcp', headers: { 'X-Team': 'a' }, env: { K: 'v' } };
+  writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: old } }));
+  const forced = box.run(['claude-code', '--force']);
+  t.equal(forced.status, 0, forced.stderr);
+  t.same(userEntry(box.claudeConfig), { type: 'stdio', env: { K: 'v' }, command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'claude-code'] });
 });
 
 t.test('claude-code --force: when the add fails after the remove, the previous entry is put back as it was', async (t) => {

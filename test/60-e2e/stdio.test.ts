@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
@@ -13,7 +13,7 @@ import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../../src/core/package-info.js'
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { FACTLANE_BIN, launchSandbox, sortedJson, startLauncher, textOf } from '../helpers/mcp.js';
-import { ADMIN_BIN, RawDatabase, runBin } from '../helpers/storage.js';
+import { ADMIN_BIN, downgradeToSchemaOne, MIGRATE_BIN, RawDatabase, runBin } from '../helpers/storage.js';
 
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
 const modeOf = (path: string) => statSync(path).mode & 0o777;
@@ -417,4 +417,26 @@ t.test('a backup (its manifest beside it) is refused by the server and by housek
   const restored = join(box.root, 'restored.sqlite3');
   t.equal(runBin(ADMIN_BIN, ['restore', '--from', backup, '--db', restored]).status, 0, 'and restores');
   t.equal(box.run(['--db', restored, '--host-id', 'h']).status, 0, 'the restored copy is served');
+
+  // A backup taken before an upgrade (an older schema): named as a backup, not sent to factlane-migrate; and
+  // `migrate up --backup` refuses it before it publishes a backup of it.
+  const old = join(box.root, 'old.sqlite3');
+  copyFileSync(backup, old);
+  downgradeToSchemaOne(old);
+  copyFileSync(`${backup}.manifest.json`, `${old}.manifest.json`);
+  const oldBytes = sha(old);
+  t.match(box.run(['--db', old, '--host-id', 'h']).stderr, /^factlane: BACKEND_UNAVAILABLE: the database is a backup/);
+  const migrate = runBin(MIGRATE_BIN, ['up', '--db', old, '--backup', join(box.root, 'pre-up.sqlite3')]);
+  t.equal(migrate.status, 1, 'migrate up exits 1');
+  t.match(migrate.stderr, /BACKEND_UNAVAILABLE: the database is a backup/);
+  t.notOk(existsSync(join(box.root, 'pre-up.sqlite3')), 'no backup of the backup was published');
+  t.equal(sha(old), oldBytes, 'the old backup is unchanged');
+
+  // No backup without a file: an absent or empty file beside a stray manifest is created as a database.
+  for (const name of ['absent.sqlite3', 'empty.sqlite3']) {
+    const path = join(box.root, name);
+    if (name === 'empty.sqlite3') writeFileSync(path, '');
+    writeFileSync(`${path}.manifest.json`, '{}');
+    t.equal(box.run(['--db', path, '--host-id', 'h']).status, 0, `${name}: created and served`);
+  }
 });

@@ -357,7 +357,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -509,7 +509,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -1163,7 +1163,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -1315,7 +1315,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -1969,7 +1969,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -2121,7 +2121,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -2775,7 +2775,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -2927,7 +2927,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
@@ -3581,7 +3581,7 @@ Object {
                 "$ref": "#/$defs/FreshnessPolicy",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "last_verified_at": Object {
@@ -3733,7 +3733,7 @@ Object {
                 "type": "integer",
               },
               "idempotency_key": Object {
-                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (the answer is replayed), a new key only for a new write",
+                "description": "key of this write (identifier: ^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$, not secret-like); retry the same write with the same key (it is answered as a replay of what it wrote), a new key only for a new write",
                 "type": "string",
               },
               "memory_id": Object {
