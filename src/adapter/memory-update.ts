@@ -76,9 +76,12 @@ async function targetRecord(
     if (presence.purged) {
       throw new AdapterError('VERSION_CONFLICT', 'the memory was purged by incident recovery; it cannot be updated');
     }
-    if (presence.inScope)
-      throw new AdapterError('VERSION_CONFLICT',
-        'the memory has no live record any more (superseded or compacted); read its history and retry');
+    if (presence.inScope) {
+      // No retry on this memory_id can succeed: say where the fact went, and how a timed-out REPLACE gets its answer.
+      throw new AdapterError('VERSION_CONFLICT', 'the memory has no live record any more, so it cannot be updated: a '
+        + 'REPLACE superseded it (the replacing record, a new memory, lists this memory_id in supersedes) or it was '
+        + 'compacted; a retry of your own REPLACE with its idempotency_key returns that answer');
+    }
     if (presence.anywhere)
       throw new AdapterError('CROSS_SCOPE_DENIED', 'the memory exists only under another scope; send its exact scope');
     throw new AdapterError('NOT_FOUND', 'no memory with this memory_id');

@@ -222,7 +222,9 @@ t.test('REPLACE: a new memory superseding the old, RESOLVED, origin of the repla
 
   // The replaced memory exists in the scope only as a superseded record: a stale writer.
   await refused(t, bench, () => update(owner, reverifyRequest(old)), 'VERSION_CONFLICT', /no live record/, 'REVERIFY of the replaced memory');
-  await refused(t, bench, () => update(owner, replaceRequest(old, { fact: 'The build uses Node 23' })), 'VERSION_CONFLICT', undefined, 'REPLACE of the replaced memory');
+  await refused(t, bench, () => update(owner, replaceRequest(old, { fact: 'The build uses Node 23' })), 'VERSION_CONFLICT',
+    /cannot be updated: a REPLACE superseded it \(the replacing record, a new memory, lists this memory_id in supersedes\) or it was compacted; a retry of your own REPLACE with its idempotency_key returns that answer$/,
+    'REPLACE of the replaced memory: where the fact went, and how a retry gets its answer');
 
   // REPLACE may reclassify and restate everything.
   const reclassified = await update(owner, replaceRequest(record, { fact: 'Node 22 was chosen for its LTS window', memory_type: 'DECISION_RATIONALE', tags: ['why'], confidence: 0.2, last_verified_at: '2026-11-30T08:00:00Z' }));
