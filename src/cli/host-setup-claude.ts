@@ -90,7 +90,8 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv): string | null 
 export function setupClaudeCode(options: ClaudeSetupOptions): number {
   const { entry, force, env, say } = options;
   const file = readConfigFile(claudeConfigPath(env));
-  const state = entryState(claudeUserEntry(file.text, file.path), entry);
+  const previous = claudeUserEntry(file.text, file.path);
+  const state = entryState(previous, entry);
   if (state === 'same') {
     say(
       `factlane setup: claude-code is already configured (user entry ${ENTRY_NAME} in ${file.path}); nothing changed`,
@@ -110,7 +111,6 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
   }
   const backup = file.text === null ? null : backupConfigFile(file, options.now);
   const kept = backup === null ? '' : `; the previous file is kept as ${backup}`;
-  const previous = claudeUserEntry(file.text, file.path);
   if (state === 'different') runClaude(claude, ['mcp', 'remove', '--scope', 'user', ENTRY_NAME], env, kept);
   const add = state === 'different' ? claudeReplaceArgs(entry, previous) : claudeAddArgs(entry);
   try {

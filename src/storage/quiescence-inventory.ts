@@ -87,9 +87,13 @@ export function otherOpeners(databasePath: string, options: InventoryOptions = {
       if (processOwnedBy(join(procRoot, entry), ownerUid)) holders += 1;
       continue;
     }
-    const seen = descriptors.map((fd) => opens(join(fdDir, fd), wanted));
-    if (seen.includes('OPEN')) holders += 1;
-    else if (seen.includes('UNKNOWN') && processOwnedBy(join(procRoot, entry), ownerUid)) {
+    const seen = new Set<Opening>();
+    for (const fd of descriptors) {
+      seen.add(opens(join(fdDir, fd), wanted));
+      if (seen.has('OPEN')) break; // the rest need no stat
+    }
+    if (seen.has('OPEN')) holders += 1;
+    else if (seen.has('UNKNOWN') && processOwnedBy(join(procRoot, entry), ownerUid)) {
       lockHolders ??= lockingProcesses(procRoot, files);
       if (lockHolders.has(Number(entry))) holders += 1;
     }
@@ -97,7 +101,10 @@ export function otherOpeners(databasePath: string, options: InventoryOptions = {
   return holders;
 }
 
-function opens(descriptorPath: string, wanted: ReadonlySet<string>): 'OPEN' | 'OTHER' | 'UNKNOWN' {
+/** What one descriptor of a process is: one of the wanted files, another file, or not known (it cannot be followed). */
+type Opening = 'OPEN' | 'OTHER' | 'UNKNOWN';
+
+function opens(descriptorPath: string, wanted: ReadonlySet<string>): Opening {
   try {
     // stat follows the magic link to the open file itself, even when its name was unlinked or renamed.
     const stats = statSync(descriptorPath);
