@@ -21,19 +21,30 @@ function isRetryable(error: unknown): boolean {
     || (error instanceof AdapterError && error.code === 'BACKEND_BUSY' && isBusyError(error.cause));
 }
 
+/** A busy attempt that is not retried because the server is stopping (CONTRACT.md §16.2). */
+function stoppingWhileBusy(error: unknown): AdapterError {
+  return new AdapterError('BACKEND_BUSY', 'the database is busy with another writer and the server is stopping: the '
+    + 'request was not carried out; retry it once the server runs again', { cause: error });
+}
+
 /**
  * Runs `attempt` until it succeeds, fails with something other than busy/locked, or the retries are
  * used up. The attempt must be a whole transaction (from BEGIN IMMEDIATE) or a read on one snapshot, already
  * ended when it throws. Every failure leaves through translateSqliteError, so a final busy becomes BACKEND_BUSY.
+ * Once `stopped` answers true (the server is shutting down) a busy attempt is not retried: it fails at once.
  */
-export async function withBusyRetry<T>(policy: BusyRetryPolicy, attempt: () => Promise<T>): Promise<T> {
+export async function withBusyRetry<T>(
+  policy: BusyRetryPolicy, attempt: () => Promise<T>, stopped: () => boolean = () => false,
+): Promise<T> {
   for (let n = 0; ; n += 1) {
     try {
       return await attempt();
     } catch (error) {
       if (!isRetryable(error) || n >= policy.retries) throw translateSqliteError(error);
+      if (stopped()) throw stoppingWhileBusy(error);
       const jitter = 1 + policy.jitterRatio * (Math.random() * 2 - 1);
       await sleep(policy.baseDelayMs * 2 ** n * jitter);
+      if (stopped()) throw stoppingWhileBusy(error);
     }
   }
 }

@@ -265,6 +265,11 @@ export class SQLiteVecEngine {
     return this.#connection.writerQueueTurns;
   }
 
+  /** The server is shutting down: no call waits for a busy database any more (WriteConnection.stopWaiting). */
+  stopWaiting(): void {
+    if (!this.#closed) this.#connection.stopWaiting();
+  }
+
   /** A read with bounded busy retries and translated errors. */
   read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     this.#assertOpen();

@@ -46,6 +46,9 @@ export class WriteConnection {
   readonly #gate = { open: false };
   readonly #retry: BusyRetryPolicy;
   readonly #queue: WriterQueue | undefined;
+  /** Set by stopWaiting: the server is shutting down, and no write or read waits for a busy database any more. */
+  #stopping = false;
+  readonly #stopped = () => this.#stopping;
 
   private constructor(connection: SqliteConnection, retry: BusyRetryPolicy, queue: WriterQueue | undefined) {
     this.#connection = connection;
@@ -117,8 +120,20 @@ export class WriteConnection {
     this.#assertOpen();
     const transaction = () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection));
     const queue = this.#queue;
-    if (!queue) return withBusyRetry(this.#retry, transaction);
-    return withBusyRetry(this.#retry, () => queue.run((waitedMs) => this.#withinBusyBudget(waitedMs, transaction)));
+    if (!queue) return withBusyRetry(this.#retry, transaction, this.#stopped);
+    const attempt = () => queue.run((waitedMs) => this.#withinBusyBudget(waitedMs, transaction));
+    return withBusyRetry(this.#retry, attempt, this.#stopped);
+  }
+
+  /**
+   * For the server's shutdown (CONTRACT.md §16.2: in-flight calls get up to 5 s): from now on no attempt waits for a
+   * busy database (busy_timeout 0) and none is retried, so a call that finds another writer holding the database
+   * ends at once with BACKEND_BUSY, and one that does not still finishes. better-sqlite3 waits out busy_timeout on the
+   * event loop, where the shutdown's timer cannot end it: a retry after the stop took the exit to 9 s.
+   */
+  stopWaiting(): void {
+    this.#stopping = true;
+    if (this.#connection.open) this.#connection.pragma('busy_timeout = 0');
   }
 
   /**
@@ -128,12 +143,12 @@ export class WriteConnection {
    */
   async #withinBusyBudget<T>(waitedMs: number, attempt: () => Promise<T>): Promise<T> {
     const waited = Math.floor(waitedMs);
-    if (waited < 1) return attempt();
+    if (waited < 1 || this.#stopping) return attempt();
     this.#connection.pragma(`busy_timeout = ${Math.max(1, BUSY_TIMEOUT_MS - waited)}`);
     try {
       return await attempt();
     } finally {
-      if (this.#connection.open) this.#connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      if (this.#connection.open) this.#connection.pragma(`busy_timeout = ${this.#stopping ? 0 : BUSY_TIMEOUT_MS}`);
     }
   }
 
@@ -145,7 +160,7 @@ export class WriteConnection {
   /** Runs a read with the same busy retries and error translation as writes. */
   async read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     this.#assertOpen();
-    return withBusyRetry(this.#retry, () => work(this.#kysely));
+    return withBusyRetry(this.#retry, () => work(this.#kysely), this.#stopped);
   }
 
   /** Closes the connection; returns true when SQLite confirms it is closed. */

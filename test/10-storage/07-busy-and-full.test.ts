@@ -34,6 +34,27 @@ t.test('a busy lock released during the retries succeeds', async (t) => {
   t.equal(tableCounts(dbPath).records, 1);
 });
 
+t.test('once stopWaiting runs (the server stops), a write that meets a held lock fails at once; others still run',
+  async (t) => {
+  const dbPath = join(t.testdir(), 'stopping.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  engine.stopWaiting();
+  await storeRow(engine, candidateRow());
+  t.equal(tableCounts(dbPath).records, 2, 'a write that meets no lock still commits');
+  const raw = new RawDatabase(dbPath);
+  t.teardown(() => raw.close());
+  raw.exec('BEGIN IMMEDIATE');
+  const began = Date.now();
+  // The default policy: five retries after 5 s busy waits each; stopped, neither the wait nor a retry.
+  await t.rejects(storeRow(engine, candidateRow()),
+    { code: 'BACKEND_BUSY', retryable: true, message: /the server is stopping/ });
+  t.ok(Date.now() - began < 2000, `at once (${Date.now() - began} ms)`);
+  raw.exec('ROLLBACK');
+  t.equal(tableCounts(dbPath).records, 2, 'nothing written');
+});
+
 t.test('a full database yields BACKEND_UNAVAILABLE; reads keep working; integrity stays ok', async (t) => {
   const dbPath = join(t.testdir(), 'full.sqlite3');
   const engine = await openEngine(dbPath);
