@@ -22,6 +22,44 @@ function answerIdOf(frame: unknown): string | number | null | undefined {
   return typeof id === 'string' || Number.isSafeInteger(id) ? id as string | number : null;
 }
 
+// A line over the limit is not parsed, but its id is looked for at either end of it, so that the client's call gets
+// its error at once instead of waiting for its own timeout (a minute for an SDK client). JSON texts written by an SDK
+// end with the id (`{"method":…,"params":…,"jsonrpc":"2.0","id":7}`), others start with it. The id is taken only
+// where it can belong to the outer object: the line's first keys, or its last key right before the final brace.
+const ID_PROBE_BYTES = 256;
+const ID_VALUE = String.raw`(-?\d{1,16}|"[^"\\]{0,128}")`;
+const FIRST_KEYS = String.raw`(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,64}"\s*,\s*)*`;
+const HEAD_ID = new RegExp(String.raw`^\s*\{\s*${FIRST_KEYS}"id"\s*:\s*${ID_VALUE}\s*[,}]`);
+const TAIL_ID = new RegExp(String.raw`[{,]\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
+
+/** The id of a line too long to parse, from its first and last ID_PROBE_BYTES bytes; null when unsure. */
+function longLineIdOf(head: Buffer, tail: Buffer): string | number | null {
+  const ids = [HEAD_ID.exec(head.toString('utf8'))?.[1], TAIL_ID.exec(tail.toString('utf8'))?.[1]]
+    .filter((text) => text !== undefined).map((text) => JSON.parse(text) as string | number);
+  const [id] = ids;
+  if (id === undefined || ids.some((other) => other !== id)) return null;
+  return typeof id === 'string' || Number.isSafeInteger(id) ? id : null;
+}
+
+/** The first ID_PROBE_BYTES bytes of `pieces`, as a copy of their own. */
+function firstBytes(pieces: readonly Buffer[]): Buffer {
+  const taken: Buffer[] = [];
+  let bytes = 0;
+  for (const piece of pieces) {
+    if (bytes >= ID_PROBE_BYTES) break;
+    taken.push(piece.subarray(0, ID_PROBE_BYTES - bytes));
+    bytes += taken.at(-1)!.length;
+  }
+  return Buffer.concat(taken);
+}
+
+/** The last ID_PROBE_BYTES bytes of `before` followed by `piece`, as a copy of their own. */
+function lastBytes(before: Buffer, piece: Buffer): Buffer {
+  if (piece.length >= ID_PROBE_BYTES) return Buffer.from(piece.subarray(piece.length - ID_PROBE_BYTES));
+  const joined = Buffer.concat([before, piece]);
+  return Buffer.from(joined.subarray(Math.max(0, joined.length - ID_PROBE_BYTES)));
+}
+
 /**
  * The server's stdio transport: newline-delimited JSON-RPC in, frames written with stdioFrame out. Unlike the SDK's
  * StdioServerTransport, which closes itself (and so ends the server without its shutdown) when one line passes its
@@ -39,6 +77,9 @@ export class EnvelopeStdioTransport implements Transport {
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   #discarding = false;
+  /** Of the line being discarded: its first and its latest ID_PROBE_BYTES bytes (longLineIdOf). */
+  #discardedHead: Buffer = Buffer.alloc(0);
+  #discardedTail: Buffer = Buffer.alloc(0);
   /** The sends waiting for stdout to drain, resolved together by one pair of listeners. */
   #drainWaiters: (() => void)[] = [];
   #closed = false;
@@ -65,6 +106,7 @@ export class EnvelopeStdioTransport implements Transport {
       start = index + 1;
       if (this.#discarding) {
         this.#discarding = false;
+        this.#answerLong(this.#discardedHead, lastBytes(this.#discardedTail, piece));
         continue;
       }
       const line = this.#pendingBytes === 0 ? piece : Buffer.concat([...this.#pending, piece]);
@@ -73,29 +115,37 @@ export class EnvelopeStdioTransport implements Transport {
       // A CRLF line ends at its LF like any other: the CR is not counted against the limit.
       const end = line.at(-1) === CARRIAGE_RETURN ? line.length - 1 : line.length;
       if (end > this.#maxLineBytes) {
-        this.#discardLong();
+        this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+        this.#answerLong(line.subarray(0, ID_PROBE_BYTES), line.subarray(Math.max(0, end - ID_PROBE_BYTES), end));
         continue;
       }
       this.#deliver(line.subarray(0, end));
     }
-    if (start >= chunk.length || this.#discarding) return;
+    if (start >= chunk.length) return;
     const rest = chunk.subarray(start);
+    if (this.#discarding) {
+      this.#discardedTail = lastBytes(this.#discardedTail, rest);
+      return;
+    }
     // One byte of slack: the line's CR may be the last byte here, its LF in the next chunk.
     if (this.#pendingBytes + rest.length > this.#maxLineBytes + 1) {
-      // The line is already too long: drop what came of it and the rest of it as it arrives.
+      // The line is already too long: drop what came of it and the rest of it as it arrives; answer at its end.
+      this.#discardedHead = firstBytes([...this.#pending, rest]);
+      this.#discardedTail = lastBytes(Buffer.alloc(0), rest);
       this.#pending = [];
       this.#pendingBytes = 0;
       this.#discarding = true;
-      this.#discardLong();
+      this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
       return;
     }
     this.#pending.push(rest);
     this.#pendingBytes += rest.length;
   }
 
-  #discardLong(): void {
-    this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
-    this.#answerInvalid(null, ErrorCode.ParseError, 'Parse error');
+  /** Answers a discarded line: -32700, with the line's id when longLineIdOf finds it. */
+  #answerLong(head: Buffer, tail: Buffer): void {
+    this.#answerInvalid(longLineIdOf(head, tail), ErrorCode.ParseError,
+      `Parse error: a line over ${this.#maxLineBytes} bytes is not read`);
   }
 
   /**

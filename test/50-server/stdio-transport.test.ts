@@ -55,7 +55,7 @@ t.test('a frame that is no JSON-RPC message is answered -32700 or -32600, withou
     ['{"jsonrpc":"2.0","id":1.5,"method":"ping"}', null, -32600],
     ['{"jsonrpc":"2.0","id":{},"method":"ping"}', null, -32600],
     ['"QQ_STRING"', null, -32600],
-    [`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"${'q'.repeat(300)}"}}`, null, -32700],
+    [`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"${'q'.repeat(300)}"}}`, 9, -32700],
   ];
   for (const [line] of cases) input.write(`${line}\n`);
   input.write('{"jsonrpc":"2.0","id":12,"result":5}\n');
@@ -63,7 +63,8 @@ t.test('a frame that is no JSON-RPC message is answered -32700 or -32600, withou
   await tick();
   const answers = String(output.read()).trim().split('\n');
   t.same(answers.map((line) => JSON.parse(line)), cases.map(([, id, code]) => ({
-    jsonrpc: '2.0', id, error: { code, message: code === -32700 ? 'Parse error' : 'Invalid Request' },
+    jsonrpc: '2.0', id,
+    error: { code, message: id === 9 ? 'Parse error: a line over 256 bytes is not read' : code === -32700 ? 'Parse error' : 'Invalid Request' },
   })), 'one answer per frame, in order; a malformed response (id 12) is not answered');
   t.notOk(answers.join('').includes('QQ_'), 'no content is repeated');
   t.same(received.map((m) => (m as { id: number }).id), [13], 'the next good frame is delivered');
@@ -113,6 +114,40 @@ t.test('a line that is not UTF-8 is a parse error, not text repaired with U+FFFD
   t.same(JSON.parse(String(output.read()).trim()), parseError, 'one -32700 answer');
   const ping = { jsonrpc: '2.0', id: 2, method: 'ping', params: { x: '日😀' } };
   t.same(received, [ping], 'the next line is read intact');
+  await transport.close();
+});
+
+t.test('a line over the limit is answered -32700 with its id, found at its start or end, at the end of the line',
+  async (t) => {
+  // Before, the answer had id null, and an SDK client waited for its own timeout (a minute) on the call.
+  const { input, output, transport, received } = await openTransport(64);
+  const q = 'q'.repeat(100);
+  const lines: [string, string | number | null][] = [
+    [`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"${q}"}}`, 1],
+    [`{"method":"tools/call","params":{"x":"${q}"},"jsonrpc":"2.0","id":"two"}`, 'two'], // the SDK's key order
+    [`{"id":3,"method":"ping","params":{"x":"${q}"}}\r`, 3],
+    [`{"method":"ping","params":{"x":"${q}"},"id":4}  \r`, 4],
+    [`{"method":"ping","params":{"x":"${q}","id":5}}`, null], // a nested id is not the call's
+    [`{"method":"ping","params":{"x":"${q}"},"s":",\\"id\\":6}"}`, null], // nor one inside a string
+    [`{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"${q}"},"id":8}`, null], // two ids: unsure
+    [`{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"${q}"}}`, null],
+    [`{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{"x":"${q}"}}`, null],
+  ];
+  const answers = () => String(output.read() ?? '').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line));
+  for (const [line] of lines) input.write(`${line}\n`);
+  await tick();
+  // In pieces: nothing is answered before the line ends.
+  const long = `{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":"${q}${q}"},"id":10}`;
+  for (let at = 0; at < long.length; at += 30) input.write(long.slice(at, at + 30));
+  await tick();
+  const first = answers();
+  t.same(first.map((answer) => answer.id), lines.map(([, id]) => id), 'each long line answered with its id, or null');
+  t.ok(first.every((answer) => answer.error.code === -32700
+    && answer.error.message === 'Parse error: a line over 64 bytes is not read'), 'as -32700, the limit named');
+  input.write(`\n${PING(11)}`);
+  await tick();
+  t.same(answers().map((answer) => answer.id), [10], 'the line in pieces is answered at its end, with its id');
+  t.same(received.map((m) => (m as { id: number }).id), [11], 'and the next line is read');
   await transport.close();
 });
 

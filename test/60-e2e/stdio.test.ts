@@ -153,6 +153,20 @@ t.test('a stop signal while a store waits for a database another process holds: 
   t.ok(leaseIsFree(dbPath), 'lease released');
 });
 
+t.test('a call on a line past the 10 MiB read limit gets its error at once; the session goes on', async (t) => {
+  // The answer had id null, so the SDK client could not match it to the call and waited for its timeout (60 s).
+  const dbPath = join(t.testdir(), 'x.sqlite3');
+  const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'delegated-candidate']);
+  const began = Date.now();
+  await t.rejects(server.client.callTool({ name: 'memory_store', arguments: { request: storeRequest({
+    fact: 'x'.repeat(11 * 1024 * 1024) }) } }, undefined, { timeout: 20_000 }),
+  { code: -32700, message: /a line over 10485760 bytes is not read/ });
+  t.ok(Date.now() - began < 15_000, `answered, not timed out (${Date.now() - began} ms)`);
+  const status = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } }))
+    .structuredContent as { status: string; backend_status: { counts: Record<string, number> } };
+  t.match(status, { status: 'OK', backend_status: { counts: { CANDIDATE: 0 } } }, 'the session goes on; nothing stored');
+});
+
 t.test('a stop signal while the launcher itself loads is held: exit 0, not killed by the signal', async (t) => {
   // The MCP SDK, ajv, kysely and the rest take 100-200 ms to load, during which Node's default ended the process by
   // the signal. A module hook sends the signal when the launcher resolves node:child_process (only the launcher body
