@@ -1,7 +1,7 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
-import { escapeUnprintable, strip } from '../core/text.js';
+import { cutText, escapeUnprintable, strip } from '../core/text.js';
 import {
   TOOL_DEFINITIONS, TOOLS, TRUST_CLAIM_KEYS, WRITE_PROFILE_SPECS, type ToolName, type WriteProfile,
 } from '@factlane/schema';
@@ -29,7 +29,7 @@ const MAX_KEY_CHARS = 64;
  */
 export function describeKeys(keys: readonly string[]): string {
   const shown = keys.slice(0, MAX_NAMED_KEYS)
-    .map((key) => (isSecretLike(key) ? '[redacted]' : escapeUnprintable(key.slice(0, MAX_KEY_CHARS))));
+    .map((key) => (isSecretLike(key) ? '[redacted]' : escapeUnprintable(cutText(key, MAX_KEY_CHARS))));
   return keys.length > MAX_NAMED_KEYS ? `${shown.join(', ')} (and ${keys.length - MAX_NAMED_KEYS} more)`
     : shown.join(', ');
 }

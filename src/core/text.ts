@@ -55,10 +55,18 @@ export function tokenRuns(value: string): string[] {
   return value.match(TOKEN_RUN) ?? [];
 }
 
-/** Control, line-separator and bidirectional-override characters. */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+/** Control, line-separator and bidirectional-override characters, and a surrogate that is not half of a pair. */
+const UNPRINTABLE = new RegExp('[\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u2028-\\u202e\\u2066-\\u2069]'
+  + '|[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]', 'g');
 
 /** `text` with each unprintable character written `\uXXXX`, so a name echoed in a message cannot break a log line. */
 export function escapeUnprintable(text: string): string {
   return text.replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The first `max` UTF-16 units of `text`, one fewer where the cut would split a surrogate pair. */
+export function cutText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const last = text.charCodeAt(max - 1);
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 }

@@ -7,7 +7,7 @@ import {
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
-import { escapeUnprintable } from '../core/text.js';
+import { cutText, escapeUnprintable } from '../core/text.js';
 import type { Logger } from '../core/logger.js';
 import {
   TOOL_NAMES, TOOL_OUTPUT_SCHEMA, TOOLS, openRequestSchema, toolInputSchema, type ToolName,
@@ -80,7 +80,7 @@ const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape
  */
 function unknownTool(name: unknown): Error {
   const named = typeof name !== 'string' ? 'tools/call needs params.name, a string'
-    : `unknown tool: ${isSecretLike(name) ? '[redacted]' : escapeUnprintable(name.slice(0, 64))}`;
+    : `unknown tool: ${isSecretLike(name) ? '[redacted]' : escapeUnprintable(cutText(name, 64))}`;
   // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
   return Object.assign(new Error(named), { code: ErrorCode.InvalidParams });
 }

@@ -39,6 +39,11 @@ t.test('describeKeys names at most 8 keys, each cut to 64 characters, secret-lik
   t.equal(describeKeys(['line1\nline2', 'tab\there', 'ls\u2028ps\u2029', 'bidi\u202eevil', 'nul\u0000', 'ok é']),
     'line1\\u000aline2, tab\\u0009here, ls\\u2028ps\\u2029, bidi\\u202eevil, nul\\u0000, ok é',
     'control, separator and bidi characters escaped, other text as it is');
+  // A cut through a surrogate pair left half of it, a lone surrogate, at the end of the message.
+  t.equal(describeKeys([`${'k'.repeat(63)}😀tail`]), 'k'.repeat(63), 'a pair at the cut goes whole');
+  t.equal(describeKeys([`${'k'.repeat(62)}😀tail`]), `${'k'.repeat(62)}😀`, 'a pair before the cut stays');
+  t.equal(describeKeys(['lone\ud800high', 'lone\udc00low']), 'lone\\ud800high, lone\\udc00low',
+    'a lone surrogate sent in a key is escaped');
 });
 
 t.test('an unknown top-level key is INVALID_ENVELOPE naming it; retired keys are unknown keys', async (t) => {

@@ -162,6 +162,9 @@ t.test('tools/call without a string name is -32602; arguments that are no object
   const unprintable = await raw({ name: 'memory_x\nforged log line\u202e', arguments: { request: GLOBAL } });
   t.equal(unprintable.error?.message, 'MCP error -32602: unknown tool: memory_x\\u000aforged log line\\u202e',
     'unprintable characters of a tool name are escaped');
+  const split = await raw({ name: `${'m'.repeat(63)}😀`, arguments: { request: GLOBAL } });
+  t.equal(split.error?.message, `MCP error -32602: unknown tool: ${'m'.repeat(63)}`,
+    'a name cut at 64 units never ends in half a surrogate pair');
   const secret = await raw({ name: SECRET, arguments: { request: GLOBAL } });
   t.equal(secret.error?.message, 'MCP error -32602: unknown tool: [redacted]', 'a secret-like tool name is not repeated');
 });
