@@ -73,6 +73,12 @@ const schemaViolation = (text: string): CallToolResult => ({ isError: true, cont
  * second a call without `arguments.request` (CONTRACT.md §3.4, §3.5 item 1).
  */
 const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
+const ANY_TOOL_LIST = RequestSchema.extend({ method: ListToolsRequestSchema.shape.method });
+
+/** JSON-RPC -32602, as a plain error with the code: McpError adds "MCP error -32602: ", and the client adds it again. */
+function invalidParams(message: string): Error {
+  return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
+}
 
 /**
  * An unknown tool as JSON-RPC -32602; its name cut to 64 characters with unprintable characters escaped, a secret-like
@@ -81,8 +87,7 @@ const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape
 function unknownTool(name: unknown): Error {
   const named = typeof name !== 'string' ? 'tools/call needs params.name, a string'
     : `unknown tool: ${isSecretLike(name) ? '[redacted]' : escapeUnprintable(cutText(name, 64))}`;
-  // A plain error with the code: McpError puts "MCP error -32602: " in its message, and the client adds it again.
-  return Object.assign(new Error(named), { code: ErrorCode.InvalidParams });
+  return invalidParams(named);
 }
 
 /**
@@ -95,7 +100,13 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
   const server = new Server({ name: 'factlane', version: options.version }, {
     capabilities: { tools: {} }, instructions: SERVER_INSTRUCTIONS,
   });
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  // Protocol's registration with any params, as for tools/call: the SDK's schema answered a cursor that is no string
+  // with -32603 and a dump of its parser's issues. There is one page, so a string cursor gets it again.
+  Protocol.prototype.setRequestHandler.call(server, ANY_TOOL_LIST, async (list) => {
+    if (list.params?.cursor !== undefined && typeof list.params.cursor !== 'string')
+      throw invalidParams('tools/list: params.cursor must be a string when given');
+    return { tools: TOOL_LIST };
+  });
   // Protocol's registration, not Server's: Server's re-parses every call with the SDK's strict schema first.
   Protocol.prototype.setRequestHandler.call(server, ANY_TOOL_CALL, async (call): Promise<CallToolResult> => {
     const params: Record<string, unknown> = call.params ?? {};

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
+import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { connectClient } from '../helpers/mcp.js';
 
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
@@ -73,4 +74,16 @@ t.test('initialize: server info, instructions and only the tools capability', as
   t.match(instructions, /Scopes match exactly/, 'says scopes match exactly');
   t.match(instructions, /A Candidate, what a delegated agent stores, is found only with REVIEW_HISTORY/, 'says where Candidates are');
   t.same(Object.keys(client.getServerCapabilities() ?? {}), ['tools'], 'only tools is offered');
+});
+
+t.test('tools/list with a cursor: a string gets the one page again, anything else is -32602 naming it', async (t) => {
+  // The SDK's schema answered a non-string cursor with -32603 and its parser's issues as JSON.
+  const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+  const again = await client.request({ method: 'tools/list', params: { cursor: 'anything' } }, ListToolsResultSchema);
+  t.same(again.tools.map((tool) => tool.name), TOOL_ORDER, 'the one page');
+  for (const cursor of [5, null, {}, ['x']]) {
+    await t.rejects(client.request({ method: 'tools/list', params: { cursor } }, ListToolsResultSchema),
+      { code: -32602, message: 'MCP error -32602: tools/list: params.cursor must be a string when given' },
+      `cursor ${JSON.stringify(cursor)}`);
+  }
 });
