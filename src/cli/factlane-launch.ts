@@ -150,7 +150,7 @@ async function serve(options: LaunchOptions): Promise<void> {
     if (stopping) return;
     stopping = true;
     process.stdin.pause();
-    engine.stopWaiting();
+    engine.stopWaiting(SHUTDOWN_GRACE_MS);
     const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
     await Promise.race([Promise.allSettled([...inFlight]), grace]);
     // A settled call still has its answer to frame and write: let the SDK's continuations run, then wait until

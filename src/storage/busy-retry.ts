@@ -16,7 +16,7 @@ export const DEFAULT_BUSY_RETRY: BusyRetryPolicy = Object.freeze({ retries: 5, b
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Busy or locked: as SQLite threw it, or already translated to BACKEND_BUSY with SQLite's error as its cause. */
-function isRetryable(error: unknown): boolean {
+export function isRetryableBusy(error: unknown): boolean {
   return isBusyError(error)
     || (error instanceof AdapterError && error.code === 'BACKEND_BUSY' && isBusyError(error.cause));
 }
@@ -31,20 +31,22 @@ function stoppingWhileBusy(error: unknown): AdapterError {
  * Runs `attempt` until it succeeds, fails with something other than busy/locked, or the retries are
  * used up. The attempt must be a whole transaction (from BEGIN IMMEDIATE) or a read on one snapshot, already
  * ended when it throws. Every failure leaves through translateSqliteError, so a final busy becomes BACKEND_BUSY.
- * Once `stopped` answers true (the server is shutting down) a busy attempt is not retried: it fails at once.
+ * `stopBy` (a performance.now() time, Infinity while the server runs) ends the retries of a stopping server: a retry
+ * whose pause would reach it is not made, and a busy attempt fails at once with BACKEND_BUSY naming the stop.
  */
 export async function withBusyRetry<T>(
-  policy: BusyRetryPolicy, attempt: () => Promise<T>, stopped: () => boolean = () => false,
+  policy: BusyRetryPolicy, attempt: () => Promise<T>, stopBy: () => number = () => Infinity,
 ): Promise<T> {
   for (let n = 0; ; n += 1) {
     try {
       return await attempt();
     } catch (error) {
-      if (!isRetryable(error) || n >= policy.retries) throw translateSqliteError(error);
-      if (stopped()) throw stoppingWhileBusy(error);
+      if (!isRetryableBusy(error) || n >= policy.retries) throw translateSqliteError(error);
       const jitter = 1 + policy.jitterRatio * (Math.random() * 2 - 1);
-      await sleep(policy.baseDelayMs * 2 ** n * jitter);
-      if (stopped()) throw stoppingWhileBusy(error);
+      const pause = policy.baseDelayMs * 2 ** n * jitter;
+      if (performance.now() + pause >= stopBy()) throw stoppingWhileBusy(error);
+      await sleep(pause);
+      if (performance.now() >= stopBy()) throw stoppingWhileBusy(error);
     }
   }
 }

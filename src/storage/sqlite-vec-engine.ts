@@ -265,9 +265,9 @@ export class SQLiteVecEngine {
     return this.#connection.writerQueueTurns;
   }
 
-  /** The server is shutting down: no call waits for a busy database any more (WriteConnection.stopWaiting). */
-  stopWaiting(): void {
-    if (!this.#closed) this.#connection.stopWaiting();
+  /** The server is shutting down: no busy wait or retry goes past `graceMs` from now (WriteConnection.stopWaiting). */
+  stopWaiting(graceMs: number): void {
+    if (!this.#closed) this.#connection.stopWaiting(graceMs);
   }
 
   /** A read with bounded busy retries and translated errors. */

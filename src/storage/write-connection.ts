@@ -3,7 +3,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { WRITER_FUNCTION_NAME } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
-import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
+import { DEFAULT_BUSY_RETRY, isRetryableBusy, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { assertNotABackup } from './durable-files.js';
 import { Database, loadSqliteVec, type SqliteConnection } from './native.js';
 import { onOneSnapshot } from './read-snapshot.js';
@@ -46,9 +46,11 @@ export class WriteConnection {
   readonly #gate = { open: false };
   readonly #retry: BusyRetryPolicy;
   readonly #queue: WriterQueue | undefined;
-  /** Set by stopWaiting: the server is shutting down, and no write or read waits for a busy database any more. */
-  #stopping = false;
-  readonly #stopped = () => this.#stopping;
+  /** Set by stopWaiting (performance.now() ms): no busy wait or retry of a stopping server goes past it. */
+  #stopBy = Infinity;
+  readonly #stopByNow = () => this.#stopBy;
+  /** The latest attempt, when it met a busy database: it may have held the event loop from start to end. */
+  #busyAttempt: { readonly start: number; readonly end: number } | undefined;
 
   private constructor(connection: SqliteConnection, retry: BusyRetryPolicy, queue: WriterQueue | undefined) {
     this.#connection = connection;
@@ -120,35 +122,49 @@ export class WriteConnection {
     this.#assertOpen();
     const transaction = () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection));
     const queue = this.#queue;
-    if (!queue) return withBusyRetry(this.#retry, transaction, this.#stopped);
-    const attempt = () => queue.run((waitedMs) => this.#withinBusyBudget(waitedMs, transaction));
-    return withBusyRetry(this.#retry, attempt, this.#stopped);
+    const attempt = queue ? () => queue.run((waitedMs) => this.#attempt(transaction, waitedMs))
+      : () => this.#attempt(transaction, 0);
+    return withBusyRetry(this.#retry, attempt, this.#stopByNow);
   }
 
   /**
-   * For the server's shutdown (CONTRACT.md §16.2: in-flight calls get up to 5 s): from now on no attempt waits for a
-   * busy database (busy_timeout 0) and none is retried, so a call that finds another writer holding the database
-   * ends at once with BACKEND_BUSY, and one that does not still finishes. better-sqlite3 waits out busy_timeout on the
-   * event loop, where the shutdown's timer cannot end it: a retry after the stop took the exit to 9 s.
+   * For the server's shutdown (CONTRACT.md §16.2: in-flight calls get up to `graceMs`): from now on no busy wait or
+   * retry goes past the end of that time less STOP_MARGIN_MS, so a call that finds another writer holding the
+   * database past it ends with BACKEND_BUSY, and one that gets the database in time still finishes. better-sqlite3
+   * waits out busy_timeout on the event loop, where the shutdown's timer cannot end it: a retry after the stop took the
+   * exit to 8-9 s. A stop seen just after a busy attempt may have come at any moment of its wait: the time counts
+   * from the attempt's start.
    */
-  stopWaiting(): void {
-    this.#stopping = true;
-    if (this.#connection.open) this.#connection.pragma('busy_timeout = 0');
+  stopWaiting(graceMs: number): void {
+    const now = performance.now();
+    const busy = this.#busyAttempt;
+    const since = busy !== undefined && now - busy.end < LOOP_TURN_MS ? busy.start : now;
+    this.#stopBy = Math.min(this.#stopBy, since + graceMs - STOP_MARGIN_MS);
   }
 
   /**
    * Runs one attempt with busy_timeout shortened by the time it waited for the writer queue, so that an attempt waits
    * at most BUSY_TIMEOUT_MS in all and BACKEND_BUSY comes within the bound of STORAGE.md §6 (about 36 s): added to
-   * the busy wait, the queue's wait made it up to 66 s, past a host's 60 s request timeout.
+   * the busy wait, the queue's wait made it up to 66 s, past a host's 60 s request timeout. A stopping server's
+   * attempt waits at most until stopWaiting's end. After an attempt that met a busy database the event loop may not
+   * have polled for as long as it waited: it polls first, so a stop that came meanwhile is seen before this attempt.
    */
-  async #withinBusyBudget<T>(waitedMs: number, attempt: () => Promise<T>): Promise<T> {
-    const waited = Math.floor(waitedMs);
-    if (waited < 1 || this.#stopping) return attempt();
-    this.#connection.pragma(`busy_timeout = ${Math.max(1, BUSY_TIMEOUT_MS - waited)}`);
+  async #attempt<T>(run: () => Promise<T>, waitedMs: number): Promise<T> {
+    if (this.#busyAttempt !== undefined) await pastPoll();
+    const budget = waitedMs < 1 ? BUSY_TIMEOUT_MS : Math.max(1, BUSY_TIMEOUT_MS - Math.floor(waitedMs));
+    const timeout = Math.max(0, Math.min(budget, Math.floor(this.#stopBy - performance.now())));
+    const shortened = timeout < BUSY_TIMEOUT_MS;
+    if (shortened) this.#connection.pragma(`busy_timeout = ${timeout}`);
+    const start = performance.now();
     try {
-      return await attempt();
+      const result = await run();
+      this.#busyAttempt = undefined;
+      return result;
+    } catch (error) {
+      this.#busyAttempt = isRetryableBusy(error) ? { start, end: performance.now() } : undefined;
+      throw error;
     } finally {
-      if (this.#connection.open) this.#connection.pragma(`busy_timeout = ${this.#stopping ? 0 : BUSY_TIMEOUT_MS}`);
+      if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     }
   }
 
@@ -160,7 +176,7 @@ export class WriteConnection {
   /** Runs a read with the same busy retries and error translation as writes. */
   async read<T>(work: (db: Kysely<DB>) => Promise<T>): Promise<T> {
     this.#assertOpen();
-    return withBusyRetry(this.#retry, () => work(this.#kysely), this.#stopped);
+    return withBusyRetry(this.#retry, () => this.#attempt(() => work(this.#kysely), 0), this.#stopByNow);
   }
 
   /** Closes the connection; returns true when SQLite confirms it is closed. */
@@ -180,6 +196,14 @@ export class WriteConnection {
     if (!this.#connection.open) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
   }
 }
+
+/** How much of a stopping server's grace is kept for answering and closing after the last busy wait (stopWaiting). */
+const STOP_MARGIN_MS = 500;
+/** A stop seen within this long after a busy attempt ended may have come during it (stopWaiting). */
+const LOOP_TURN_MS = 100;
+
+/** Resolves once the event loop has polled: a stop signal or stdin EOF that came meanwhile is then dispatched. */
+const pastPoll = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
 
 /** How much of the database file reads map into memory (docs/decisions/0008-memory-mapped-reads.md). */
 export const MMAP_SIZE_BYTES = 1024 * 1024 * 1024;

@@ -1,7 +1,8 @@
 // A child process for multi-process storage tests. Usage: engine-process.ts MODE DB_PATH
 //   engine     open an engine (shared lease), print "ready"; on stdin "write" store a row and print "wrote <row_id>"; "close" closes and exits
 //   exclusive  hold the exclusive maintenance lease, print "ready", wait until killed
-//   lock       hold the SQLite write lock through a raw connection (BEGIN IMMEDIATE), print "ready", wait until killed
+//   lock [MS]  hold the SQLite write lock through a raw connection (BEGIN IMMEDIATE), print "ready", wait until killed
+//              or, given MS, let go after MS milliseconds and exit
 //   exclusive-lock MS  lock the whole file as another SQLite user may (locking_mode EXCLUSIVE: readers get busy too),
 //              print "ready", let go after MS milliseconds and exit
 //   hold-writer  open an engine, start a write that never ends (holding the writer queue's lock), print "holding"
@@ -40,6 +41,13 @@ if (mode === 'engine') {
   process.stdout.write('ready\n');
   // The timer keeps a reference to the connection: a collected connection would close and drop the lock.
   setInterval(() => raw.inTransaction, 1 << 30);
+  if (rest[0] !== undefined) {
+    setTimeout(() => {
+      raw.exec('ROLLBACK');
+      raw.close();
+      process.exit(0);
+    }, Number(rest[0]));
+  }
 } else if (mode === 'exclusive-lock') {
   const raw = new RawDatabase(dbPath);
   raw.pragma('locking_mode = EXCLUSIVE');
