@@ -25,17 +25,26 @@ function answerIdOf(frame: unknown): string | number | null | undefined {
 // A line over the limit is not parsed, but its id is looked for at either end of it, so that the client's call gets
 // its error at once instead of waiting for its own timeout (a minute for an SDK client). JSON texts written by an SDK
 // end with the id (`{"method":…,"params":…,"jsonrpc":"2.0","id":7}`), others start with it. The id is taken only
-// where it can belong to the outer object: the line's first keys, or its last key right before the final brace.
+// where it can belong to the outer object (the line's first keys, or its last key right before the final brace),
+// and only from a line whose first keys show a `method`: a response is never answered, long or not.
 const ID_PROBE_BYTES = 256;
-const ID_VALUE = String.raw`(-?\d{1,16}|"[^"\\]{0,128}")`;
-const FIRST_KEYS = String.raw`(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]{0,64}"\s*,\s*)*`;
-const HEAD_ID = new RegExp(String.raw`^\s*\{\s*${FIRST_KEYS}"id"\s*:\s*${ID_VALUE}\s*[,}]`);
+const ID_VALUE = String.raw`(-?(?:0|[1-9]\d{0,15})|"[^"\\\u0000-\u001f]{0,128}")`;
+const FIRST_KEY = String.raw`"(?:jsonrpc|method|id)"\s*:\s*(?:"[^"\\]{0,64}"|-?\d{1,16})\s*,\s*`;
+const HEAD_ID = new RegExp(String.raw`^\s*\{\s*(?:${FIRST_KEY})*"id"\s*:\s*${ID_VALUE}\s*[,}]`);
 const TAIL_ID = new RegExp(String.raw`[{,]\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
+const HEAD_METHOD = new RegExp(String.raw`^\s*\{\s*(?:${FIRST_KEY})*"method"\s*:`);
 
 /** The id of a line too long to parse, from its first and last ID_PROBE_BYTES bytes; null when unsure. */
 function longLineIdOf(head: Buffer, tail: Buffer): string | number | null {
-  const ids = [HEAD_ID.exec(head.toString('utf8'))?.[1], TAIL_ID.exec(tail.toString('utf8'))?.[1]]
-    .filter((text) => text !== undefined).map((text) => JSON.parse(text) as string | number);
+  const start = head.toString('utf8');
+  if (!HEAD_METHOD.test(start)) return null;
+  let ids: (string | number)[];
+  try {
+    ids = [HEAD_ID.exec(start)?.[1], TAIL_ID.exec(tail.toString('utf8'))?.[1]]
+      .filter((text) => text !== undefined).map((text) => JSON.parse(text) as string | number);
+  } catch {
+    return null; // the expressions take only JSON values; never let a surprise end the server
+  }
   const [id] = ids;
   if (id === undefined || ids.some((other) => other !== id)) return null;
   return typeof id === 'string' || Number.isSafeInteger(id) ? id : null;
@@ -51,6 +60,14 @@ function firstBytes(pieces: readonly Buffer[]): Buffer {
     bytes += taken.at(-1)!.length;
   }
   return Buffer.concat(taken);
+}
+
+/** The last ID_PROBE_BYTES bytes of `pieces` joined, as a copy of their own. */
+function lastBytesOf(pieces: readonly Buffer[]): Buffer {
+  let tail: Buffer = Buffer.alloc(0);
+  for (let index = pieces.length - 1; index >= 0 && tail.length < ID_PROBE_BYTES; index -= 1)
+    tail = lastBytes(pieces[index]!, tail);
+  return tail;
 }
 
 /** The last ID_PROBE_BYTES bytes of `before` followed by `piece`, as a copy of their own. */
@@ -131,7 +148,7 @@ export class EnvelopeStdioTransport implements Transport {
     if (this.#pendingBytes + rest.length > this.#maxLineBytes + 1) {
       // The line is already too long: drop what came of it and the rest of it as it arrives; answer at its end.
       this.#discardedHead = firstBytes([...this.#pending, rest]);
-      this.#discardedTail = lastBytes(Buffer.alloc(0), rest);
+      this.#discardedTail = lastBytes(lastBytesOf(this.#pending), rest);
       this.#pending = [];
       this.#pendingBytes = 0;
       this.#discarding = true;

@@ -151,6 +151,52 @@ t.test('a line over the limit is answered -32700 with its id, found at its start
   await transport.close();
 });
 
+t.test('a long line whose id is no JSON value, or that is a response, is answered with id null; reading goes on',
+  async (t) => {
+  // `007`, `-01` and a raw tab passed the id expressions and then failed JSON.parse inside the stdin handler: the
+  // server exited 1 (review of the long-line ids). A long response was answered with its id, a short one never is.
+  const { input, output, transport, received } = await openTransport(64);
+  const q = 'q'.repeat(100);
+  for (const line of [`{"id":007,"method":"ping","params":{"x":"${q}"}}`,
+    `{"jsonrpc":"2.0","method":"ping","params":{"x":"${q}"},"id":-01}`,
+    `{"id":"a\tb","method":"ping","params":{"x":"${q}"}}`,
+    `{"jsonrpc":"2.0","id":5,"result":{"x":"${q}"}}`,
+    `{"result":{"x":"${q}"},"jsonrpc":"2.0","id":5}`]) input.write(`${line}\n`);
+  input.write(PING(2));
+  await tick();
+  const answers = String(output.read()).trim().split('\n').map((line) => JSON.parse(line));
+  t.same(answers.map((answer) => answer.id), [null, null, null, null, null], 'each answered, id null');
+  t.same(received.map((m) => (m as { id: number }).id), [2], 'the next line is read');
+  await transport.close();
+});
+
+t.test('a long line gives the same answer whatever chunks it arrives in', async (t) => {
+  // The tail kept only the chunk that started the discarding, so an id split across it and the bytes before was lost.
+  const shapes: [string, string | number, (pad: string) => string][] = [
+    ['SDK order', 77, (pad) => `{"method":"tools/call","params":{"p":"${pad}"},"jsonrpc":"2.0","id":77}`],
+    ['id first', 'abc', (pad) => `{"jsonrpc":"2.0","id":"abc","method":"x","params":{"p":"${pad}"}}`],
+    ['CRLF', 12345, (pad) => `{"method":"m","params":{"p":"${pad}"},"jsonrpc":"2.0","id":12345}\r`],
+  ];
+  const wrong: string[] = [];
+  for (const max of [64, 1000]) {
+    for (const [name, id, make] of shapes) {
+      for (const extra of [2, 5, 300]) {
+        const line = make('x'.repeat(Math.max(0, max - make('').length + extra)));
+        for (let size = 1; size <= 300; size += 1) {
+          const { input, output, transport } = await openTransport(max);
+          for (let at = 0; at < line.length; at += size) input.write(line.slice(at, at + size));
+          input.write('\n');
+          await tick();
+          const answer = JSON.parse(String(output.read()).trim());
+          if (answer.id !== id) wrong.push(`${name}, limit ${max}, ${line.length} bytes in chunks of ${size}: ${answer.id}`);
+          await transport.close();
+        }
+      }
+    }
+  }
+  t.same(wrong.slice(0, 5), [], `${wrong.length} of 5,400 wrong`);
+});
+
 t.test('the line limit counts a CRLF line as the same message ending in LF', async (t) => {
   const { input, transport, received, errors } = await openTransport(64);
   const padded = (id: number, bytes: number) => {
