@@ -187,7 +187,12 @@ export class EnvelopeStdioTransport implements Transport {
       this.#answerInvalid(answerIdOf(frame), ErrorCode.InvalidRequest, 'Invalid Request');
       return;
     }
-    this.onmessage?.(message.data);
+    try {
+      this.onmessage?.(message.data);
+    } catch (error) {
+      // Thrown in the stdin handler it would end the server, and with it every call in flight; the next line is read.
+      this.onerror?.(error as Error);
+    }
   }
 
   #answerInvalid(id: string | number | null | undefined, code: number, text: string): void {

@@ -197,6 +197,19 @@ t.test('a long line gives the same answer whatever chunks it arrives in', async 
   t.same(wrong.slice(0, 5), [], `${wrong.length} of 5,400 wrong`);
 });
 
+t.test('a message whose handler throws is reported, and the next line in the same chunk is read', async (t) => {
+  const { input, transport, received, errors } = await openTransport();
+  transport.onmessage = (message) => {
+    received.push(message);
+    if ((message as { id: number }).id === 1) throw new Error('handler fault');
+  };
+  input.write(`${PING(1)}${PING(2)}`);
+  await tick();
+  t.same(received.map((m) => (m as { id: number }).id), [1, 2], 'both delivered');
+  t.same(errors, ['handler fault'], 'the fault reported through onerror');
+  await transport.close();
+});
+
 t.test('the line limit counts a CRLF line as the same message ending in LF', async (t) => {
   const { input, transport, received, errors } = await openTransport(64);
   const padded = (id: number, bytes: number) => {
