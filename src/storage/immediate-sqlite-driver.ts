@@ -81,17 +81,20 @@ class ImmediateSqliteDriver implements Driver {
   readonly #gate: { open: boolean };
   readonly #mutex = new ConnectionMutex();
   readonly #connection: CachingConnection;
+  readonly #onAcquire: () => void;
 
-  constructor(sqlite: SqliteConnection, gate: { open: boolean }) {
+  constructor(sqlite: SqliteConnection, gate: { open: boolean }, onAcquire: () => void) {
     this.#sqlite = sqlite;
     this.#gate = gate;
     this.#connection = new CachingConnection(sqlite);
+    this.#onAcquire = onAcquire;
   }
 
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
     await this.#mutex.lock();
+    this.#onAcquire();
     return this.#connection;
   }
 
@@ -133,8 +136,9 @@ class ImmediateSqliteDriver implements Driver {
 export class ImmediateSqliteDialect implements Dialect {
   readonly #driver: ImmediateSqliteDriver;
 
-  constructor(sqlite: SqliteConnection, gate: { open: boolean }) {
-    this.#driver = new ImmediateSqliteDriver(sqlite, gate);
+  /** `onAcquire` runs each time a query or transaction gets the connection, before its first statement. */
+  constructor(sqlite: SqliteConnection, gate: { open: boolean }, onAcquire: () => void = () => {}) {
+    this.#driver = new ImmediateSqliteDriver(sqlite, gate, onAcquire);
   }
 
   createDriver(): Driver {

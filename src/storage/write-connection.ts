@@ -56,7 +56,13 @@ export class WriteConnection {
     this.#connection = connection;
     this.#retry = retry;
     this.#queue = queue;
-    this.#kysely = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, this.#gate) });
+    // A stopping server bounds each busy wait when its statement gets the connection: an attempt queued on the
+    // connection behind another would otherwise wait with what was left when it began (stopWaiting).
+    const bound = () => {
+      if (this.#stopBy !== Infinity && connection.open)
+        connection.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.#stopBy - performance.now()))}`);
+    };
+    this.#kysely = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, this.#gate, bound) });
   }
 
   /**
@@ -164,7 +170,10 @@ export class WriteConnection {
       this.#busyAttempt = isRetryableBusy(error) ? { start, end: performance.now() } : undefined;
       throw error;
     } finally {
-      if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      // Stopping, the next attempt may already hold the connection: it keeps the bound, never the full wait.
+      const next = this.#stopBy === Infinity ? BUSY_TIMEOUT_MS
+        : Math.max(0, Math.floor(this.#stopBy - performance.now()));
+      if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${next}`);
     }
   }
 

@@ -54,6 +54,23 @@ t.test('once stopWaiting(grace) runs, no busy wait or retry goes past the grace 
   t.equal(tableCounts(dbPath).records, 2, 'nothing written');
 });
 
+t.test('a stopping server: two writes that meet a lock together both end within the grace', async (t) => {
+  // Without the writer queue both attempts begin at once and the second waits on the connection for the first. The
+  // first to end put busy_timeout back to 5000, and the second then waited 5 s past the grace.
+  const dbPath = join(t.testdir(), 'two.sqlite3');
+  const engine = await openEngine(dbPath, { writerQueue: { enabled: false } });
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  const locker = spawnTsHelper('engine-process.ts', ['lock', dbPath]);
+  t.teardown(() => { locker.kill('SIGKILL'); });
+  await waitForLine(locker, /^ready$/);
+  engine.stopWaiting(2500);
+  const began = Date.now();
+  const outcomes = await Promise.allSettled([storeRow(engine, candidateRow()), storeRow(engine, candidateRow())]);
+  t.same(outcomes.map((outcome) => outcome.status), ['rejected', 'rejected'], 'both BACKEND_BUSY');
+  t.ok(Date.now() - began < 3500, `both within the grace (${Date.now() - began} ms)`);
+});
+
 t.test('a stopping server still writes when another process lets the database go within the grace', async (t) => {
   const dbPath = join(t.testdir(), 'brief.sqlite3');
   const engine = await openEngine(dbPath);
