@@ -75,7 +75,7 @@ const schemaViolation = (text: string): CallToolResult => ({ isError: true, cont
 const ANY_TOOL_CALL = RequestSchema.extend({ method: CallToolRequestSchema.shape.method });
 const ANY_TOOL_LIST = RequestSchema.extend({ method: ListToolsRequestSchema.shape.method });
 
-/** JSON-RPC -32602, as a plain error with the code: McpError adds "MCP error -32602: ", and the client adds it again. */
+/** JSON-RPC -32602, a plain error with the code: McpError adds "MCP error -32602: " and the client adds it again. */
 function invalidParams(message: string): Error {
   return Object.assign(new Error(message), { code: ErrorCode.InvalidParams });
 }
