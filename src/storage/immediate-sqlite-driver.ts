@@ -54,6 +54,12 @@ class CachingConnection implements DatabaseConnection {
   }
 }
 
+/** A hold of the connection longer than this may have kept the event loop from polling (acquireConnection). */
+const LONG_HOLD_MS = 20;
+
+/** Resolves once the event loop has polled: a stop signal or stdin's end that came meanwhile is then dispatched. */
+const pastPoll = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
+
 /** Serialises use of the one connection, as Kysely's SQLite driver does. */
 class ConnectionMutex {
   #held: Promise<void> | undefined;
@@ -82,6 +88,8 @@ class ImmediateSqliteDriver implements Driver {
   readonly #mutex = new ConnectionMutex();
   readonly #connection: CachingConnection;
   readonly #onAcquire: () => void;
+  #heldSince = 0;
+  #heldUntil = 0;
 
   constructor(sqlite: SqliteConnection, gate: { open: boolean }, onAcquire: () => void) {
     this.#sqlite = sqlite;
@@ -94,6 +102,10 @@ class ImmediateSqliteDriver implements Driver {
 
   async acquireConnection(): Promise<DatabaseConnection> {
     await this.#mutex.lock();
+    // The holder before may have held the event loop as long (a busy wait is synchronous): let the loop poll first,
+    // so that what came meanwhile (a stop signal, stdin's end) is seen before this holder's statements.
+    if (this.#heldUntil - this.#heldSince > LONG_HOLD_MS) await pastPoll();
+    this.#heldSince = performance.now();
     this.#onAcquire();
     return this.#connection;
   }
@@ -124,6 +136,7 @@ class ImmediateSqliteDriver implements Driver {
   }
 
   async releaseConnection(): Promise<void> {
+    this.#heldUntil = performance.now();
     this.#mutex.unlock();
   }
 

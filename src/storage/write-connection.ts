@@ -146,21 +146,21 @@ export class WriteConnection {
     const busy = this.#busyAttempt;
     const since = busy !== undefined && now - busy.end < LOOP_TURN_MS ? busy.start : now;
     this.#stopBy = Math.min(this.#stopBy, since + graceMs - STOP_MARGIN_MS);
+    this.#queue?.stopWaitingAt(this.#stopBy);
   }
 
   /**
    * Runs one attempt with busy_timeout shortened by the time it waited for the writer queue, so that an attempt waits
    * at most BUSY_TIMEOUT_MS in all and BACKEND_BUSY comes within the bound of STORAGE.md §6 (about 36 s): added to
    * the busy wait, the queue's wait made it up to 66 s, past a host's 60 s request timeout. A stopping server's
-   * attempt waits at most until stopWaiting's end. After an attempt that met a busy database the event loop may not
-   * have polled for as long as it waited: it polls first, so a stop that came meanwhile is seen before this attempt.
+   * attempt waits at most until stopWaiting's end (the driver lets the event loop poll after a long hold of the
+   * connection, so a stop that came during a busy wait is seen before the next statement).
    */
   async #attempt<T>(run: () => Promise<T>, waitedMs: number): Promise<T> {
-    if (this.#busyAttempt !== undefined) await pastPoll();
     const budget = waitedMs < 1 ? BUSY_TIMEOUT_MS : Math.max(1, BUSY_TIMEOUT_MS - Math.floor(waitedMs));
     const timeout = Math.max(0, Math.min(budget, Math.floor(this.#stopBy - performance.now())));
     const shortened = timeout < BUSY_TIMEOUT_MS;
-    if (shortened) this.#connection.pragma(`busy_timeout = ${timeout}`);
+    if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${timeout}`);
     const start = performance.now();
     try {
       const result = await run();
@@ -210,9 +210,6 @@ export class WriteConnection {
 const STOP_MARGIN_MS = 500;
 /** A stop seen within this long after a busy attempt ended may have come during it (stopWaiting). */
 const LOOP_TURN_MS = 100;
-
-/** Resolves once the event loop has polled: a stop signal or stdin EOF that came meanwhile is then dispatched. */
-const pastPoll = () => new Promise<void>((resolve) => setImmediate(() => setImmediate(resolve)));
 
 /** How much of the database file reads map into memory (docs/decisions/0008-memory-mapped-reads.md). */
 export const MMAP_SIZE_BYTES = 1024 * 1024 * 1024;

@@ -81,6 +81,8 @@ export class WriterQueue {
   #stalled = false;
   /** Until this time (ms, performance clock) writers go straight to the kernel's queue: another writer was met. */
   #contendedUntil = 0;
+  /** Settles at a stopping server's end (stopWaitingAt): no writer waits for its turn past it. */
+  #stopped: Promise<void> = new Promise(() => {});
 
   constructor(options: WriterQueueOptions) {
     this.sidecarPath = options.databasePath + WRITER_SIDECAR_SUFFIX;
@@ -109,6 +111,14 @@ export class WriterQueue {
       this.#entered -= 1;
       leave();
     }
+  }
+
+  /**
+   * The server is stopping: from `end` (ms, performance clock) no writer waits for its turn any more; it goes on
+   * without the lock, where SQLite's busy handling (bounded by the same end) still orders it.
+   */
+  stopWaitingAt(end: number): void {
+    this.#stopped = new Promise((resolve) => { setTimeout(resolve, Math.max(0, end - performance.now())).unref(); });
   }
 
   /** Counts of attempts by how they ran, for tests and benchmarks. */
@@ -157,7 +167,7 @@ export class WriterQueue {
     }
     let timer: NodeJS.Timeout | undefined;
     const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#waitMs); });
-    await Promise.race([this.#pending, waited]);
+    await Promise.race([this.#pending, waited, this.#stopped]);
     clearTimeout(timer);
     if (this.#holding) {
       this.#turns.locked += 1;

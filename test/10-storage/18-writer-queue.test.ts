@@ -352,3 +352,20 @@ t.test('a failed first start removes the sidecar with the database', async (t) =
   await t.rejects(openEngine(join(dir, 'y.sqlite3'), { newDatabaseBinding: binding }));
   t.same(readdirSync(dir), [], 'no database, -wal, -shm or -writer left');
 });
+
+t.test('a stopping server waits for its turn in the queue no longer than its end', async (t) => {
+  // The queue's own wait (5 s) ignored the end: a stopping server's call waited it out and committed 5 s after a stop
+  // whose end was 1.5 s away. Past the end it goes on without the lock, where busy_timeout is bounded too.
+  const dbPath = join(t.testdir(), 'queued.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  const fd = openSync(`${dbPath}-writer`, 'r');
+  fsExt.flockSync(fd, 'ex'); // another server's turn, held (say, through its own busy wait)
+  t.teardown(() => closeSync(fd));
+  engine.stopWaiting(2000);
+  const began = Date.now();
+  await storeRow(engine, candidateRow());
+  t.ok(Date.now() - began < 1900, `the wait ended at the end, 1.5 s away (${Date.now() - began} ms)`);
+  t.equal(await countRecords(engine), 2, 'and the write, meeting no SQLite lock, committed');
+});

@@ -130,9 +130,12 @@ t.test('a stop while stores wait for a database another process holds: BACKEND_B
   // better-sqlite3 waits out busy_timeout (5 s) on the event loop, so a stop is seen only when that wait ends; the
   // store then paused and retried, and the retry (or the next call in flight) waited 5 s more before the shutdown's
   // timer could run: the exit came 8-28 s after the stop (CONTRACT.md §16.2 gives in-flight calls up to 5 s).
-  for (const [stop, calls] of [['SIGTERM', 1], ['SIGTERM', 3], ['stdin EOF', 3]] as const) {
-    const dbPath = join(t.testdir(), `${stop}-${calls}.sqlite3`.replace(' ', '-'));
-    const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'delegated-candidate']);
+  // The writer queue off (its lock file unusable, or the write bench's switch): a call queued on the connection.
+  const cases = [['SIGTERM', 1, 'on'], ['SIGTERM', 3, 'on'], ['stdin EOF', 3, 'on'], ['SIGTERM', 3, 'off']] as const;
+  for (const [stop, calls, queue] of cases) {
+    const dbPath = join(t.testdir(), `${stop}-${calls}-${queue}.sqlite3`.replace(' ', '-'));
+    const server = await startLauncher(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'delegated-candidate'],
+      'factlane-e2e', queue === 'off' ? { FACTLANE_BENCH_WRITER_QUEUE: 'off' } : {});
     const holder = new RawDatabase(dbPath);
     holder.exec('BEGIN IMMEDIATE');
     const answers = Array.from({ length: calls }, () => server.client.callTool({ name: 'memory_store',
@@ -141,9 +144,9 @@ t.test('a stop while stores wait for a database another process holds: BACKEND_B
     const stopped = Date.now();
     if (stop === 'SIGTERM') server.child.kill('SIGTERM');
     else server.child.stdin!.end();
-    t.same(await server.exited, { code: 0, signal: null }, `${stop}, ${calls} in flight: exit 0`);
+    t.same(await server.exited, { code: 0, signal: null }, `${stop}, ${calls} in flight, queue ${queue}: exit 0`);
     const took = Date.now() - stopped;
-    t.ok(took < 5000, `${stop}, ${calls} in flight: exit within 5 s of the stop (${took} ms)`);
+    t.ok(took < 5000, `${stop}, ${calls} in flight, queue ${queue}: exit within 5 s of the stop (${took} ms)`);
     for (const answer of answers) {
       t.match((await answer).structuredContent, {
         status: 'BLOCKED', error_code: 'BACKEND_BUSY', audit: { retryable: true }, message: /the server is stopping/,

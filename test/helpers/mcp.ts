@@ -4,7 +4,7 @@ import { spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_
 import { mkdirSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
@@ -113,8 +113,12 @@ export type Exit = { code: number | null; signal: NodeJS.Signals | null };
  * Starts the built launcher with `args` through the SDK stdio client. Exposes the child process (the SDK
  * keeps it private) to observe its exit and every kill() the client sends; closes the client at teardown.
  */
-export async function startLauncher(t: Teardown, args: readonly string[], clientName = 'factlane-test') {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe' });
+export async function startLauncher(
+  t: Teardown, args: readonly string[], clientName = 'factlane-test', env: Record<string, string> = {},
+) {
+  const transport = new StdioClientTransport({
+    command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe', env: { ...getDefaultEnvironment(), ...env },
+  });
   let stderr = '';
   transport.stderr!.on('data', (chunk) => { stderr += chunk; });
   const client = new Client({ name: clientName, version: '0.0.0' });
