@@ -33,14 +33,26 @@ const FIRST_KEY = String.raw`"(?:jsonrpc|method|id)"\s*:\s*(?:"[^"\\]{0,64}"|-?\
 const HEAD_ID = new RegExp(String.raw`^\s*\{\s*(?:${FIRST_KEY})*"id"\s*:\s*${ID_VALUE}\s*[,}]`);
 const TAIL_ID = new RegExp(String.raw`[{,]\s*"id"\s*:\s*${ID_VALUE}\s*\}\s*$`);
 const HEAD_METHOD = new RegExp(String.raw`^\s*\{\s*(?:${FIRST_KEY})*"method"\s*:`);
+const HEAD_RESPONSE = new RegExp(String.raw`^\s*\{\s*(?:${FIRST_KEY})*"(?:result|error)"\s*:`);
 
-/** The id of a line too long to parse, from its first and last ID_PROBE_BYTES bytes; null when unsure. */
-function longLineIdOf(head: Buffer, tail: Buffer): string | number | null {
-  const start = head.toString('utf8');
-  if (!HEAD_METHOD.test(start)) return null;
+/**
+ * The id of a line too long to parse, from its first and last ID_PROBE_BYTES bytes: null when unsure, undefined for
+ * what starts as a response (never answered, as answerIdOf).
+ */
+function longLineIdOf(head: Buffer, tail: Buffer): string | number | null | undefined {
+  let start: string;
+  let end: string;
+  try {
+    // The ends are cut anywhere: a character split at the cut is dropped, any other bad byte makes the id unsure.
+    start = UTF8.decode(head.subarray(0, utf8Boundary(head, head.length)));
+    end = UTF8.decode(tail.subarray(utf8Boundary(tail, 0)));
+  } catch {
+    return null;
+  }
+  if (!HEAD_METHOD.test(start)) return HEAD_RESPONSE.test(start) ? undefined : null;
   let ids: (string | number)[];
   try {
-    ids = [HEAD_ID.exec(start)?.[1], TAIL_ID.exec(tail.toString('utf8'))?.[1]]
+    ids = [HEAD_ID.exec(start)?.[1], TAIL_ID.exec(end)?.[1]]
       .filter((text) => text !== undefined).map((text) => JSON.parse(text) as string | number);
   } catch {
     return null; // the expressions take only JSON values; never let a surprise end the server
@@ -48,6 +60,25 @@ function longLineIdOf(head: Buffer, tail: Buffer): string | number | null {
   const [id] = ids;
   if (id === undefined || ids.some((other) => other !== id)) return null;
   return typeof id === 'string' || Number.isSafeInteger(id) ? id : null;
+}
+
+/**
+ * With `from` 0, where the first whole UTF-8 character begins (continuation bytes 10xxxxxx skipped); with `from` the
+ * length, where the last whole character ends (a character cut at the end dropped).
+ */
+function utf8Boundary(bytes: Buffer, from: number): number {
+  if (from === 0) {
+    let at = 0;
+    while (at < bytes.length && at < 4 && (bytes[at]! & 0xc0) === 0x80) at += 1;
+    return at;
+  }
+  let at = bytes.length;
+  let back = 0;
+  while (at > 0 && back < 4 && (bytes[at - 1]! & 0xc0) === 0x80) { at -= 1; back += 1; }
+  if (at === 0) return bytes.length;
+  const lead = bytes[at - 1]!;
+  const size = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return size === back + 1 || size === 1 ? bytes.length : at - 1;
 }
 
 /** The first ID_PROBE_BYTES bytes of `pieces`, as a copy of their own. */

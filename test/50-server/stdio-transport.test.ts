@@ -151,7 +151,7 @@ t.test('a line over the limit is answered -32700 with its id, found at its start
   await transport.close();
 });
 
-t.test('a long line whose id is no JSON value, or that is a response, is answered with id null; reading goes on',
+t.test('a long line: an id that is no JSON value or no UTF-8 gives null, a response no answer; reading goes on',
   async (t) => {
   // `007`, `-01` and a raw tab passed the id expressions and then failed JSON.parse inside the stdin handler: the
   // server exited 1 (review of the long-line ids). A long response was answered with its id, a short one never is.
@@ -162,10 +162,15 @@ t.test('a long line whose id is no JSON value, or that is a response, is answere
     `{"id":"a\tb","method":"ping","params":{"x":"${q}"}}`,
     `{"jsonrpc":"2.0","id":5,"result":{"x":"${q}"}}`,
     `{"result":{"x":"${q}"},"jsonrpc":"2.0","id":5}`]) input.write(`${line}\n`);
+  // Bytes that are no UTF-8 in the id: not repaired into an id of another call.
+  input.write(Buffer.concat([Buffer.from('{"id":"a'), Buffer.from([0xff]), Buffer.from(`b","method":"ping","params":{"x":"${q}"}}\n`)]));
+  // Characters cut at either end of the 256 bytes looked at do not hide the id.
+  for (const pad of ['', 'a']) input.write(`{"method":"m","params":{"x":"${pad}${'é'.repeat(200)}"},"jsonrpc":"2.0","id":9}\n`);
   input.write(PING(2));
   await tick();
   const answers = String(output.read()).trim().split('\n').map((line) => JSON.parse(line));
-  t.same(answers.map((answer) => answer.id), [null, null, null, null, null], 'each answered, id null');
+  t.same(answers.map((answer) => answer.id), [null, null, null, null, 9, 9],
+    'no JSON id: null; the two responses: no answer; bad UTF-8: null; cut characters: the id');
   t.same(received.map((m) => (m as { id: number }).id), [2], 'the next line is read');
   await transport.close();
 });
