@@ -44,8 +44,8 @@ function longLineIdOf(head: Buffer, tail: Buffer): string | number | null | unde
   let end: string;
   try {
     // The ends are cut anywhere: a character split at the cut is dropped, any other bad byte makes the id unsure.
-    start = UTF8.decode(head.subarray(0, utf8Boundary(head, head.length)));
-    end = UTF8.decode(tail.subarray(utf8Boundary(tail, 0)));
+    start = UTF8.decode(head.subarray(0, lastWholeCharEnd(head)));
+    end = UTF8.decode(tail.subarray(firstWholeCharStart(tail)));
   } catch {
     return null;
   }
@@ -62,23 +62,23 @@ function longLineIdOf(head: Buffer, tail: Buffer): string | number | null | unde
   return typeof id === 'string' || Number.isSafeInteger(id) ? id : null;
 }
 
-/**
- * With `from` 0, where the first whole UTF-8 character begins (continuation bytes 10xxxxxx skipped); with `from` the
- * length, where the last whole character ends (a character cut at the end dropped).
- */
-function utf8Boundary(bytes: Buffer, from: number): number {
-  if (from === 0) {
-    let at = 0;
-    while (at < bytes.length && at < 4 && (bytes[at]! & 0xc0) === 0x80) at += 1;
-    return at;
-  }
+const isContinuation = (byte: number) => (byte & 0xc0) === 0x80;
+
+/** Where the first whole UTF-8 character of `bytes` begins: the continuation bytes of one cut at the start skipped. */
+function firstWholeCharStart(bytes: Buffer): number {
+  let at = 0;
+  while (at < bytes.length && at < 4 && isContinuation(bytes[at]!)) at += 1;
+  return at;
+}
+
+/** Where the last whole UTF-8 character of `bytes` ends: a character cut at the end dropped. */
+function lastWholeCharEnd(bytes: Buffer): number {
   let at = bytes.length;
-  let back = 0;
-  while (at > 0 && back < 4 && (bytes[at - 1]! & 0xc0) === 0x80) { at -= 1; back += 1; }
-  if (at === 0) return bytes.length;
+  while (at > 0 && bytes.length - at < 4 && isContinuation(bytes[at - 1]!)) at -= 1;
+  if (at === 0) return bytes.length; // no lead byte: the strict decoder refuses it
   const lead = bytes[at - 1]!;
   const size = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return size === back + 1 || size === 1 ? bytes.length : at - 1;
+  return size === 1 || size === bytes.length - at + 1 ? bytes.length : at - 1;
 }
 
 /** The first ID_PROBE_BYTES bytes of `pieces`, as a copy of their own. */
@@ -163,7 +163,7 @@ export class EnvelopeStdioTransport implements Transport {
       // A CRLF line ends at its LF like any other: the CR is not counted against the limit.
       const end = line.at(-1) === CARRIAGE_RETURN ? line.length - 1 : line.length;
       if (end > this.#maxLineBytes) {
-        this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+        this.#reportLong();
         this.#answerLong(line.subarray(0, ID_PROBE_BYTES), line.subarray(Math.max(0, end - ID_PROBE_BYTES), end));
         continue;
       }
@@ -179,15 +179,19 @@ export class EnvelopeStdioTransport implements Transport {
     if (this.#pendingBytes + rest.length > this.#maxLineBytes + 1) {
       // The line is already too long: drop what came of it and the rest of it as it arrives; answer at its end.
       this.#discardedHead = firstBytes([...this.#pending, rest]);
-      this.#discardedTail = lastBytes(lastBytesOf(this.#pending), rest);
+      this.#discardedTail = lastBytesOf([...this.#pending, rest]);
       this.#pending = [];
       this.#pendingBytes = 0;
       this.#discarding = true;
-      this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
+      this.#reportLong();
       return;
     }
     this.#pending.push(rest);
     this.#pendingBytes += rest.length;
+  }
+
+  #reportLong(): void {
+    this.onerror?.(new Error(`a frame over ${this.#maxLineBytes} bytes was discarded`));
   }
 
   /** Answers a discarded line: -32700, with the line's id when longLineIdOf finds it. */

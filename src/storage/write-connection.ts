@@ -59,8 +59,7 @@ export class WriteConnection {
     // A stopping server bounds each busy wait when its statement gets the connection: an attempt queued on the
     // connection behind another would otherwise wait with what was left when it began (stopWaiting).
     const bound = () => {
-      if (this.#stopBy !== Infinity && connection.open)
-        connection.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.#stopBy - performance.now()))}`);
+      if (this.#stopBy !== Infinity && connection.open) connection.pragma(`busy_timeout = ${this.#leftMs()}`);
     };
     this.#kysely = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, this.#gate, bound) });
   }
@@ -158,7 +157,7 @@ export class WriteConnection {
    */
   async #attempt<T>(run: () => Promise<T>, waitedMs: number): Promise<T> {
     const budget = waitedMs < 1 ? BUSY_TIMEOUT_MS : Math.max(1, BUSY_TIMEOUT_MS - Math.floor(waitedMs));
-    const timeout = Math.max(0, Math.min(budget, Math.floor(this.#stopBy - performance.now())));
+    const timeout = Math.min(budget, this.#leftMs());
     const shortened = timeout < BUSY_TIMEOUT_MS;
     if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${timeout}`);
     const start = performance.now();
@@ -171,10 +170,14 @@ export class WriteConnection {
       throw error;
     } finally {
       // Stopping, the next attempt may already hold the connection: it keeps the bound, never the full wait.
-      const next = this.#stopBy === Infinity ? BUSY_TIMEOUT_MS
-        : Math.max(0, Math.floor(this.#stopBy - performance.now()));
+      const next = Math.min(BUSY_TIMEOUT_MS, this.#leftMs());
       if (shortened && this.#connection.open) this.#connection.pragma(`busy_timeout = ${next}`);
     }
+  }
+
+  /** Whole milliseconds left until stopWaiting's end, at least 0; Infinity while the server runs. */
+  #leftMs(): number {
+    return Math.max(0, Math.floor(this.#stopBy - performance.now()));
   }
 
   /** How this connection's write attempts went through the writer queue; undefined when it is off. */
