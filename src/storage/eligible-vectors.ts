@@ -14,20 +14,37 @@ import { runShape } from './statement-shapes.js';
 // UNCODED_SCOPE_MAX_RECORDS records: a smaller scope keeps each vector once, in fact_vec, and is searched exactly
 // there, with the eligibility filter inside the KNN (before k) over at most that many vectors.
 
-/** The fewest eligible vectors a shard fills up to before the scope opens another (shardCapacity). */
-export const MIN_SHARD_ROWS = 256;
+/** The codes one chunk of `eligible_codes` holds (`chunk_size=512`, migration 0004). */
+export const CODE_CHUNK_ROWS = 512;
 /** SQLite allows 500 terms in a compound SELECT: one UNION ALL arm per shard, so a scope keeps fewer shards. */
 const MAX_SHARDS = 400;
 
 /**
- * How many vectors a scope of `total` eligible vectors fills each shard with before it opens another: 8·√total, at
- * least MIN_SHARD_ROWS, and enough that the scope keeps at most MAX_SHARDS. The first pass costs about k × shard size
- * per shard, with k in proportion to the shard's share of FIRST_PASS_ROWS, so about FIRST_PASS_ROWS × shard size in
- * all: small shards for small scopes. Each shard also costs a statement arm and at least MIN_SHARD_K candidates to
- * re-score, so big scopes want fewer, bigger shards; √total balances the two (decision 0017 has the measurements).
+ * How many vectors a scope of `total` eligible vectors fills a shard with: whole chunks of CODE_CHUNK_ROWS, as many as
+ * 8·√total rounds to (at least one), and enough that the scope keeps at most MAX_SHARDS. vec0 reads and ranks every
+ * slot of each chunk a first pass touches, filled or not, so a shard ending just past a chunk's end costs a whole
+ * chunk more (decision 0035). The first pass costs about k × shard size per shard, with k in proportion to the shard's
+ * share of FIRST_PASS_ROWS, so about FIRST_PASS_ROWS × shard size in all: small shards for small scopes. Each shard
+ * also costs a statement arm and at least MIN_SHARD_K candidates to re-score, so big scopes want fewer, bigger
+ * shards; √total balances the two (decisions 0017 and 0035 have the measurements).
  */
 export function shardCapacity(total: number): number {
-  return Math.max(MIN_SHARD_ROWS, 8 * Math.ceil(Math.sqrt(total)), Math.ceil(total / MAX_SHARDS));
+  const chunks = Math.max(1, Math.round((8 * Math.sqrt(total)) / CODE_CHUNK_ROWS),
+    Math.ceil(total / MAX_SHARDS / CODE_CHUNK_ROWS));
+  return chunks * CODE_CHUNK_ROWS;
+}
+
+/**
+ * Which of a scope's shards (their sizes, in shard order) the next eligible vector goes to: the newest shard still
+ * under shardCapacity of the new total, else a new shard (`sizes.length`). Shards fill one at a time, so all but the
+ * one filling stay in whole chunks while the capacity grows. A place freed in an older shard (a record superseded) is
+ * taken again only once every newer shard is full: vec0 reuses a free slot of a partition's last chunk only, so filling
+ * an older shard's gap could open a chunk for one code.
+ */
+export function nextShard(sizes: readonly number[]): number {
+  const capacity = shardCapacity(sizes.reduce((sum, size) => sum + size, 1));
+  for (let shard = sizes.length - 1; shard >= 0; shard -= 1) if (sizes[shard]! < capacity) return shard;
+  return sizes.length;
 }
 
 /** A scope of at most this many eligible vectors is searched exactly: every one of them is re-scored. */
@@ -109,25 +126,20 @@ export function codeAheadOfWrite(scopeKey: string, vector: Float32Array): boolea
 
 /**
  * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
- * the SimHash code in the scope's least-filled shard (a new shard when every shard holds shardCapacity of the
- * scope's new total) and that shard's size.
+ * the SimHash code in the shard nextShard picks from the scope's shard sizes, and that shard's size.
  */
 export async function addEligibleVector(
   trx: Transaction<DB>, rowId: bigint, scopeKey: string, embedding: Float32Array,
 ): Promise<void> {
-  type Least = { shard: number; size: number; total: number; next: number };
-  const least = (await runShape(trx, 'leastFilledShard', [scopeKey], ([key]) => sql<Least>`
-    SELECT shard, size, (SELECT sum(size) FROM eligible_shards WHERE scope_key = ${key}) AS total,
-      (SELECT max(shard) + 1 FROM eligible_shards WHERE scope_key = ${key}) AS next
-    FROM eligible_shards WHERE scope_key = ${key} ORDER BY size, shard LIMIT 1`.compile(trx))).rows[0];
+  const held = (await runShape(trx, 'scopeShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
+    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(trx))).rows;
   sawCoded(scopeKey);
-  let shard: number;
-  if (least !== undefined && least.size < shardCapacity(least.total + 1)) {
-    shard = least.shard;
+  const pick = nextShard(held.map((row) => row.size));
+  const shard = pick < held.length ? held[pick]!.shard : (held.at(-1)?.shard ?? -1) + 1;
+  if (pick < held.length) {
     await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
       sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   } else {
-    shard = least === undefined ? 0 : least.next;
     await runShape(trx, 'openShard', [scopeKey, shard], ([key, s]) =>
       sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
   }
@@ -179,18 +191,13 @@ async function codeScope(trx: Transaction<DB>, scopeKey: string): Promise<void> 
 
 /**
  * The shard of each of `count` vectors added one at a time, in order, to a scope without shards, exactly as
- * addEligibleVector chooses it (the least-filled shard, lowest first, while it holds less than shardCapacity of the
- * new total; else a new shard), and each shard's size after the last.
+ * addEligibleVector chooses it (nextShard), and each shard's size after the last.
  */
 export function shardsOfNewScope(count: number): { shards: readonly number[]; sizes: readonly number[] } {
   const shards: number[] = [];
   const sizes: number[] = [];
   for (let added = 0; added < count; added += 1) {
-    let least = -1;
-    for (let shard = 0; shard < sizes.length; shard += 1) {
-      if (least === -1 || sizes[shard]! < sizes[least]!) least = shard;
-    }
-    const shard = least !== -1 && sizes[least]! < shardCapacity(added + 1) ? least : sizes.length;
+    const shard = nextShard(sizes);
     sizes[shard] = (sizes[shard] ?? 0) + 1;
     shards.push(shard);
   }

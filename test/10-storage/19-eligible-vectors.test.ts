@@ -16,7 +16,7 @@ import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { tombstoneColumns } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
-  codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, rebuildEligibleVectors, shardCapacity,
+  CODE_CHUNK_ROWS, codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, rebuildEligibleVectors, shardCapacity,
   shardsOfNewScope,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
@@ -207,19 +207,24 @@ t.test('eight nearer Candidates never hide a farther validated fact, in a small 
 function expectedShards(count: number): number[] {
   const sizes: number[] = [];
   for (let total = 0; total < count; total += 1) {
-    const least = sizes.length === 0 ? -1 : sizes.indexOf(Math.min(...sizes));
-    if (least >= 0 && sizes[least]! < shardCapacity(total + 1)) sizes[least]! += 1;
+    const capacity = shardCapacity(total + 1);
+    const newest = sizes.findLastIndex((size) => size < capacity);
+    if (newest >= 0) sizes[newest]! += 1;
     else sizes.push(1);
   }
   return sizes;
 }
 
-t.test('shard capacity grows with the scope, as 8·√total within its bounds', async (t) => {
-  t.strictSame([0, 1, 1000, 1025, 2000, 10_000, 100_000, 1_000_000, 100_000_000].map(shardCapacity),
-    [256, 256, 256, 264, 360, 800, 2536, 8000, 250_000]);
+t.test('shard capacity grows with the scope in whole chunks, as 8·√total within its bounds', async (t) => {
+  t.equal(CODE_CHUNK_ROWS, 512, 'the chunk size of eligible_codes (migration 0004)');
+  t.strictSame([0, 1, 1000, 2000, 9215, 9216, 10_000, 100_000, 1_000_000, 100_000_000].map(shardCapacity),
+    [512, 512, 512, 512, 512, 1024, 1024, 2560, 8192, 250_368]);
   t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400), 'at most 400 shards: one UNION ALL arm each');
-  const sizes = expectedShards(2053);
-  t.ok(sizes.length > 1 && Math.max(...sizes) - Math.min(...sizes) <= 1, `2,053 vectors: ${sizes.length} balanced shards`);
+  t.strictSame(expectedShards(2053), [512, 512, 512, 512, 5], '2,053 vectors: one shard filled at a time, each a whole chunk');
+  // Past 9,216 the capacity doubles: the newest shard fills to two chunks first, the older ones stay at one.
+  const sizes = expectedShards(10_000);
+  t.strictSame([sizes.length, sizes.at(-1), sizes.at(-2), sizes.slice(0, -2).every((size) => size === 512)], [18, 1024, 784, true],
+    `10,000 vectors: ${sizes.length} shards, every one but the filling one in whole chunks`);
 });
 
 /** Each code's place in vec0: its partition, the rank of its chunk among the partition's chunks, its offset there. */
@@ -236,7 +241,7 @@ t.test('coding a scope in batches puts every vector where adding them one at a t
     t.strictSame([...shardsOfNewScope(count).sizes], expectedShards(count), `${count} vectors: the sizes of the rule`);
   }
   const shards = shardsOfNewScope(600).shards;
-  t.ok(shards.slice(0, 256).every((shard) => shard === 0) && shards[256] === 1, 'shard 0 fills to capacity, then shard 1 opens');
+  t.ok(shards.slice(0, CODE_CHUNK_ROWS).every((shard) => shard === 0) && shards[CODE_CHUNK_ROWS] === 1, 'shard 0 fills to capacity, then shard 1 opens');
   // The record past the threshold codes 257 current records in batches; the next 1,796 are added one at a time. A
   // rebuild then codes all 2,053 in batches: each form, its shard and its place in vec0 come out the same.
   const dbPath = join(t.testdir(), 'batches.sqlite3');
@@ -255,7 +260,7 @@ t.test('coding a scope in batches puts every vector where adding them one at a t
   assertLifecycleTable(t, dbPath, 'after the batched rebuild');
 });
 
-t.test('shards fill the least-filled first and shrink when records stop being current', async (t) => {
+t.test('shards fill the newest first and shrink when records stop being current', async (t) => {
   const dbPath = join(t.testdir(), 'shards.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
@@ -264,15 +269,20 @@ t.test('shards fill the least-filled first and shrink when records stop being cu
   await insertFixtures(engine, fixtures);
   const before = readVectorForms(dbPath).shards.map((s) => s.size);
   t.strictSame(before, expectedShards(total), 'the sizes the rule gives');
-  // Supersede ten records of shard 0 through REVERIFY: each successor goes to the least-filled shard (shard 0 itself,
-  // once it lost one), so the sizes stay as they were.
+  const chunks = withRaw(dbPath, (db) => db.prepare(`SELECT count(*) AS n FROM eligible_codes_chunks
+    WHERE partition00 LIKE ? || '/%'`).get(scopeDigest(SCOPE)) as { n: number }).n;
+  t.equal(chunks, before.length, `each of the ${before.length} shards in one chunk of vec0`);
+  // Supersede ten records of shard 0 through REVERIFY: each successor goes to the newest shard with room (the one
+  // filling), not to the place its parent left in shard 0: vec0 would put it in a new chunk of shard 0 only if shard 0
+  // had more than one.
   const owner = adapterOn(engine, 'owner-current');
   const shardZero = readVectorForms(dbPath).records.filter((r) => r.eligible?.shard === 0).slice(0, 10);
   for (const record of shardZero) {
     const row = fixtures.find((f) => f.row.record_id === record.recordId)!.row;
     await ok(owner, 'memory_update', reverifyRequest({ scope: { ...SCOPE }, memory_id: row.memory_id, revision: row.revision }));
   }
-  t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), before, 'a successor refills the shard its parent left');
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [before[0]! - 10, ...before.slice(1, -1), before.at(-1)! + 10],
+    'shard 0 lost ten, the newest shard took them');
   const successors = readVectorForms(dbPath).records.filter((r) => r.eligible && !fixtures.some((f) => f.row.record_id === r.recordId));
   t.equal(successors.length, 10);
   assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
@@ -355,12 +365,13 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
     const dbPath = join(t.testdir(), 'moved.sqlite3');
     const engine = await openLocalHash(dbPath);
     t.teardown(() => engine.close());
-    // 257 current records: X and 255 far ones fill shard 0; Y, the query's own vector, opens shard 1.
+    // 513 current records: X and 511 far ones fill shard 0; Y, the query's own vector, opens shard 1.
     const x = { row: fixtureRow(SCOPE, 'X second nearest'), vector: vectorAtDistance(q, 0.05, 1) };
-    await insertFixtures(engine, [x, ...Array.from({ length: 255 }, (_, i) => far(i)), { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }]);
-    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [256, 1]);
+    const fixtures = [x, ...Array.from({ length: CODE_CHUNK_ROWS - 1 }, (_, i) => far(i)), { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }];
+    await insertFixtures(engine, fixtures);
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [CODE_CHUNK_ROWS, 1]);
     const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
-    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 2], 'the successor went to shard 1');
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [CODE_CHUNK_ROWS - 1, 2], 'the successor went to shard 1');
     t.strictSame(found.map((n) => n.distance.toFixed(2)), ['0.00', '0.05', '0.60'], 'Y, then X (or its successor)');
   });
   await t.test('exact: the successor goes to a shard read empty', async (t) => {
@@ -369,18 +380,20 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
     t.teardown(() => engine.close());
     const x = { row: fixtureRow(SCOPE, 'X nearest'), vector: vectorAtDistance(q, 0.05, 1) };
     const z = { row: fixtureRow(SCOPE, 'Z in shard 1'), vector: vectorAtDistance(q, 0.7, 5) };
-    const fixtures = [x, ...Array.from({ length: 255 }, (_, i) => far(i)), z];
+    const fixtures = [x, ...Array.from({ length: CODE_CHUNK_ROWS - 1 }, (_, i) => far(i)), z];
     await insertFixtures(engine, fixtures);
-    // Recovery purges Z and a far fact (their records stay, as tombstones): 255 current vectors, shard 1 empty.
+    // Recovery purges Z and 257 far facts (their records stay, as tombstones): 255 current vectors, few enough for the
+    // exact path, and shard 1 empty.
     await engine.write(async (trx) => {
-      for (const f of [z, fixtures[1]!]) await purgeRecord(trx, (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
+      for (const f of [z, ...fixtures.slice(1, 258)]) await purgeRecord(trx, (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
     });
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 0]);
     const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [254, 1], 'the successor went to shard 1');
     t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
   });
-  for (const [path, far] of [['exact', 255], ['first pass', 511]] as const) {
+  // A shard opens only once every shard holds CODE_CHUNK_ROWS or more: never in a scope of the exact path.
+  for (const [path, far] of [['first pass', CODE_CHUNK_ROWS - 1]] as const) {
     await t.test(`${path}: a store opens a shard and the successor goes there`, async (t) => {
       const dbPath = join(t.testdir(), `opened-${far}.sqlite3`);
       const engine = await openLocalHash(dbPath);
@@ -394,7 +407,7 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
       const before = readVectorForms(dbPath).shards.map((s) => s.size);
       t.ok(before.every((size) => size === shardCapacity(far + 1)), `every shard full: ${before}`);
       const found = await searchAcross(t, engine, dbPath, q, async (writer) => {
-        // A current store opens a new shard, then a REVERIFY moves X's successor into it, the least filled.
+        // A current store opens a new shard, then a REVERIFY moves X's successor into it, the newest with room.
         await insertFixtures(writer, [{ row: fixtureRow(SCOPE, 'R far'), vector: vectorAtDistance(q, 0.9, 7) }]);
         await reverify(writer, x.row, x.vector);
       });
@@ -407,7 +420,7 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
 });
 
 /**
- * A coded scope of EXACT_SCOPE_ROWS + 44 current facts, so the first pass runs over two shards before the re-scoring:
+ * A coded scope of CODE_CHUNK_ROWS + 44 current facts, so the first pass runs over two shards before the re-scoring:
  * `current i` at distance 0.05 + 0.002·i from `q`.
  */
 async function twoShardScope(t: Test, name: string) {
@@ -415,7 +428,7 @@ async function twoShardScope(t: Test, name: string) {
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
-  const count = EXACT_SCOPE_ROWS + 44;
+  const count = CODE_CHUNK_ROWS + 44;
   const rows = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
     row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.05 + i * 0.002, i + 1),
   })));

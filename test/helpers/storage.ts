@@ -9,7 +9,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SQLiteVecEngine, type SQLiteVecEngineOptions } from '../../src/storage/sqlite-vec-engine.js';
 import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
-import { floatVector, MIN_SHARD_ROWS } from '../../src/storage/eligible-vectors.js';
+import { floatVector } from '../../src/storage/eligible-vectors.js';
 
 const require = createRequire(import.meta.url);
 /** better-sqlite3 for raw peer connections (tests only: the product reaches it through storage/). */
@@ -222,10 +222,13 @@ export function downgradeToSchemaOne(dbPath: string): void {
   });
 }
 
+/** The vectors schema 2 filled its first shard with. */
+const SCHEMA_TWO_SHARD_ROWS = 256;
+
 /**
  * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16, `eligible_codes` at
  * 128, the eligible forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what
- * schema 2 wrote for a scope of at most MIN_SHARD_ROWS current records; a larger one is refused), and the ledger back
+ * schema 2 wrote for a scope of at most SCHEMA_TWO_SHARD_ROWS current records; a larger one is refused), and the ledger back
  * at version 2.
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
@@ -246,7 +249,7 @@ export function downgradeToSchemaTwo(dbPath: string): void {
         .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(floatVector(row.embedding)));
     }
     for (const [scopeKey, size] of sizes) {
-      if (size > MIN_SHARD_ROWS) throw new Error(`downgradeToSchemaTwo keeps one shard per scope: at most ${MIN_SHARD_ROWS} current records`);
+      if (size > SCHEMA_TWO_SHARD_ROWS) throw new Error(`downgradeToSchemaTwo keeps one shard per scope: at most ${SCHEMA_TWO_SHARD_ROWS} current records`);
       raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
     }
     raw.exec('DELETE FROM schema_migrations WHERE version > 2');
