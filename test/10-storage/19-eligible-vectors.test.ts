@@ -16,8 +16,8 @@ import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { tombstoneColumns } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
 import {
-  CODE_CHUNK_ROWS, codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, rebuildEligibleVectors, shardCapacity,
-  shardsOfNewScope,
+  CODE_CHUNK_ROWS, codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, nextShard, rebuildEligibleVectors,
+  shardCapacity, shardsOfNewScope,
 } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
@@ -221,10 +221,17 @@ t.test('shard capacity grows with the scope in whole chunks, as 8·√total with
     [512, 512, 512, 512, 512, 1024, 1024, 2560, 8192, 250_368]);
   t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400), 'at most 400 shards: one UNION ALL arm each');
   t.strictSame(expectedShards(2053), [512, 512, 512, 512, 5], '2,053 vectors: one shard filled at a time, each a whole chunk');
-  // Past 9,216 the capacity doubles: the newest shard fills to two chunks first, the older ones stay at one.
-  const sizes = expectedShards(10_000);
+  // Past 9,216 the capacity doubles: the newest shard fills to two chunks first, then the one before it, and so on.
+  // (shardsOfNewScope, not expectedShards: below 9,217 vectors newest-first and least-filled-first lay out alike.)
+  const sizes = [...shardsOfNewScope(10_000).sizes];
   t.strictSame([sizes.length, sizes.at(-1), sizes.at(-2), sizes.slice(0, -2).every((size) => size === 512)], [18, 1024, 784, true],
     `10,000 vectors: ${sizes.length} shards, every one but the filling one in whole chunks`);
+  t.equal(nextShard([]), 0, 'a scope without shards opens shard 0');
+  t.equal(nextShard([0]), 0, 'the empty shard of a coded scope is filled');
+  t.equal(nextShard([2, 512, 512, 512, 5]), 4, 'a place freed in an older shard waits while a newer shard has room');
+  t.equal(nextShard([2, 512, 512, 512, 512]), 0, 'and is taken once every newer shard is full');
+  t.equal(nextShard(Array(18).fill(512)), 17, 'at 9,217 the newest shard grows into a second chunk');
+  t.equal(nextShard([...Array(17).fill(512), 1024]), 16, 'then the one before it');
 });
 
 /** Each code's place in vec0: its partition, the rank of its chunk among the partition's chunks, its offset there. */
@@ -237,7 +244,7 @@ function codePlaces(dbPath: string): string[] {
 }
 
 t.test('coding a scope in batches puts every vector where adding them one at a time does', async (t) => {
-  for (const count of [0, 1, 255, 256, 257, 1000, 2053, 5000]) {
+  for (const count of [0, 1, 255, 256, 257, 1000, 2053, 5000, 9216, 9217, 10_000, 25_601, 100_000]) {
     t.strictSame([...shardsOfNewScope(count).sizes], expectedShards(count), `${count} vectors: the sizes of the rule`);
   }
   const shards = shardsOfNewScope(600).shards;
@@ -258,6 +265,25 @@ t.test('coding a scope in batches puts every vector where adding them one at a t
   t.strictSame(shardOf(rebuilt), shardOf(incremental), 'each vector in the same shard');
   t.strictSame(codePlaces(dbPath), places, 'each code at the same place of its partition');
   assertLifecycleTable(t, dbPath, 'after the batched rebuild');
+});
+
+t.test('an insert at a capacity step goes to the newest shard, as the batched coding puts it', async (t) => {
+  const dbPath = join(t.testdir(), 'step.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  await padScope(engine, SCOPE);
+  // The shard sizes 9,216 current facts leave (18 of 512), written as counts only: the insert reads nothing else.
+  const raw = new RawDatabase(dbPath);
+  raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
+  raw.prepare('UPDATE eligible_shards SET size = ?').run(CODE_CHUNK_ROWS);
+  for (let shard = 1; shard < 18; shard += 1) {
+    raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, ?, ?)').run(scopeDigest(SCOPE), shard, CODE_CHUNK_ROWS);
+  }
+  raw.close();
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the 9,217th current fact') }]);
+  const sizes = readVectorForms(dbPath).shards.map((s) => s.size);
+  t.strictSame(sizes, [...Array(17).fill(CODE_CHUNK_ROWS), CODE_CHUNK_ROWS + 1], 'shard 17 took it');
+  t.strictSame(sizes, [...shardsOfNewScope(9217).sizes], 'where the batched coding of 9,217 vectors puts it');
 });
 
 t.test('shards fill the newest first and shrink when records stop being current', async (t) => {
