@@ -134,9 +134,10 @@ export async function addEligibleVector(
   const held = (await runShape(trx, 'scopeShards', [scopeKey], ([key]) => sql<{ shard: number; size: number }>`
     SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(trx))).rows;
   sawCoded(scopeKey);
-  const pick = nextShard(held.map((row) => row.size));
-  const shard = pick < held.length ? held[pick]!.shard : (held.at(-1)?.shard ?? -1) + 1;
-  if (pick < held.length) {
+  // The shard nextShard picks, or none when it opens a new one, numbered after the last.
+  const grown = held[nextShard(held.map((row) => row.size))];
+  const shard = grown?.shard ?? (held.at(-1)?.shard ?? -1) + 1;
+  if (grown !== undefined) {
     await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
       sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   } else {

@@ -419,30 +419,29 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
     t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
   });
   // A shard opens only once every shard holds CODE_CHUNK_ROWS or more: never in a scope of the exact path.
-  for (const [path, far] of [['first pass', CODE_CHUNK_ROWS - 1]] as const) {
-    await t.test(`${path}: a store opens a shard and the successor goes there`, async (t) => {
-      const dbPath = join(t.testdir(), `opened-${far}.sqlite3`);
-      const engine = await openLocalHash(dbPath);
-      t.teardown(() => engine.close());
-      // 257 Candidates code the scope; X and the far facts then fill every shard to its capacity.
-      await padScope(engine, SCOPE);
-      const x = { row: fixtureRow(SCOPE, 'X nearest'), vector: vectorAtDistance(q, 0.05, 1) };
-      await insertFixtures(engine, [x, ...Array.from({ length: far }, (_, i) => ({
-        row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i),
-      }))]);
-      const before = readVectorForms(dbPath).shards.map((s) => s.size);
-      t.ok(before.every((size) => size === shardCapacity(far + 1)), `every shard full: ${before}`);
-      const found = await searchAcross(t, engine, dbPath, q, async (writer) => {
-        // A current store opens a new shard, then a REVERIFY moves X's successor into it, the newest with room.
-        await insertFixtures(writer, [{ row: fixtureRow(SCOPE, 'R far'), vector: vectorAtDistance(q, 0.9, 7) }]);
-        await reverify(writer, x.row, x.vector);
-      });
-      const after = readVectorForms(dbPath).shards.map((s) => s.size);
-      t.equal(after.length, before.length + 1, 'the store opened a shard');
-      t.equal(after.at(-1), 2, 'the new record and X\'s successor are in it');
-      t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
+  const farFacts = CODE_CHUNK_ROWS - 1;
+  await t.test('first pass: a store opens a shard and the successor goes there', async (t) => {
+    const dbPath = join(t.testdir(), `opened-${farFacts}.sqlite3`);
+    const engine = await openLocalHash(dbPath);
+    t.teardown(() => engine.close());
+    // 257 Candidates code the scope; X and the far facts then fill every shard to its capacity.
+    await padScope(engine, SCOPE);
+    const x = { row: fixtureRow(SCOPE, 'X nearest'), vector: vectorAtDistance(q, 0.05, 1) };
+    await insertFixtures(engine, [x, ...Array.from({ length: farFacts }, (_, i) => ({
+      row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i),
+    }))]);
+    const before = readVectorForms(dbPath).shards.map((s) => s.size);
+    t.ok(before.every((size) => size === shardCapacity(farFacts + 1)), `every shard full: ${before}`);
+    const found = await searchAcross(t, engine, dbPath, q, async (writer) => {
+      // A current store opens a new shard, then a REVERIFY moves X's successor into it, the newest with room.
+      await insertFixtures(writer, [{ row: fixtureRow(SCOPE, 'R far'), vector: vectorAtDistance(q, 0.9, 7) }]);
+      await reverify(writer, x.row, x.vector);
     });
-  }
+    const after = readVectorForms(dbPath).shards.map((s) => s.size);
+    t.equal(after.length, before.length + 1, 'the store opened a shard');
+    t.equal(after.at(-1), 2, 'the new record and X\'s successor are in it');
+    t.equal(found[0]?.distance.toFixed(2), '0.05', 'X (or its successor) first');
+  });
 });
 
 /**
