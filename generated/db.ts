@@ -80,6 +80,11 @@ export interface FactVec {
   scope_key: string;
 }
 
+export interface RecordTokenCounts {
+  fixed_tokens: number;
+  row_id: Generated<number>;
+}
+
 export interface SchemaMigrations {
   applied_at: string;
   applied_by: string;
@@ -96,5 +101,6 @@ export interface DB {
   eligible_vectors: EligibleVectors;
   fact_fts: FactFts;
   fact_vec: FactVec;
+  record_token_counts: RecordTokenCounts;
   schema_migrations: SchemaMigrations;
 }

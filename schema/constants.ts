@@ -6,7 +6,7 @@ export const STORAGE_CONTRACT_VERSION = 2;
  * The schema version this package describes (STORAGE.md §12.5): the newest shipped migration. Its audit queries (L10
  * in particular, see ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA) are those of this version.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 /** Oldest linked SQLite runtime FactLane accepts (STORAGE.md §1). */
 export const SQLITE_MINIMUM_VERSION = '3.42.0';
 /** Oldest sqlite-vec FactLane accepts (STORAGE.md §1). */
@@ -23,8 +23,9 @@ export const WRITER_FUNCTION_NAME = 'factlane_contract_v2_writer';
 /** Marker raised by a fence trigger when the writer gate is closed (STORAGE.md §5). */
 export const WRITER_FENCE_MARKER = 'FACTLANE_STORAGE_V2_WRITER_REQUIRED';
 /**
- * The fence triggers (STORAGE.md §5, §4.6), in table order: the nine of schema 1, then the six that schema 2 adds
- * on its real vector tables (`eligible_vectors`, `eligible_shards`). A database checks those its version defines.
+ * The fence triggers (STORAGE.md §5, §4.6), in table order: the nine of schema 1, the six that schema 2 adds on its
+ * real vector tables (`eligible_vectors`, `eligible_shards`), and the three of schema 5's `record_token_counts`. A
+ * database checks those its version defines.
  */
 export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_adapter_insert_fence',
@@ -42,6 +43,9 @@ export const FENCE_TRIGGER_NAMES = Object.freeze([
   'factlane_v2_eligible_shards_insert_fence',
   'factlane_v2_eligible_shards_update_fence',
   'factlane_v2_eligible_shards_delete_fence',
+  'factlane_v2_token_counts_insert_fence',
+  'factlane_v2_token_counts_update_fence',
+  'factlane_v2_token_counts_delete_fence',
 ] as const);
 /** The table each fence trigger guards: a database that has the table must have its three fences. */
 export const FENCED_TABLE_OF: Readonly<Record<(typeof FENCE_TRIGGER_NAMES)[number], string>> = Object.freeze({
@@ -60,4 +64,7 @@ export const FENCED_TABLE_OF: Readonly<Record<(typeof FENCE_TRIGGER_NAMES)[numbe
   factlane_v2_eligible_shards_insert_fence: 'eligible_shards',
   factlane_v2_eligible_shards_update_fence: 'eligible_shards',
   factlane_v2_eligible_shards_delete_fence: 'eligible_shards',
+  factlane_v2_token_counts_insert_fence: 'record_token_counts',
+  factlane_v2_token_counts_update_fence: 'record_token_counts',
+  factlane_v2_token_counts_delete_fence: 'record_token_counts',
 });

@@ -18,4 +18,6 @@ export const RELEASED_MIGRATIONS: readonly ReleasedMigration[] = Object.freeze([
   { version: 3, name: 'small_scope_vectors',
     checksum: '749431a5355ba6c51c444f11179cff68fdc6f3e85124689434b762b43b91f3f2' },
   { version: 4, name: 'vec0_chunks', checksum: 'a7743dd00bceec11f18f8b2296311e58567b71bbb5e91ea3edcc4c0d2b24696a' },
+  { version: 5, name: 'record_token_counts',
+    checksum: '7fafee257f19928233bec84133fe16cd488601138218d83f9bb90effb6b2433d' },
 ].map((migration) => Object.freeze(migration)));

@@ -110,16 +110,19 @@ export async function searchMemory(
     const selected = diversify ? selectDiverse(eligible, plan.maxMemories) : eligible.slice(0, plan.maxMemories);
     // The full records of the results only; the same snapshot, so each is as its channel read it.
     const records = await resultRecords(db, selected.map((candidate) => candidate.row.row_id));
-    const results = selected.flatMap((candidate) => {
+    const found = selected.flatMap((candidate) => {
       const row = records.get(candidate.row.row_id);
       return row === undefined ? [] : [{ row, score: candidate.score }];
-    }).map(({ row, score }, index) => publicRecord(row, { relevance_score: score, retrieval_rank: index + 1 }));
+    });
+    const results = found.map(({ row, score }, index) =>
+      publicRecord(row, { relevance_score: score, retrieval_rank: index + 1 }));
+    const fixedTokens = found.map(({ row }) => row.fixed_tokens);
     const contradictions = await contradictionSummary(db, scopeDigest(scope));
     const historical = plan.mode === 'REVIEW_HISTORY' && plan.usesVectors && (await scopeHasHistorical(db, scope));
-    return { results, staleDropped, contradictions, historical };
+    return { results, fixedTokens, staleDropped, contradictions, historical };
   });
   const { results, staleDropped, contradictions } = read;
-  const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens);
+  const fitted = await fitBudget(results, plan.maxBytes, plan.maxTokens, read.fixedTokens);
   let status = 'OK';
   let degradation: string | null = null;
   if (results.length === 0 && staleDropped > 0) [status, degradation] = ['DEGRADED', 'STALE_ONLY'];

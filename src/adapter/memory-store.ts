@@ -136,7 +136,8 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     embedding_profile_id: deps.provider.profile.profileId,
     embedding_model_digest: modelDigest, embedding_output_dimension: deps.provider.profile.outputDimension,
   });
-  await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore, runtime.digest), row_id: 0 }));
+  const fixedBefore = await assertRecordFitsBudget(publicRecord({ ...buildRecord(conflictBefore, runtime.digest),
+    row_id: 0 }));
   const embedding = await embedDocument(deps, fact, runtime.fingerprint);
   if (current) codeAheadOfWrite(stored.scope_key, embedding);
 
@@ -150,8 +151,9 @@ export async function storeMemory(deps: WriteDeps & { clock: () => Date }, input
     const record = buildRecord(conflict, runtime.digest);
     // The record-size check repeats on the locked state (§13.1 step 4); it can only change with the contradiction
     // outcome.
-    if (conflict !== conflictBefore) await assertRecordFitsBudget(publicRecord({ ...record, row_id: 0 }));
-    await insertRecord(trx, record, { searchText: searchText(fact), embedding });
+    const fixedTokens = conflict === conflictBefore ? fixedBefore
+      : await assertRecordFitsBudget(publicRecord({ ...record, row_id: 0 }));
+    await insertRecord(trx, record, { searchText: searchText(fact), embedding, fixedTokens });
     return { kind: 'written' as const, record, conflict };
   }));
   if ('record_id' in outcome) return replayEnvelope(outcome, 1);

@@ -229,7 +229,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     throw new AdapterError('UNVERIFIED_CURRENT',
       'the successor would be stale at admission; check last_verified_at and freshness_policy');
   }
-  await assertRecordFitsBudget(publicRecord({ ...successor, row_id: 0 } as RecordRow));
+  const fixedTokens = await assertRecordFitsBudget(publicRecord({ ...successor, row_id: 0 } as RecordRow));
   const embedding = await embedDocument(deps, successor.fact, runtime.fingerprint);
   codeAheadOfWrite(successor.scope_key, embedding); // the successor is current
 
@@ -244,7 +244,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     if (locked.kind === 'already_current') return { kind: 'already_current' as const, row: locked.row };
     await assertNoContradiction(trx, scope, lockedLive, successor);
     await supersedeRecord(trx, lockedLive);
-    await insertRecord(trx, successor, { searchText: searchText(successor.fact), embedding }, lockedLive);
+    await insertRecord(trx, successor, { searchText: searchText(successor.fact), embedding, fixedTokens }, lockedLive);
     return { kind: 'written' as const };
   }));
   if ('record_id' in outcome) return replayEnvelope(outcome, 1);

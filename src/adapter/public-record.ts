@@ -3,7 +3,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
 import { scopeOf, type RecordRow } from '../storage/record-repository.js';
 import { fitBudget } from './budget-fitting.js';
-import { countObjectTokens } from './token-measure.js';
+import { countObjectTokens, fixedRecordTokens } from './token-measure.js';
 
 /** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
 export function publicRecord(
@@ -28,8 +28,11 @@ export function publicRecord(
 export const MAX_RECORD_BYTES = 5800;
 export const MAX_RECORD_TOKENS = 1150;
 
-/** INVALID_ENVELOPE when the record's public canonical JSON exceeds 5800 bytes or 1150 tokens. */
-export async function assertRecordFitsBudget(record: Record<string, unknown>): Promise<void> {
+/**
+ * INVALID_ENVELOPE when the record's public canonical JSON exceeds 5800 bytes or 1150 tokens. Returns the count its
+ * writer stores beside it (fixedRecordTokens, decision 0036), null when its text does not count by pieces.
+ */
+export async function assertRecordFitsBudget(record: Record<string, unknown>): Promise<number | null> {
   const text = canonicalJson(record);
   const bytes = utf8Bytes(text);
   // A token is at least one byte, so a text of at most MAX_RECORD_TOKENS bytes cannot exceed the token budget.
@@ -38,6 +41,7 @@ export async function assertRecordFitsBudget(record: Record<string, unknown>): P
       `the record would exceed the single-record budget of ${MAX_RECORD_BYTES} bytes / ${MAX_RECORD_TOKENS} tokens; `
         + `shorten the fact, tags or provenance`);
   }
+  return fixedRecordTokens(record, text);
 }
 
 /** The budget of a write envelope: measured, never trimmed, truncated false (CONTRACT.md §6.1). */
@@ -48,4 +52,13 @@ export async function measuredBudget(results: readonly Record<string, unknown>[]
     requested_top_k: null, returned: measured.results.length, serialized_bytes: measured.serializedBytes,
     serialized_tokens: measured.serializedTokens, truncated: false,
   };
+}
+
+/**
+ * The count a record's writer stores beside it (decision 0036), from the stored row: what the migration to schema 5
+ * and the search bench store for records written without one. Null when its text does not count by pieces.
+ */
+export async function fixedTokensOfRow(row: RecordRow): Promise<number | null> {
+  const record = publicRecord(row);
+  return fixedRecordTokens(record, canonicalJson(record));
 }

@@ -1,3 +1,5 @@
+import { canonicalJson } from '../core/canonical-json.js';
+
 // Token counts with the bundled offline o200k_base encoding (CONTRACT.md §12.5). The encoder's tables
 // take ~140 ms to load: the server loads them before it answers initialize (warmUpTokenizer), so no request
 // waits for them; other callers load them on first use.
@@ -78,7 +80,10 @@ function segmentTokens(count: Count, segment: string): number {
 
 /** The o200k_base token count of `text`. */
 export async function countTokens(text: string): Promise<number> {
-  const count = await load();
+  return countSegments(await load(), text);
+}
+
+function countSegments(count: Count, text: string): number {
   let total = 0;
   let start = 0;
   for (let p = 2; p < text.length; p += 1) {
@@ -136,13 +141,67 @@ export async function countObjectTokens(text: string): Promise<number> {
   return j['{"'] + (await coreTokens(core)) + j['"}'];
 }
 
-/** The o200k_base token count of `[` + objects joined by `,` + `]`, given canonical JSON object texts. */
-export async function countListTokens(objects: readonly string[]): Promise<number> {
+/**
+ * The o200k_base token count of `[` + objects joined by `,` + `]`, given canonical JSON object texts. `knownCores[i]`,
+ * when given, is the count of object i's core (recordCoreTokens), used instead of counting it.
+ */
+export async function countListTokens(
+  objects: readonly string[], knownCores: readonly (number | undefined)[] = [],
+): Promise<number> {
   const j = await jointCounts();
   if (objects.length === 0) return j['[]'];
   const cores = objects.map(coreOf);
   if (cores.some((core) => core === null)) return countTokens(`[${objects.join(',')}]`);
   let total = j['[{"'] + j['"}]'] + (objects.length - 1) * j['"},{"'];
-  for (const core of cores) total += await coreTokens(core!);
+  for (const [i, core] of cores.entries()) total += knownCores[i] ?? await coreTokens(core!);
+  return total;
+}
+
+// Stored counts (docs/decisions/0036-record-token-counts.md). A public record's canonical JSON starts a segment at
+// each key, so its core's count is the sum of its key pieces' counts (`key":value,"`). These four pieces change after
+// the record is written (a contradiction, a lifecycle move) or from one search to the next; none is the first or the
+// last key, so each is followed by `,"`. The other pieces' count is stored with the record when it is written.
+const CHANGING_KEYS = ['contradiction_state', 'lifecycle_state', 'relevance_score', 'retrieval_rank'] as const;
+
+/** The changing pieces of a record's canonical text, or null when one of them is not in it as a whole piece. */
+function changingPieces(record: Readonly<Record<string, unknown>>, text: string): string[] | null {
+  const pieces: string[] = [];
+  for (const key of CHANGING_KEYS) {
+    if (record[key] === undefined) return null;
+    const piece = `${key}":${canonicalJson(record[key])},"`;
+    if (!text.includes(`,"${piece}`)) return null;
+    pieces.push(piece);
+  }
+  return pieces;
+}
+
+/**
+ * The o200k_base count of a public record's core without its changing pieces: what `record_token_counts` stores.
+ * `text` is the record's canonical JSON. Null when the text is not an object whose core counts by pieces.
+ */
+export async function fixedRecordTokens(
+  record: Readonly<Record<string, unknown>>, text: string,
+): Promise<number | null> {
+  const core = coreOf(text);
+  const pieces = changingPieces(record, text);
+  if (core === null || pieces === null) return null;
+  const count = await load();
+  let changing = 0;
+  for (const piece of pieces) changing += countSegments(count, piece);
+  return (await coreTokens(core)) - changing;
+}
+
+/**
+ * The count of a public record's core from its stored fixed count (fixedRecordTokens) and its changing pieces as they
+ * are now; undefined when the text does not count by pieces (then the core is counted whole).
+ */
+export async function recordCoreTokens(
+  record: Readonly<Record<string, unknown>>, text: string, fixedTokens: number,
+): Promise<number | undefined> {
+  const pieces = changingPieces(record, text);
+  if (coreOf(text) === null || pieces === null) return undefined;
+  const count = await load();
+  let total = fixedTokens;
+  for (const piece of pieces) total += countSegments(count, piece);
   return total;
 }

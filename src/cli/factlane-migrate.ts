@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { fixedTokensOfRow } from '../adapter/public-record.js';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
 import { unreadableFile, unreadableReport } from '../maintenance/verify-operation.js';
@@ -137,7 +138,7 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
     }
     // Progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json.
     const report = await operationProgress('migrate_up', wantsJson()).run((onStep) => migrateUp(target, {
-      backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep,
+      backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep, countRecord: fixedTokensOfRow,
     }));
     // STORAGE.md §12.3: a failed check after up exits 1 with the error line and `error_code`, as a refusal does.
     const failed = report.verification.filter((check) => check.status !== 'PASS').map((check) => check.name);

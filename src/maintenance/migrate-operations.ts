@@ -4,6 +4,7 @@ import { PACKAGE_LABEL } from '../core/package-info.js';
 import type { Clock } from '../core/time.js';
 import type { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
+import type { RecordCounter } from '../storage/token-count-repository.js';
 import { writeVerifiedBackup, type BackupManifest } from './backup-operation.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 import { assertNoInterlock } from '../storage/schema-inspection.js';
@@ -87,11 +88,12 @@ export interface UpReport {
  * all pending files in one transaction (verified before commit) and runs the verify checks after.
  * `onStep` hears `lease_taken`, the backup's steps prefixed `backup_`, `migration_applied` (done/total
  * files, with `version` and `name`, inside the transaction), `derived_rows_rebuilt` (done/total rows),
- * `committed`, and last `verified` (`failed_checks`) (decision 0023).
+ * `committed`, and last `verified` (`failed_checks`) (decision 0023). `countRecord` stores the token count of every
+ * record when schema 5 is applied (decision 0036); without it records keep none and are counted whole when read.
  */
 export async function migrateUp(
   target: MaintenanceTarget,
-  options: { backupFile: string | null; clock: Clock; onStep?: StepListener },
+  options: { backupFile: string | null; clock: Clock; onStep?: StepListener; countRecord?: RecordCounter },
 ): Promise<UpReport> {
   const onStep = options.onStep ?? IGNORE_STEPS;
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
@@ -128,6 +130,7 @@ export async function migrateUp(
       step: 'migration_applied', done: pending.indexOf(version) + 1, total: pending.length, fields: { version, name },
     }),
     onRebuilt: (rows, of) => onStep({ step: 'derived_rows_rebuilt', done: rows, total: of }),
+    countRecord: options.countRecord,
   });
   onStep({ step: 'committed', done: steps.length, total: steps.length });
   return {

@@ -1,5 +1,6 @@
 import {
   ELIGIBLE_AUDIT_QUERY, ELIGIBLE_AUDIT_QUERY_SCHEMA_2, ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA, LINEAGE_AUDIT_QUERIES,
+  TOKEN_COUNTS_AUDIT_QUERY,
 } from '@factlane/schema';
 import type { SqliteConnection } from './native.js';
 import { onOneSnapshot } from './read-snapshot.js';
@@ -26,7 +27,8 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
 /**
  * Runs the schema package's lineage queries on a read-only connection with sqlite-vec loaded; on a schema with the
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
- * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2).
+ * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2); on a
+ * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY).
  */
 export function runLineageAudit(connection: SqliteConnection, schemaVersion: number): AuditCheck[] {
   const unsafe = unsafeToQuery(connection);
@@ -42,6 +44,10 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
     const unreadable = samples[0]?.startsWith(UNREADABLE) === true;
     const codes = unreadable ? [] : readSamples(() => wrongCodes(connection));
     checks.push(checkOf('eligible_forms', [...samples, ...codes]));
+  }
+  const counted = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_token_counts'";
+  if (connection.prepare(counted).get() !== undefined) {
+    checks.push(checkOf('token_counts', samplesOf(TOKEN_COUNTS_AUDIT_QUERY)));
   }
   return checks;
 }

@@ -16,6 +16,7 @@ import { assertVectorTablesWhole, EMPTY_FINDINGS, inspectSchema, type SchemaFind
 import { verifySchema, type CheckResult } from './schema-verification.js';
 import { WriteConnection, withReadOnly } from './write-connection.js';
 import type { BusyRetryPolicy } from './busy-retry.js';
+import type { RecordCounter } from './token-count-repository.js';
 import { sha256Hex } from '../core/hashing.js';
 
 /** Options of MaintenanceTarget.open. */
@@ -125,7 +126,7 @@ export class MaintenanceTarget {
   async applyPending(options: {
     clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (
       done: number, total: number,
-    ) => void;
+    ) => void; countRecord?: RecordCounter;
   }): Promise<{ steps: AppliedStep[]; reembedWorkDiscarded: boolean }> {
     if (this.#lease.mode !== 'exclusive')
       throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
@@ -141,7 +142,7 @@ export class MaintenanceTarget {
         const reembedWorkDiscarded = dropNextVectorTable(raw);
         const applied = await applyMigrations(trx, raw, pending, {
           vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
-          onStep: options.onStep, onRebuilt: options.onRebuilt,
+          onStep: options.onStep, onRebuilt: options.onRebuilt, countRecord: options.countRecord,
         });
         const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped)
           .filter((c) => c.status === 'FAIL');

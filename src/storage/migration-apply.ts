@@ -2,6 +2,7 @@ import type { Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { rebuildEligibleVectors } from './eligible-vectors.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
+import { rebuildTokenCounts, type RecordCounter } from './token-count-repository.js';
 import type { SqliteConnection } from './native.js';
 
 /** One file applied by applyMigrations. */
@@ -11,26 +12,41 @@ export interface AppliedStep {
   readonly checksum: string;
 }
 
-/** Rebuilds a file's derived rows; `onRows` hears the rows rebuilt of the total. */
-type DerivedRebuild = (trx: Transaction<DB>, onRows?: (done: number, total: number) => void) => Promise<unknown>;
+/** What a rebuild may use: `onRows` hears the rows rebuilt of the total; `countRecord` counts a record's tokens. */
+interface RebuildOptions {
+  readonly onRows?: (done: number, total: number) => void;
+  readonly countRecord?: RecordCounter;
+}
+
+/** Rebuilds a file's derived rows. */
+type DerivedRebuild = (trx: Transaction<DB>, options: RebuildOptions) => Promise<unknown>;
+
+const eligibleForms: DerivedRebuild = (trx, { onRows }) => rebuildEligibleVectors(trx, onRows);
+// Without a counter (a caller that has no public form to count, such as a test), records stay without counts: they
+// are counted whole when read, as before schema 5.
+const tokenCounts: DerivedRebuild = async (trx, { onRows, countRecord }) =>
+  countRecord === undefined ? 0 : rebuildTokenCounts(trx, countRecord, onRows);
 
 /**
  * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
  * vector forms come from fact_vec through the seeded SimHash projection (schema 2), schema 3 recreates fact_vec and
- * keeps them for large scopes only, and schema 4 recreates the codes' table in larger chunks. A rebuild that a later
- * pending file repeats runs once, after that file.
+ * keeps them for large scopes only, and schema 4 recreates the codes' table in larger chunks; schema 5's token counts
+ * come from the records through the adapter's counter. A rebuild that a later pending file repeats runs once, after
+ * that file.
  */
 const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
-  ['0002_eligible_vectors.sql', rebuildEligibleVectors],
-  ['0003_small_scope_vectors.sql', rebuildEligibleVectors],
-  ['0004_vec0_chunks.sql', rebuildEligibleVectors],
+  ['0002_eligible_vectors.sql', eligibleForms],
+  ['0003_small_scope_vectors.sql', eligibleForms],
+  ['0004_vec0_chunks.sql', eligibleForms],
+  ['0005_record_token_counts.sql', tokenCounts],
 ]);
 
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
  * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations` row. Runs
  * nothing outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each
- * file, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes (rebuildEligibleVectors).
+ * file, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes; `countRecord` counts the records' tokens
+ * (schema 5: without it, records are left without counts).
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
@@ -39,6 +55,7 @@ export async function applyMigrations(
   options: {
     vectorDimension: number; appliedAt: string; appliedBy: string;
     onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
+    countRecord?: RecordCounter;
   },
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
@@ -48,7 +65,7 @@ export async function applyMigrations(
     connection.exec(renderMigration(file, options.vectorDimension));
     const rebuild = DERIVED_REBUILDS.get(file.fileName);
     const repeated = pending.slice(index + 1).some((later) => DERIVED_REBUILDS.get(later.fileName) === rebuild);
-    if (rebuild && !repeated) await rebuild(trx, options.onRebuilt);
+    if (rebuild && !repeated) await rebuild(trx, { onRows: options.onRebuilt, countRecord: options.countRecord });
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,
       applied_at: options.appliedAt, applied_by: options.appliedBy,

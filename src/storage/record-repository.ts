@@ -32,6 +32,11 @@ export interface DerivedRows {
   readonly searchText: string;
   /** The document embedding, unit length, of the bound dimension. */
   readonly embedding: Float32Array;
+  /**
+   * The o200k count of the record's public form without its changing pieces (decision 0036), computed by the
+   * adapter; a record written without one is counted whole when read.
+   */
+  readonly fixedTokens?: number | null;
 }
 
 /**
@@ -66,9 +71,9 @@ export function inScope(reader: Reader, scope: ScopeColumns) {
 
 /**
  * Inserts one record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
- * `is_current` 1 exactly for VALIDATED_CURRENT) and, in a coded scope, the eligible vector forms
- * (eligible-vectors.ts: keepEligibleFormsOnInsert), inside the caller's write transaction, after the storage-level
- * checks of STORAGE.md §7.3. Returns the row_id.
+ * `is_current` 1 exactly for VALIDATED_CURRENT), its token count when given and, in a coded scope, the eligible
+ * vector forms (eligible-vectors.ts: keepEligibleFormsOnInsert), inside the caller's write transaction, after the
+ * storage-level checks of STORAGE.md §7.3. Returns the row_id.
  */
 export async function insertRecord(
   trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null,
@@ -102,6 +107,10 @@ export async function insertRecordUnchecked(
     ([id, scopeKey, isCurrent, embedding]) =>
     sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`
       .compile(trx));
+  if (derived.fixedTokens != null) {
+    await runShape(trx, 'insertTokenCount', [Number(rowId), derived.fixedTokens], ([id, tokens]) =>
+      trx.insertInto('record_token_counts').values({ row_id: id, fixed_tokens: tokens }).compile());
+  }
   await keepEligibleFormsOnInsert(trx, rowId, record.scope_key, current ? derived.embedding : null);
   return rowId;
 }

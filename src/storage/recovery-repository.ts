@@ -132,7 +132,7 @@ export function quarantinedRecords(
     { row_id: number; source_provenance: string; lifecycle_state: string }[];
 }
 
-/** FTS rows, vectors and eligible forms without a record anywhere in the database (PM3), as `table:rowid`. */
+/** FTS rows, vectors, eligible forms and token counts without a record anywhere in the file (PM3), as `table:rowid`. */
 export function unattributableDerivedRows(connection: SqliteConnection): string[] {
   return connection.prepare(`SELECT 'fact_fts:' || rowid FROM fact_fts
       WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
@@ -141,7 +141,9 @@ export function unattributableDerivedRows(connection: SqliteConnection): string[
     UNION ALL SELECT 'eligible_vectors:' || row_id FROM eligible_vectors
       WHERE row_id NOT IN (SELECT row_id FROM adapter_records)
     UNION ALL SELECT 'eligible_codes:' || rowid FROM eligible_codes
-      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)`)
+      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'record_token_counts:' || row_id FROM record_token_counts
+      WHERE row_id NOT IN (SELECT row_id FROM adapter_records)`)
     .pluck().all() as string[];
 }
 
@@ -250,7 +252,7 @@ function jsonStrings(text: string): string[] {
 
 /**
  * A digest of every record but the skipped ones, by row_id: the record row's every column with its FTS text, its
- * vector and its eligible forms. Two readings are equal exactly when none of those bytes changed.
+ * vector, its eligible forms and its token count. Two readings are equal exactly when none of those bytes changed.
  */
 export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<number>): Map<number, string> {
   const parts = new Map<number, unknown[]>();
@@ -269,6 +271,7 @@ export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<nu
   add('SELECT rowid AS id, scope_key, is_current, embedding FROM fact_vec');
   add('SELECT row_id AS id, scope_key, shard, embedding FROM eligible_vectors');
   add('SELECT rowid AS id, shard_key, simhash_v1 FROM eligible_codes');
+  add('SELECT row_id AS id, fixed_tokens FROM record_token_counts');
   return new Map([...parts].map(([id, values]) => [id, sha256Hex(canonicalJson(values))]));
 }
 
@@ -279,8 +282,9 @@ export type TombstoneColumns = Pick<RecordRow,
   | 'native_content_hash' | 'payload_fingerprint'>;
 
 /**
- * Purges one target inside the recovery's write transaction: deletes its vector, eligible forms and FTS row, then
- * overwrites the record with `tombstone`. BACKEND_UNAVAILABLE when the record is gone (the transaction rolls back).
+ * Purges one target inside the recovery's write transaction: deletes its vector, eligible forms, FTS row and token
+ * count, then overwrites the record with `tombstone`. BACKEND_UNAVAILABLE when the record is gone (the transaction
+ * rolls back).
  */
 export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone: TombstoneColumns): Promise<void> {
   const id = BigInt(rowId);
@@ -288,6 +292,8 @@ export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone
   await sql`DELETE FROM fact_vec WHERE rowid = ${id}`.execute(trx);
   await removeEligibleVector(trx, id);
   await sql`DELETE FROM fact_fts WHERE rowid = ${id}`.execute(trx);
+  // The tombstone changes pieces the count covers: it is counted whole when read (decision 0036).
+  await trx.deleteFrom('record_token_counts').where('row_id', '=', rowId).execute();
   const updated = await trx.updateTable('adapter_records').set(tombstone).where('row_id', '=', rowId)
     .executeTakeFirst();
   if (updated.numUpdatedRows !== 1n) {
@@ -387,7 +393,8 @@ export async function readPostflight(db: Kysely<DB>, recordIds: readonly string[
     const counted = await sql<{ n: number }>`SELECT (SELECT count(*) FROM fact_fts WHERE rowid = ${id})
       + (SELECT count(*) FROM fact_vec WHERE rowid = ${id})
       + (SELECT count(*) FROM eligible_vectors WHERE row_id = ${id})
-      + (SELECT count(*) FROM eligible_codes WHERE rowid = ${id}) AS n`.execute(db);
+      + (SELECT count(*) FROM eligible_codes WHERE rowid = ${id})
+      + (SELECT count(*) FROM record_token_counts WHERE row_id = ${id}) AS n`.execute(db);
     derivedRows += Number(counted.rows[0]?.n ?? 0);
   }
   return {

@@ -114,12 +114,16 @@ export async function semanticHits(
   });
 }
 
-/** The full records of `rowIds` by row id; a row id no longer stored is absent. */
-export async function resultRecords(reader: Reader, rowIds: readonly number[]): Promise<Map<number, RecordRow>> {
+/** A result's full record with its stored token count (decision 0036), null when it has none. */
+export type ResultRow = RecordRow & { fixed_tokens: number | null };
+
+/** The full records of `rowIds` by row id, with their stored token counts; a row id no longer stored is absent. */
+export async function resultRecords(reader: Reader, rowIds: readonly number[]): Promise<Map<number, ResultRow>> {
   if (rowIds.length === 0) return new Map();
   const rows = (await runShape(reader, `recordsByRowId:${rowIds.length}`, rowIds, (slots) =>
-    reader.selectFrom('adapter_records')
-    .selectAll().where('row_id', 'in', slots).compile())).rows as RecordRow[];
+    reader.selectFrom('adapter_records as r')
+    .leftJoin('record_token_counts as t', 't.row_id', 'r.row_id')
+    .selectAll('r').select('t.fixed_tokens').where('r.row_id', 'in', slots).compile())).rows as ResultRow[];
   return new Map(rows.map((row) => [row.row_id, row]));
 }
 

@@ -7,7 +7,9 @@ async function seededDatabase(dir: string): Promise<{ dbPath: string; recordId: 
   const dbPath = join(dir, 'fenced.sqlite3');
   const engine = await openEngine(dbPath);
   const row = candidateRow();
-  await storeRow(engine, row);
+  const rowId = await storeRow(engine, row);
+  await engine.write((trx) => trx.insertInto('record_token_counts').values({ row_id: Number(rowId), fixed_tokens: 42 })
+    .execute());
   await engine.close();
   return { dbPath, recordId: row.record_id };
 }
@@ -22,6 +24,10 @@ const MUTATIONS = [
   "INSERT INTO schema_migrations VALUES (2, 'x', 'y', 'z', 'w')",
   "UPDATE schema_migrations SET checksum = 'forged'",
   'DELETE FROM schema_migrations',
+  // Schema 5's token counts (docs/decisions/0036-record-token-counts.md).
+  'INSERT INTO record_token_counts (row_id, fixed_tokens) VALUES (99, 1)',
+  'UPDATE record_token_counts SET fixed_tokens = 1',
+  'DELETE FROM record_token_counts',
 ];
 
 t.test('a raw better-sqlite3 connection cannot write fenced tables but can read them', async (t) => {
@@ -34,6 +40,7 @@ t.test('a raw better-sqlite3 connection cannot write fenced tables but can read 
   }
   const row = raw.prepare('SELECT fact FROM adapter_records WHERE record_id = ?').get(recordId) as { fact: string };
   t.equal(row.fact, 'the build uses node 20', 'reads work and the row is unchanged');
+  t.equal(raw.prepare('SELECT count(*) FROM record_token_counts').pluck().get(), 1, 'the record kept its token count');
   raw.close();
   t.same(tableCounts(dbPath), before, 'row counts unchanged');
 });

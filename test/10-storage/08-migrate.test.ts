@@ -209,7 +209,7 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   const newerStatus = cli('status', '--db', newer);
   t.equal(newerStatus.status, 1);
   t.match(newerStatus.stdout, /NEWER_THAN_RELEASE/, 'report printed before refusing');
-  t.match(newerStatus.stdout, /applied +0005_add_note  not in this release\n/,
+  t.match(newerStatus.stdout, /applied +0006_add_note  not in this release\n/,
     'a newer release\'s migration is unknown here, not a checksum mismatch');
   t.notMatch(newerStatus.stdout, /MISMATCH/);
   const newerVerify = JSON.parse(cli('verify', '--db', newer, '--json').stdout).checks as { name: string; status: string }[];

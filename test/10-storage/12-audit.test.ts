@@ -42,7 +42,7 @@ function tamper(dbPath: string, work: (db: InstanceType<typeof RawDatabase>) => 
 const shipped = () => MaintenanceTarget.shippedMigrations();
 /** The checks of a database at the shipped version; one without the eligible vector layout (schema 1) has no eligible_forms. */
 const ALL_CHECKS = ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive', 'lineage_shape',
-  'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'eligible_forms', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check'];
+  'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'eligible_forms', 'token_counts', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check'];
 const failing = (dbPath: string) => Object.fromEntries(auditFile(dbPath, shipped()).checks.filter((c) => c.status === 'FAIL').map((c) => [c.name, c.samples]));
 
 t.test('a database written through the product passes every check', async (t) => {
@@ -57,6 +57,23 @@ t.test('a database written through the product passes every check', async (t) =>
   t.equal(JSON.parse(cli.stdout).ok, true);
 });
 
+t.test('a token count without its record, or on a tombstone, fails token_counts (schema 5)', async (t) => {
+  const { dbPath, close, records } = await lineage(t);
+  await close();
+  let shellRow = 0;
+  tamper(dbPath, (db) => {
+    t.equal(db.prepare('SELECT count(*) FROM record_token_counts').pluck().get(),
+      db.prepare('SELECT count(*) FROM adapter_records').pluck().get(), 'every record written has its count');
+    db.prepare('INSERT INTO record_token_counts (row_id, fixed_tokens) VALUES (9999, 300)').run();
+    shellRow = db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').pluck().get(records.shell!.record_id) as number;
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'QUARANTINED' WHERE row_id = ?").run(shellRow);
+  });
+  const samples = failing(dbPath).token_counts;
+  t.same(samples, [`record_token_counts:${shellRow}`, 'record_token_counts:9999'], 'the tombstone and the orphan');
+  tamper(dbPath, (db) => db.prepare('DELETE FROM record_token_counts WHERE row_id IN (9999, ?)').run(shellRow));
+  t.notOk('token_counts' in failing(dbPath), 'a record may lack a count: it is counted whole when read');
+});
+
 t.test('a database without the eligible vector layout (schema 1) is audited without eligible_forms', async (t) => {
   const dbPath = join(t.testdir(), 'old.sqlite3');
   const engine = await openEngine(dbPath);
@@ -64,7 +81,7 @@ t.test('a database without the eligible vector layout (schema 1) is audited with
   await engine.close();
   downgradeToSchemaOne(dbPath);
   const report = auditFile(dbPath, shipped());
-  t.same(report.checks.map((c) => c.name), ALL_CHECKS.filter((name) => name !== 'eligible_forms'));
+  t.same(report.checks.map((c) => c.name), ALL_CHECKS.filter((name) => name !== 'eligible_forms' && name !== 'token_counts'));
   t.same(report.checks.filter((c) => c.status === 'FAIL'), [], 'an older ledger is still a sound one');
 });
 

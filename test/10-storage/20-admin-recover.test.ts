@@ -77,6 +77,9 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   const needles = [Buffer.from(MARKER), Buffer.from(searchText(s.secretFact)), ...blobs];
   t.ok(residuals([s.dbPath, `${s.dbPath}-wal`], needles.slice(0, 1)).length > 0, 'before: the marker is in the file');
   const before = digestsByRecord(s.dbPath);
+  const countsOfTargets = () => withRaw(s.dbPath, (db) => db.prepare(`SELECT count(*) FROM record_token_counts
+    WHERE row_id IN (SELECT row_id FROM adapter_records WHERE record_id IN (?, ?))`).pluck().get(...s.targetIds));
+  t.equal(countsOfTargets(), 2, 'before: both targets have the token count their writer stored');
   const plan = planFor(dir, s.dbPath, [s.memoryId]);
   t.strictSame(plan.plan.targets.map((target) => target.expected_materialization),
     ['PM0_HISTORICAL_RECORD_AND_FTS', 'PM1_FULL_MATERIALIZATION']);
@@ -103,6 +106,7 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   for (const id of s.targetIds) before.delete(id);
   for (const id of s.targetIds) after.delete(id);
   t.strictSame(after, before, 'every other record and its derived rows are unchanged');
+  t.equal(countsOfTargets(), 0, 'the tombstones have no token count: their pieces changed');
 
   const rows = withRaw(s.dbPath, (db) => s.targetIds.map((id) =>
     db.prepare('SELECT * FROM adapter_records WHERE record_id = ?').get(id) as Json));

@@ -713,7 +713,7 @@ t.test('a search reads one snapshot: a REPLACE another server commits meanwhile 
         replacement: { fact: 'The build image pins Python 3.12', source_provenance: provenance({ source_ref: 'ci.yml' }), freshness_policy: { kind: 'never' }, source_timestamp: '2026-11-20T00:00:00Z' },
       });
       // The REPLACE commits right after the first channel statement, or just before the results' full records.
-      const trigger = moment === 'after the channels' ? /fact_fts|eligible_shards|fact_vec|native_content_hash/ : /^select \* from "adapter_records" where "row_id" in/;
+      const trigger = moment === 'after the channels' ? /fact_fts|eligible_shards|fact_vec|native_content_hash/ : /^select "r"\.\*, "t"\."fixed_tokens" from "adapter_records" as "r"/;
       let raced = false;
       const watch = (db: object): object => new Proxy(db, {
         get: (real, name) => name !== 'executeQuery' ? forward(real, name) : async (compiled: { sql: string }) => {

@@ -1,7 +1,9 @@
 import t from 'tap';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { canonicalJson } from '../../src/core/canonical-json.js';
-import { countListTokens, countObjectTokens, countTokens, tokenizerLoaded, warmUpTokenizer } from '../../src/adapter/token-measure.js';
+import {
+  countListTokens, countObjectTokens, countTokens, fixedRecordTokens, recordCoreTokens, tokenizerLoaded, warmUpTokenizer,
+} from '../../src/adapter/token-measure.js';
 
 // Budgets report real o200k_base counts (CONTRACT.md §12.5). countTokens adds up the counts of segments cut
 // where a chunk always ends (docs/decisions/0011); countListTokens and countObjectTokens count an object's core
@@ -65,6 +67,58 @@ t.test('prefixes of one list share the counted cores and stay exact', async (t) 
   const records = Array.from({ length: 6 }, record);
   const texts = records.map((r) => canonicalJson(r));
   for (let kept = 0; kept <= texts.length; kept += 1) t.equal(await countListTokens(texts.slice(0, kept)), whole(list(records.slice(0, kept))), `first ${kept}`);
+});
+
+// Stored counts (docs/decisions/0036): a record's count without its four changing pieces is stored when it is written;
+// a later read adds the pieces as they are then. The count must be exact whatever the changing pieces became.
+const core = (text: string) => whole(text) - whole('{"') - whole('"}');
+const CHANGES: readonly Record<string, unknown>[] = [
+  {}, { contradiction_state: 'UNRESOLVED' }, { lifecycle_state: 'SUPERSEDED' }, { relevance_score: 0.123456, retrieval_rank: 7 },
+  { contradiction_state: 'RESOLVED', lifecycle_state: 'HISTORICAL', relevance_score: 1, retrieval_rank: 12 },
+  { relevance_score: 0.5, retrieval_rank: 1 }, { relevance_score: 1e-6, retrieval_rank: 100 }, { relevance_score: null, retrieval_rank: null },
+];
+
+t.test('a stored fixed count plus the changing pieces as they are now counts a record core exactly', async (t) => {
+  let mismatches = 0;
+  let checked = 0;
+  for (let i = 0; i < 300; i += 1) {
+    const written = record();
+    const fixed = await fixedRecordTokens(written, canonicalJson(written));
+    if (fixed === null) { mismatches += 1; continue; }
+    for (const change of CHANGES) {
+      const now = { ...written, ...change };
+      const text = canonicalJson(now);
+      if ((await recordCoreTokens(now, text, fixed)) !== core(text)) mismatches += 1;
+      checked += 1;
+    }
+  }
+  t.equal(checked, 300 * CHANGES.length, 'every record counts by pieces');
+  t.equal(mismatches, 0);
+});
+
+t.test('a text that does not count by pieces gets no stored count, and a stored one is not applied to it', async (t) => {
+  const written = record();
+  const without = { ...written };
+  delete without.retrieval_rank;
+  t.equal(await fixedRecordTokens(without, canonicalJson(without)), null, 'a changing key missing');
+  const odd = { ...written, fact: 'ends in a mark é\u0301', verified_by: 'é\u0301' };
+  t.equal(await fixedRecordTokens(odd, canonicalJson(odd)), null, 'a core that does not end with a letter');
+  const other = { a: 'x', contradiction_state: 'NONE', lifecycle_state: 'CANDIDATE', relevance_score: null, retrieval_rank: 1 };
+  t.equal(await fixedRecordTokens(other, canonicalJson(other)), null, 'a changing key last');
+  t.equal(await recordCoreTokens(without, canonicalJson(without), 100), undefined, 'nothing added to a count it cannot use');
+  const text = canonicalJson(written);
+  const pieces = core(text) - (await fixedRecordTokens(written, text))!;
+  t.equal(await recordCoreTokens(written, text, 100), 100 + pieces, 'the stored count plus the pieces of this text');
+  t.equal(await recordCoreTokens({ ...written, retrieval_rank: 99 }, text, 100), undefined,
+    'a record whose changing piece is not in the text gets nothing');
+});
+
+t.test('countListTokens takes a known core count instead of counting that core', async (t) => {
+  const records = [record(), record()];
+  const texts = records.map((r) => canonicalJson(r));
+  const exact = whole(list(records));
+  t.equal(await countListTokens(texts, [core(texts[0]!), undefined]), exact, 'a right known count');
+  t.equal(await countListTokens(texts, [core(texts[0]!) + 5, undefined]), exact + 5, 'the known count is what is added');
 });
 
 t.test('texts outside the core shape are counted whole, still exactly', async (t) => {

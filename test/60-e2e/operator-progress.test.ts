@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import { REPO_ROOT, RawDatabase, downgradeToSchemaOne, sqliteVec } from '../helpers/storage.js';
+import { REPO_ROOT, RawDatabase, downgradeToSchemaOne, sqliteVec, withRaw } from '../helpers/storage.js';
 import { padScope, scopeTuple } from '../helpers/reads.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import { planFor, secretScenario } from '../helpers/recovery.js';
@@ -186,21 +186,24 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   t.strictSame(lines.map((line) => line.step), [
     'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified', 'backup_published',
     'backup_manifest_written', 'migration_applied', 'migration_applied', 'derived_rows_rebuilt', 'migration_applied',
-    'committed', 'verified',
+    'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
   ]);
   t.match(lines[0], { lease: 'exclusive' });
-  t.match(lines[7], { done: 1, total: 3, version: 2, name: 'eligible_vectors' });
-  t.match(lines[8], { done: 2, total: 3, version: 3, name: 'small_scope_vectors' });
+  t.match(lines[7], { done: 1, total: 4, version: 2, name: 'eligible_vectors' });
+  t.match(lines[8], { done: 2, total: 4, version: 3, name: 'small_scope_vectors' });
   t.match(lines[9], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
-  t.match(lines[10], { done: 3, total: 3, version: 4, name: 'vec0_chunks' });
+  t.match(lines[10], { done: 3, total: 4, version: 4, name: 'vec0_chunks' });
+  const records = withRaw(plainPath, (db) => db.prepare('SELECT count(*) FROM adapter_records').pluck().get());
+  t.match(lines[11], { done: records, total: records }, 'every record\'s token count, in schema 5\'s step');
+  t.match(lines[12], { done: 4, total: 4, version: 5, name: 'record_token_counts' });
   t.match(lines.at(-1), { failed_checks: 0 });
-  t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }, { version: 4 }], schema_version: 4 });
+  t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5 });
 
   const plain = migrate('up', '--db', plainPath, '--no-backup');
   t.equal(plain.status, 0, plain.stderr);
-  t.equal(plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks']
+  t.equal(plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks', '0005_record_token_counts']
     .map((name) => `factlane-migrate: applying ${name}\n`).join(''), 'the lines it printed before, only');
-  t.match(plain.stdout, /^applied 3 migration\(s\); schema version 4\nverification:\n/);
+  t.match(plain.stdout, /^applied 4 migration\(s\); schema version 5\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');
   t.strictSame(steps(t, again.stderr, 'migrate_up').map((line) => line.step), ['lease_taken', 'verified'],
     'nothing pending');

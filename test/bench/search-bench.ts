@@ -8,6 +8,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { contradictionKey, nativeContentHash } from '../../src/adapter/derived-identities.js';
 import { scopeDigest, type ScopeTuple } from '../../src/adapter/request-scope.js';
+import { fixedTokensOfRow } from '../../src/adapter/public-record.js';
 import { selectDiverse } from '../../src/adapter/source-diversity.js';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
@@ -17,6 +18,7 @@ import {
   eligibleNeighbours, FIRST_PASS, rebuildEligibleVectors, type FirstPass,
 } from '../../src/storage/eligible-vectors.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
+import { rebuildTokenCounts } from '../../src/storage/token-count-repository.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
 import { databaseBytes, describeEnvironment, progressLogger } from './bench-environment.js';
 import { connectBenchClient, factlaneArgs } from './bench-server.js';
@@ -508,13 +510,17 @@ export async function runSearchBench(): Promise<Record<string, unknown>> {
     const rebuilder = await openEngine();
     const rebuildStarted = performance.now();
     const rebuilt = await rebuilder.write((trx) => rebuildEligibleVectors(trx));
+    // The token counts a writer stores beside each record (decision 0036), as `factlane-migrate up` stores them.
+    const counted = await rebuilder.write((trx) => rebuildTokenCounts(trx, fixedTokensOfRow));
     // Closing the last connection checkpoints the rebuild's WAL into the file, as SQLite's automatic checkpoints keep
     // it in use: otherwise every read of the eligible tables would go through a WAL of tens of MB.
     await rebuilder.close();
     const engine = await openEngine();
-    const rebuild = { vectors: rebuilt, seconds: roundTo((performance.now() - rebuildStarted) / 1000, 1) };
+    const rebuild = {
+      vectors: rebuilt, token_counts: counted, seconds: roundTo((performance.now() - rebuildStarted) / 1000, 1),
+    };
     population.eligible_rebuild = rebuild;
-    log(`populate: eligible forms of ${rebuilt} current vectors rebuilt in ${rebuild.seconds} s`);
+    log(`populate: eligible forms of ${rebuilt} current vectors and ${counted} token counts in ${rebuild.seconds} s`);
     const raw = openRawReader(dbPath);
     const server = await startServer(dbPath);
     const pid = server.transport.pid;

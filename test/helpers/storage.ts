@@ -216,6 +216,7 @@ function rechunkCodes(raw: InstanceType<typeof RawDatabase>, chunkSize: number):
  */
 export function downgradeToSchemaOne(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
+    toSchemaFour(raw);
     raw.exec('DROP TABLE eligible_codes; DROP TABLE eligible_vectors; DROP TABLE eligible_shards;');
     rechunkFactVec(raw, 16);
     raw.exec('DELETE FROM schema_migrations WHERE version > 1');
@@ -233,6 +234,7 @@ const SCHEMA_TWO_SHARD_ROWS = 256;
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
+    toSchemaFour(raw);
     rechunkFactVec(raw, 16);
     // The codes are written again below: their table is recreated empty at schema 2's chunk size.
     const codes = definitionAt(raw, 'eligible_codes', 128);
@@ -262,10 +264,26 @@ export function downgradeToSchemaTwo(dbPath: string): void {
  */
 export function downgradeToSchemaThree(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
+    toSchemaFour(raw);
     rechunkCodes(raw, 128);
     raw.exec('DROP INDEX idx_fact_vec_chunks_partition');
     raw.exec('DELETE FROM schema_migrations WHERE version > 3');
   });
+}
+
+/** Schema 5 undone: the token counts dropped (their fences go with them), the shards' size index back. */
+function toSchemaFour(raw: InstanceType<typeof RawDatabase>): void {
+  raw.exec(`DROP TABLE record_token_counts;
+    CREATE INDEX idx_eligible_shards_size ON eligible_shards (scope_key, size, shard);
+    DELETE FROM schema_migrations WHERE version > 4`);
+}
+
+/**
+ * Turns a database of this release back into what schema 4 made: no `record_token_counts` (its fences go with it),
+ * the shards' size index back, and the ledger back at version 4.
+ */
+export function downgradeToSchemaFour(dbPath: string): void {
+  inGatedTransaction(dbPath, toSchemaFour);
 }
 
 /**

@@ -1,0 +1,47 @@
+import type { Transaction } from 'kysely';
+import type { DB } from '../../generated/db.js';
+import type { RecordRow } from './record-rows.js';
+
+// The stored token counts of schema 5 (docs/decisions/0036-record-token-counts.md). A record's writer stores its count
+// in the record's own transaction (insertRecord); rebuildTokenCounts counts the records that have none, written before
+// schema 5 or by a raw writer, so that their searches need not count them either.
+
+/**
+ * The count a record's writer stores beside it, from the stored row (the adapter's fixedTokensOfRow: storage does not
+ * know the public form); null when the record's text does not count by pieces.
+ */
+export type RecordCounter = (row: RecordRow) => Promise<number | null>;
+
+/** Records counted per statement round trip of the rebuild. */
+const REBUILD_BATCH_RECORDS = 500;
+
+/**
+ * Inside the caller's write transaction, stores the count of every record that has none and is not QUARANTINED (a
+ * purged tombstone is counted whole when read, and never stored). `onRows` hears the records read of the total.
+ * Returns how many counts were stored. Running it again stores nothing.
+ */
+export async function rebuildTokenCounts(
+  trx: Transaction<DB>, countRecord: RecordCounter, onRows?: (done: number, total: number) => void,
+): Promise<number> {
+  const uncounted = () => trx.selectFrom('adapter_records as r').where('r.lifecycle_state', '!=', 'QUARANTINED')
+    .where(({ not, exists, selectFrom }) => not(exists(selectFrom('record_token_counts as t')
+      .select('t.row_id').whereRef('t.row_id', '=', 'r.row_id'))));
+  const { total } = await uncounted().select(({ fn }) => fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+  let after = 0;
+  let done = 0;
+  let stored = 0;
+  for (;;) {
+    const rows = await uncounted().selectAll('r').where('r.row_id', '>', after).orderBy('r.row_id')
+      .limit(REBUILD_BATCH_RECORDS).execute() as RecordRow[];
+    if (rows.length === 0) return stored;
+    for (const row of rows) {
+      const fixedTokens = await countRecord(row);
+      if (fixedTokens === null) continue;
+      await trx.insertInto('record_token_counts').values({ row_id: row.row_id, fixed_tokens: fixedTokens }).execute();
+      stored += 1;
+    }
+    done += rows.length;
+    after = rows.at(-1)!.row_id;
+    onRows?.(done, Number(total));
+  }
+}
