@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
-import { insertRecordUnchecked, type NewRecordRow } from '../../src/storage/record-repository.js';
+import { fixedTokensOfRow } from '../../src/adapter/public-record.js';
+import { insertRecordUnchecked, type NewRecordRow, type RecordRow } from '../../src/storage/record-repository.js';
 import { openBenchEngine } from './bench-engine.js';
 import { databaseBytes, progressLogger } from './bench-environment.js';
 import { benchScope, benchTimestamp, makeBenchRecord, type BenchRecord } from './bench-records.js';
@@ -32,10 +33,12 @@ async function build(dir: string, current: boolean, log: (m: string) => void): P
       const tuple = benchScope({ scope: 'PROJECT', project_id: `project-${scope}`, worktree_id: null, workflow_id: null, agent_id: null });
       for (let i = 0; i < FACTS_PER_SCOPE; i += 1) batch.push(makeBenchRecord(rng, tuple, vocabulary.factText(rng), current, benchTimestamp((sequence += 1))));
     }
+    // Each record's token count, as a writer stores it beside the record (decision 0036).
+    const fixedTokens = await Promise.all(batch.map((record) => fixedTokensOfRow({ ...record.row, row_id: 0 } as RecordRow)));
     await engine.write(async (trx) => {
-      for (const record of batch) {
+      for (const [i, record] of batch.entries()) {
         const embedding = new Float32Array(record.embedding.buffer.slice(record.embedding.byteOffset, record.embedding.byteOffset + record.embedding.byteLength));
-        await insertRecordUnchecked(trx, record.row as NewRecordRow, { searchText: record.searchText, embedding });
+        await insertRecordUnchecked(trx, record.row as NewRecordRow, { searchText: record.searchText, embedding, fixedTokens: fixedTokens[i] });
       }
     });
   }
