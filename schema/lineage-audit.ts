@@ -132,11 +132,12 @@ export const ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA = 3;
 export type LineageCheck = keyof typeof LINEAGE_AUDIT_QUERIES;
 
 /**
- * The stored token counts (schema 5, docs/decisions/0036-record-token-counts.md): no count without its record, and
- * none for a QUARANTINED record (a purge deletes its count, since the tombstone changes the pieces it covers). A
- * record may lack a count (written before schema 5): it is counted whole when read.
+ * The stored token counts (schema 5, docs/decisions/0036-record-token-counts.md): no count without its record
+ * (`record_token_counts:<rowid>`), and none for a QUARANTINED record (its record_id: a purge deletes its count, since
+ * the tombstone changes the pieces it covers). A record may lack a count (written before schema 5, or by a migration
+ * run without a counter): it is counted whole when read.
  */
-export const TOKEN_COUNTS_AUDIT_QUERY = `SELECT 'record_token_counts:' || t.row_id FROM record_token_counts t
-    LEFT JOIN adapter_records r ON r.row_id = t.row_id
+export const TOKEN_COUNTS_AUDIT_QUERY = `SELECT coalesce(r.record_id, 'record_token_counts:' || t.row_id)
+    FROM record_token_counts t LEFT JOIN adapter_records r ON r.row_id = t.row_id
     WHERE r.row_id IS NULL OR r.lifecycle_state = 'QUARANTINED'
   ORDER BY t.row_id`;

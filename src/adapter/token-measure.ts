@@ -158,9 +158,10 @@ export async function countListTokens(
 }
 
 // Stored counts (docs/decisions/0036-record-token-counts.md). A public record's canonical JSON starts a segment at
-// each key, so its core's count is the sum of its key pieces' counts (`key":value,"`). These four pieces change after
-// the record is written (a contradiction, a lifecycle move) or from one search to the next; none is the first or the
-// last key, so each is followed by `,"`. The other pieces' count is stored with the record when it is written.
+// each key, so its core's count is the sum of its key pieces' counts (`key":value,"`). Of these four pieces,
+// lifecycle_state changes in place after the write (supersede, compaction) and the score and rank from one search to
+// the next; contradiction_state is a state no update writes in place today, kept here so that one may; none is the
+// first or the last key, so each is followed by `,"`. The other pieces' count is stored with the record.
 const CHANGING_KEYS = ['contradiction_state', 'lifecycle_state', 'relevance_score', 'retrieval_rank'] as const;
 
 /** The changing pieces of a record's canonical text, or null when one of them is not in it as a whole piece. */

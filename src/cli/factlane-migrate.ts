@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { fixedTokensOfRow } from '../adapter/public-record.js';
+import { warmUpTokenizer } from '../adapter/token-measure.js';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '../maintenance/migrate-operations.js';
 import { unreadableFile, unreadableReport } from '../maintenance/verify-operation.js';
@@ -136,6 +137,8 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
         interlock_present: target.findings.interlockPresent, checks,
       });
     }
+    // The encoder loads before the migration's transaction, which awaits nothing but its connection (STORAGE.md §6).
+    if (target.pending.some((file) => file.version >= 5)) await warmUpTokenizer();
     // Progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json.
     const report = await operationProgress('migrate_up', wantsJson()).run((onStep) => migrateUp(target, {
       backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep, countRecord: fixedTokensOfRow,

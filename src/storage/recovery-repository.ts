@@ -132,7 +132,10 @@ export function quarantinedRecords(
     { row_id: number; source_provenance: string; lifecycle_state: string }[];
 }
 
-/** FTS rows, vectors, eligible forms and token counts without a record anywhere in the file (PM3), as `table:rowid`. */
+/**
+ * FTS rows, vectors and eligible forms without a record anywhere in the database (PM3), as `table:rowid`. A token count
+ * without its record holds no content, so it does not hold a recovery: `audit` names it (token_counts).
+ */
 export function unattributableDerivedRows(connection: SqliteConnection): string[] {
   return connection.prepare(`SELECT 'fact_fts:' || rowid FROM fact_fts
       WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
@@ -141,9 +144,7 @@ export function unattributableDerivedRows(connection: SqliteConnection): string[
     UNION ALL SELECT 'eligible_vectors:' || row_id FROM eligible_vectors
       WHERE row_id NOT IN (SELECT row_id FROM adapter_records)
     UNION ALL SELECT 'eligible_codes:' || rowid FROM eligible_codes
-      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)
-    UNION ALL SELECT 'record_token_counts:' || row_id FROM record_token_counts
-      WHERE row_id NOT IN (SELECT row_id FROM adapter_records)`)
+      WHERE rowid NOT IN (SELECT row_id FROM adapter_records)`)
     .pluck().all() as string[];
 }
 

@@ -80,6 +80,11 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   const countsOfTargets = () => withRaw(s.dbPath, (db) => db.prepare(`SELECT count(*) FROM record_token_counts
     WHERE row_id IN (SELECT row_id FROM adapter_records WHERE record_id IN (?, ?))`).pluck().get(...s.targetIds));
   t.equal(countsOfTargets(), 2, 'before: both targets have the token count their writer stored');
+  const otherCounts = () => withRaw(s.dbPath, (db) => db.prepare(`SELECT row_id, fixed_tokens FROM record_token_counts
+    WHERE row_id NOT IN (SELECT row_id FROM adapter_records WHERE record_id IN (?, ?)) ORDER BY row_id`)
+    .all(...s.targetIds));
+  const othersBefore = otherCounts();
+  t.ok(othersBefore.length > 0, 'the other records have counts');
   const plan = planFor(dir, s.dbPath, [s.memoryId]);
   t.strictSame(plan.plan.targets.map((target) => target.expected_materialization),
     ['PM0_HISTORICAL_RECORD_AND_FTS', 'PM1_FULL_MATERIALIZATION']);
@@ -107,6 +112,7 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   for (const id of s.targetIds) after.delete(id);
   t.strictSame(after, before, 'every other record and its derived rows are unchanged');
   t.equal(countsOfTargets(), 0, 'the tombstones have no token count: their pieces changed');
+  t.strictSame(otherCounts(), othersBefore, 'every other record keeps its count');
 
   const rows = withRaw(s.dbPath, (db) => s.targetIds.map((id) =>
     db.prepare('SELECT * FROM adapter_records WHERE record_id = ?').get(id) as Json));

@@ -6,12 +6,12 @@ import type { RecordRow } from '../../src/storage/record-repository.js';
 import { rebuildTokenCounts } from '../../src/storage/token-count-repository.js';
 import { sortedJson } from '../helpers/mcp.js';
 import {
-  candidateStore, fixtureRow, insertFixtures, openReadBench, scopeRequest, scopeTuple, search, type Json, type ReadBench,
+  candidateStore, currentStore, fixtureRow, insertFixtures, openReadBench, scopeRequest, scopeTuple, search, type Json, type ReadBench,
 } from '../helpers/reads.js';
 import {
   ADMIN_BIN, downgradeToSchemaFour, inGatedTransaction, MIGRATE_BIN, runBin, withRaw,
 } from '../helpers/storage.js';
-import { replaceRequest, reverifyRequest } from '../helpers/writes.js';
+import { RacingProvider, replaceRequest, reverifyRequest } from '../helpers/writes.js';
 
 // Stored token counts (schema 5, docs/decisions/0036-record-token-counts.md). Every write stores the o200k count of
 // its record's public form without the four pieces that change later; a search adds those pieces as they are then.
@@ -94,6 +94,36 @@ t.test('every write stores its record count, and a search fits its results from 
   t.equal(raised.budget.serialized_tokens, whole(sortedJson(raised.results)) + 10 * raised.results.length,
     'the search read the stored counts');
 });
+
+// memory_store counts its record before the write transaction and again inside it only when the contradiction outcome
+// changed under the lock (the pieces of verified_by and authority_role change with it). A writer racing in between:
+for (const appears of [false, true]) {
+  t.test(`a contradiction that ${appears ? 'appears' : 'goes'} under the store's lock: the count of the record written`,
+    async (t) => {
+    const bench = await openReadBench(t);
+    const provider = new RacingProvider();
+    const racer = bench.adapter('owner-current', { provider });
+    const store = (fact: string) => currentStore(SCOPE, fact, { subject: 'node version' });
+    if (appears) {
+      provider.hook = () => bench.owner.execute('memory_store', store('The fleet build uses Node 20'));
+    } else {
+      const existing = ((await bench.owner.execute('memory_store', store('The fleet build uses Node 20'))) as Json)
+        .results[0];
+      provider.hook = () => bench.owner.execute('memory_update',
+        replaceRequest(existing, { fact: 'The fleet runtime is Deno 2', subject: 'runtime' }));
+    }
+    const written = (await racer.execute('memory_store', store('The fleet build uses Node 22'))) as Json;
+    t.equal(written.status, appears ? 'CONTRADICTION' : 'OK', 'the outcome of the locked state');
+    t.equal(provider.hook, null, 'the race ran');
+    const row = records(bench.dbPath).find((r) => r.fact === 'The fleet build uses Node 22')!;
+    t.equal(counts(bench.dbPath).get(row.row_id), expectedFixed(publicRecord(row)), 'the stored count');
+    const found = await search(bench.owner, { ...scopeRequest(SCOPE), query: 'Node 22', retrieval_mode_kind: 'KEYWORD',
+      ...BIG, ...(appears ? { retrieval_mode: 'REVIEW_HISTORY', intent_class: 'HISTORICAL_QUESTION' }
+        : { intent_class: 'CURRENT_PROJECT_STATE' }) });
+    t.ok(found.results.length > 0, 'the record is found');
+    t.equal(found.budget.serialized_tokens, whole(sortedJson(found.results)), 'the served budget');
+  });
+}
 
 t.test('a record without a count is counted whole, and the rebuild stores what its writer would have', async (t) => {
   const bench = await openReadBench(t);
