@@ -31,14 +31,15 @@ const tokenCounts: DerivedRebuild = async (trx, { onRows, countRecord }) =>
  * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
  * vector forms come from fact_vec through the seeded SimHash projection (schema 2), schema 3 recreates fact_vec and
  * keeps them for large scopes only, and schema 4 recreates the codes' table in larger chunks; schema 5's token counts
- * come from the records through the adapter's counter. A rebuild that a later pending file repeats runs once, after
- * that file.
+ * come from the records through the adapter's counter, and its eligible forms are laid out again in the shards of
+ * decision 0035, which a schema-4 file kept in the older layout. A rebuild that a later pending file repeats runs
+ * once, after that file.
  */
-const DERIVED_REBUILDS: ReadonlyMap<string, DerivedRebuild> = new Map([
-  ['0002_eligible_vectors.sql', eligibleForms],
-  ['0003_small_scope_vectors.sql', eligibleForms],
-  ['0004_vec0_chunks.sql', eligibleForms],
-  ['0005_record_token_counts.sql', tokenCounts],
+const DERIVED_REBUILDS: ReadonlyMap<string, readonly DerivedRebuild[]> = new Map([
+  ['0002_eligible_vectors.sql', [eligibleForms]],
+  ['0003_small_scope_vectors.sql', [eligibleForms]],
+  ['0004_vec0_chunks.sql', [eligibleForms]],
+  ['0005_record_token_counts.sql', [eligibleForms, tokenCounts]],
 ]);
 
 /**
@@ -63,9 +64,11 @@ export async function applyMigrations(
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     connection.exec(renderMigration(file, options.vectorDimension));
-    const rebuild = DERIVED_REBUILDS.get(file.fileName);
-    const repeated = pending.slice(index + 1).some((later) => DERIVED_REBUILDS.get(later.fileName) === rebuild);
-    if (rebuild && !repeated) await rebuild(trx, { onRows: options.onRebuilt, countRecord: options.countRecord });
+    for (const rebuild of DERIVED_REBUILDS.get(file.fileName) ?? []) {
+      const repeated = pending.slice(index + 1)
+        .some((later) => DERIVED_REBUILDS.get(later.fileName)?.includes(rebuild));
+      if (!repeated) await rebuild(trx, { onRows: options.onRebuilt, countRecord: options.countRecord });
+    }
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,
       applied_at: options.appliedAt, applied_by: options.appliedBy,

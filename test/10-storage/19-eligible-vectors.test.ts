@@ -34,7 +34,8 @@ import {
   type Json,
 } from '../helpers/reads.js';
 import {
-  candidateRow, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo, openEngine, queryPlan, RawDatabase,
+  candidateRow, downgradeToSchemaFour, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo, inGatedTransaction,
+  openEngine, queryPlan, RawDatabase,
   REPO_ROOT, sqliteVec, storeRow, withRaw,
 } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
@@ -743,6 +744,34 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   t.strictSame(chunkLookups(oldPath), ['SEARCH fact_vec_chunks USING INDEX idx_fact_vec_chunks_partition (partition00=?)',
     'SEARCH eligible_codes_chunks USING INDEX idx_eligible_codes_chunks_partition (partition00=?)'], 'now by index');
   assertLifecycleTable(t, oldPath, 'migrated from schema 3');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
+  t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');
+  await assertAnswersAlike(t, oldPath, freshPath);
+});
+
+t.test('a schema-4 database migrates to schema 5: its eligible forms laid out again in the shards of 0035', async (t) => {
+  const dir = t.testdir();
+  const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaFour);
+  // A layout the rule of schema 4's release could leave (decision 0035: shards filled least first): the coded scope's
+  // last current vector in a shard of its own.
+  const scopeKey = scopeDigest(CODED_SCOPE);
+  inGatedTransaction(oldPath, (raw) => {
+    const moved = raw.prepare('SELECT max(row_id) FROM eligible_vectors WHERE scope_key = ?').pluck().get(scopeKey) as number;
+    const code = raw.prepare('SELECT simhash_v1 FROM eligible_codes WHERE rowid = ?').pluck().get(BigInt(moved)) as Buffer;
+    raw.prepare('UPDATE eligible_vectors SET shard = 1 WHERE row_id = ?').run(moved);
+    raw.prepare('UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ? AND shard = 0').run(scopeKey);
+    raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 1, 1)').run(scopeKey);
+    raw.prepare('DELETE FROM eligible_codes WHERE rowid = ?').run(BigInt(moved));
+    raw.prepare('INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) VALUES (?, ?, vec_bit(?))')
+      .run(BigInt(moved), `${scopeKey}/1`, code);
+  });
+  t.strictSame(auditFailures(oldPath), [], 'a sound schema-4 layout');
+  t.notSame(readVectorForms(oldPath).shards, readVectorForms(freshPath).shards, 'not the one written fresh');
+
+  const report = await migrateWithBackup(dir, oldPath);
+  t.strictSame(report.applied.map((step) => step.version), [5]);
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
   t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');

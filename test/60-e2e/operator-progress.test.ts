@@ -185,16 +185,16 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   const lines = steps(t, json.stderr, 'migrate_up');
   t.strictSame(lines.map((line) => line.step), [
     'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified', 'backup_published',
-    'backup_manifest_written', 'migration_applied', 'migration_applied', 'derived_rows_rebuilt', 'migration_applied',
+    'backup_manifest_written', 'migration_applied', 'migration_applied', 'migration_applied', 'derived_rows_rebuilt',
     'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
   ]);
   t.match(lines[0], { lease: 'exclusive' });
   t.match(lines[7], { done: 1, total: 4, version: 2, name: 'eligible_vectors' });
   t.match(lines[8], { done: 2, total: 4, version: 3, name: 'small_scope_vectors' });
-  t.match(lines[9], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
-  t.match(lines[10], { done: 3, total: 4, version: 4, name: 'vec0_chunks' });
+  t.match(lines[9], { done: 3, total: 4, version: 4, name: 'vec0_chunks' });
+  t.match(lines[10], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
   const records = withRaw(plainPath, (db) => db.prepare('SELECT count(*) FROM adapter_records').pluck().get());
-  t.match(lines[11], { done: records, total: records }, 'every record\'s token count, in schema 5\'s step');
+  t.match(lines[11], { done: records, total: records }, 'every record\'s token count, in the same step');
   t.match(lines[12], { done: 4, total: 4, version: 5, name: 'record_token_counts' });
   t.match(lines.at(-1), { failed_checks: 0 });
   t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5 });
