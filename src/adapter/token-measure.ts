@@ -164,8 +164,12 @@ export async function countListTokens(
 // first or the last key, so each is followed by `,"`. The other pieces' count is stored with the record.
 const CHANGING_KEYS = ['contradiction_state', 'lifecycle_state', 'relevance_score', 'retrieval_rank'] as const;
 
-/** The changing pieces of a record's canonical text, or null when one of them is not in it as a whole piece. */
-function changingPieces(record: Readonly<Record<string, unknown>>, text: string): string[] | null {
+/**
+ * The count of a record's changing pieces as its canonical text holds them, or null when the text does not count by
+ * pieces: not an object whose core counts by segments, or a changing piece not in it as a whole piece.
+ */
+async function changingTokens(record: Readonly<Record<string, unknown>>, text: string): Promise<number | null> {
+  if (coreOf(text) === null) return null;
   const pieces: string[] = [];
   for (const key of CHANGING_KEYS) {
     if (record[key] === undefined) return null;
@@ -173,7 +177,8 @@ function changingPieces(record: Readonly<Record<string, unknown>>, text: string)
     if (!text.includes(`,"${piece}`)) return null;
     pieces.push(piece);
   }
-  return pieces;
+  const count = await load();
+  return pieces.reduce((total, piece) => total + countSegments(count, piece), 0);
 }
 
 /**
@@ -183,13 +188,8 @@ function changingPieces(record: Readonly<Record<string, unknown>>, text: string)
 export async function fixedRecordTokens(
   record: Readonly<Record<string, unknown>>, text: string,
 ): Promise<number | null> {
-  const core = coreOf(text);
-  const pieces = changingPieces(record, text);
-  if (core === null || pieces === null) return null;
-  const count = await load();
-  let changing = 0;
-  for (const piece of pieces) changing += countSegments(count, piece);
-  return (await coreTokens(core)) - changing;
+  const changing = await changingTokens(record, text);
+  return changing === null ? null : (await coreTokens(coreOf(text)!)) - changing;
 }
 
 /**
@@ -199,10 +199,6 @@ export async function fixedRecordTokens(
 export async function recordCoreTokens(
   record: Readonly<Record<string, unknown>>, text: string, fixedTokens: number,
 ): Promise<number | undefined> {
-  const pieces = changingPieces(record, text);
-  if (coreOf(text) === null || pieces === null) return undefined;
-  const count = await load();
-  let total = fixedTokens;
-  for (const piece of pieces) total += countSegments(count, piece);
-  return total;
+  const changing = await changingTokens(record, text);
+  return changing === null ? undefined : fixedTokens + changing;
 }

@@ -35,8 +35,8 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
   const samplesOf = (query: string) =>
     unsafe(query) ?? readSamples(() => connection.prepare(query).pluck().all() as string[]);
   const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
-  const layout = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'eligible_vectors'");
-  if (layout.get() !== undefined) {
+  const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  if (table.get('eligible_vectors') !== undefined) {
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
     const rule = since ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
     // The rule reads every table wrongCodes reads: when it cannot be run, neither can wrongCodes.
@@ -45,8 +45,7 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
     const codes = unreadable ? [] : readSamples(() => wrongCodes(connection));
     checks.push(checkOf('eligible_forms', [...samples, ...codes]));
   }
-  const counted = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'record_token_counts'";
-  if (connection.prepare(counted).get() !== undefined) {
+  if (table.get('record_token_counts') !== undefined) {
     checks.push(checkOf('token_counts', samplesOf(TOKEN_COUNTS_AUDIT_QUERY)));
   }
   return checks;

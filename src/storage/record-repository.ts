@@ -5,6 +5,7 @@ import { keepEligibleFormsOnInsert, removeEligibleVector, vectorBytes } from './
 import { assertRecordInvariants } from './record-invariants.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
+import { storeTokenCount } from './token-count-repository.js';
 
 export type { NewRecordRow, RecordRow } from './record-rows.js';
 
@@ -107,10 +108,7 @@ export async function insertRecordUnchecked(
     ([id, scopeKey, isCurrent, embedding]) =>
     sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`
       .compile(trx));
-  if (derived.fixedTokens != null) {
-    await runShape(trx, 'insertTokenCount', [Number(rowId), derived.fixedTokens], ([id, tokens]) =>
-      trx.insertInto('record_token_counts').values({ row_id: id, fixed_tokens: tokens }).compile());
-  }
+  if (derived.fixedTokens != null) await storeTokenCount(trx, Number(rowId), derived.fixedTokens);
   await keepEligibleFormsOnInsert(trx, rowId, record.scope_key, current ? derived.embedding : null);
   return rowId;
 }

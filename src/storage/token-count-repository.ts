@@ -1,6 +1,7 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { RecordRow } from './record-rows.js';
+import { runShape } from './statement-shapes.js';
 
 // The stored token counts of schema 5 (docs/decisions/0036-record-token-counts.md). A record's writer stores its count
 // in the record's own transaction (insertRecord); rebuildTokenCounts counts the records that have none, written before
@@ -11,6 +12,12 @@ import type { RecordRow } from './record-rows.js';
  * know the public form); null when the record's text does not count by pieces.
  */
 export type RecordCounter = (row: RecordRow) => Promise<number | null>;
+
+/** Stores one record's count inside the caller's write transaction: for its writer (insertRecord) and the rebuild. */
+export async function storeTokenCount(trx: Transaction<DB>, rowId: number, fixedTokens: number): Promise<void> {
+  await runShape(trx, 'insertTokenCount', [rowId, fixedTokens], ([id, tokens]) =>
+    trx.insertInto('record_token_counts').values({ row_id: id, fixed_tokens: tokens }).compile());
+}
 
 /** Records counted per statement round trip of the rebuild. */
 const REBUILD_BATCH_RECORDS = 500;
@@ -37,7 +44,7 @@ export async function rebuildTokenCounts(
     for (const row of rows) {
       const fixedTokens = await countRecord(row);
       if (fixedTokens === null) continue;
-      await trx.insertInto('record_token_counts').values({ row_id: row.row_id, fixed_tokens: fixedTokens }).execute();
+      await storeTokenCount(trx, row.row_id, fixedTokens);
       stored += 1;
     }
     done += rows.length;
