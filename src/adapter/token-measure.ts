@@ -3,16 +3,50 @@ import { canonicalJson } from '../core/canonical-json.js';
 // Token counts with the bundled offline o200k_base encoding (CONTRACT.md §12.5). The encoder's tables
 // take ~140 ms to load: the server loads them before it answers initialize (warmUpTokenizer), so no request
 // waits for them; other callers load them on first use.
-type Count = (text: string, options: { allowedSpecial: Set<string>; disallowedSpecial: Set<string> }) => number;
+type Count = (text: string) => number;
+type LibraryCount = (text: string, options: { allowedSpecial: Set<string>; disallowedSpecial: Set<string> }) => number;
+// Special-token strings count as ordinary text: nothing is allowed or disallowed as special.
+const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
 let counter: Promise<Count> | undefined;
 let loaded = false;
 
 function load(): Promise<Count> {
-  counter ??= import('gpt-tokenizer/encoding/o200k_base').then((module) => {
+  counter ??= Promise.all([
+    import('gpt-tokenizer/encoding/o200k_base'), import('gpt-tokenizer/esm/encodingParams/constants'),
+  ]).then(([module, params]) => {
     loaded = true;
-    return module.countTokens as unknown as Count;
+    return chunkCounter(module.countTokens as unknown as LibraryCount, params.O200K_TOKEN_SPLIT_REGEX);
   });
   return counter;
+}
+
+// Chunks (docs/decisions/0037-token-counts-by-chunk.md). The encoder splits a text into chunks with its expression
+// and counts each chunk alone: one lookup in its 200k-entry table, or byte-pair merges when the chunk is not one
+// token. Between two requests that table falls out of the CPU caches, so a record's new text (ids, hashes,
+// timestamps, the fact) cost about 1 µs a token inside the server. Split with the same expression, the chunks repeat
+// (hex runs, digit groups, words), and a small table of their counts answers most of them.
+const CHUNK_COUNTS = new Map<string, number>();
+const CHUNK_COUNTS_MAX = 16_384;
+const CHUNK_REMEMBERED_MAX_LENGTH = 32;
+
+function chunkCounter(countText: LibraryCount, split: RegExp): Count {
+  const chunks = new RegExp(split.source, split.flags);
+  return (text) => {
+    let total = 0;
+    chunks.lastIndex = 0;
+    for (let match = chunks.exec(text); match !== null; match = chunks.exec(text)) {
+      const chunk = match[0];
+      let tokens = CHUNK_COUNTS.get(chunk);
+      if (tokens === undefined) {
+        tokens = countText(chunk, AS_TEXT);
+        if (chunk.length <= CHUNK_REMEMBERED_MAX_LENGTH) {
+          remembered(CHUNK_COUNTS, CHUNK_COUNTS_MAX, flatCopy(chunk), tokens);
+        }
+      }
+      total += tokens;
+    }
+    return total;
+  };
 }
 
 /** True once the encoder's tables are loaded in this process. */
@@ -20,15 +54,12 @@ export function tokenizerLoaded(): boolean {
   return loaded;
 }
 
-// Special-token strings count as ordinary text: nothing is allowed or disallowed as special.
-const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
-
 /**
  * Loads the encoder, then counts one short text: the first count compiles the encoder's split expression (about
  * 15 ms). Resolves when both are done, never rejects: a tokenizer that fails to load fails the first count instead.
  */
 export async function warmUpTokenizer(): Promise<void> {
-  await load().then((count) => count('{"warm_up":"Ünïcode text, 123"}', AS_TEXT)).catch(() => {});
+  await load().then((count) => count('{"warm_up":"Ünïcode text, 123"}')).catch(() => {});
 }
 
 // Segments (docs/decisions/0011-token-counts-by-segment.md). o200k_base splits text into chunks with one
@@ -64,16 +95,19 @@ function remembered(counts: Map<string, number>, max: number, segment: string, t
   counts.set(segment, tokens);
 }
 
+// A flat copy of its own (a JSON round trip): a slice would keep its whole source text alive.
+function flatCopy(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
+}
+
 function segmentTokens(count: Count, segment: string): number {
-  if (segment.length > LONG_REMEMBERED_MAX_LENGTH) return count(segment, AS_TEXT);
+  if (segment.length > LONG_REMEMBERED_MAX_LENGTH) return count(segment);
   const long = segment.length > SEGMENT_REMEMBERED_MAX_LENGTH;
   const counts = long ? LONG_COUNTS : SEGMENT_COUNTS;
   let tokens = counts.get(segment);
   if (tokens === undefined) {
-    tokens = count(segment, AS_TEXT);
-    // Each remembered as a copy of its own (a JSON round trip): a slice would keep its whole source text alive.
-    const copy = JSON.parse(JSON.stringify(segment)) as string;
-    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, copy, tokens);
+    tokens = count(segment);
+    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, flatCopy(segment), tokens);
   }
   return tokens;
 }
@@ -111,7 +145,7 @@ let joints: Promise<Record<(typeof JOINTS)[number], number>> | undefined;
 function jointCounts(): Promise<Record<(typeof JOINTS)[number], number>> {
   joints ??= load()
     .then((count) =>
-      Object.fromEntries(JOINTS.map((joint) => [joint, count(joint, AS_TEXT)])) as Record<(typeof JOINTS)[number],
+      Object.fromEntries(JOINTS.map((joint) => [joint, count(joint)])) as Record<(typeof JOINTS)[number],
         number>);
   return joints;
 }

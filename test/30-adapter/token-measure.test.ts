@@ -171,3 +171,25 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   const tooLong = `{"fact":"${'word '.repeat(600)}","tags":["a"]}`;
   t.equal(await countTokens(tooLong), whole(tooLong), 'a segment too long to remember is counted directly');
 });
+
+t.test('chunk counts remembered from one text serve another exactly (docs/decisions/0037)', async (t) => {
+  // The encoder's expression splits a text into chunks; a chunk counted in one text is reused in the next. Whitespace
+  // runs end by look-ahead (`\s+(?!\S)`), a letter chunk takes one leading mark, a number chunk stops at 3 digits:
+  // texts without the segment cuts of 0011, so every chunk meets the remembered table.
+  const atoms = [' ', '  ', '   ', '\t', '\n', '\r', '\r\n', ' \n', 'a', 'Ab', 'HTTP', "'s", "'T", "'ll", '1', '12', '1234', '.', '..',
+    '/', '//', '-', 'é', 'e\u0301', 'ب', '٣', '🚀', '中', 'ǅ', 'ff60ba', 'c2c8', '<|endoftext|>'];
+  const mismatches: string[] = [];
+  for (let i = 0; i < 20_000; i += 1) {
+    let text = '';
+    for (let length = 1 + Math.floor(random() * 24); length > 0; length -= 1) text += pick(atoms);
+    if ((await countTokens(text)) !== whole(text)) mismatches.push(text);
+  }
+  t.same(mismatches.slice(0, 5), [], 'no text counts differently');
+  // More distinct chunks than are remembered (oldest dropped), and chunks too long to remember: still exact.
+  const wrong: string[] = [];
+  for (let i = 0; i < 20_000; i += 1) {
+    const text = `${(i * 2654435761 % 2 ** 32).toString(36)}x${'q'.repeat(i % 50)} ${i}`;
+    if ((await countTokens(text)) !== whole(text)) wrong.push(text);
+  }
+  t.same(wrong.slice(0, 5), [], 'past the remembered number and the remembered length');
+});
