@@ -12,12 +12,20 @@ export function isFresh(
     source_provenance: SourceProvenance },
   nowMicros: bigint,
 ): boolean {
-  if (record.verified_by === 'UNVERIFIED' || record.last_verified_at === null) return false;
-  const policy = record.freshness_policy;
+  return freshUnder(record, record.freshness_policy, record.source_provenance.source_hash, nowMicros);
+}
+
+/** isFresh's rule, given the policy and, for on_change only, the provenance's source hash. */
+function freshUnder(
+  verification: { verified_by: string; last_verified_at: string | null }, policy: FreshnessPolicy,
+  sourceHash: string | null, nowMicros: bigint,
+): boolean {
+  if (verification.verified_by === 'UNVERIFIED' || verification.last_verified_at === null) return false;
   if (policy.kind === 'never' || policy.kind === 'manual') return true;
-  if (policy.kind === 'on_change')
-    return policy.source_fingerprint !== null && policy.source_fingerprint === record.source_provenance.source_hash;
-  const verified = parseTimestamp(record.last_verified_at);
+  if (policy.kind === 'on_change') {
+    return policy.source_fingerprint !== null && policy.source_fingerprint === sourceHash;
+  }
+  const verified = parseTimestamp(verification.last_verified_at);
   return verified !== null && policy.ttl_seconds !== null
     && nowMicros <= verified.epochMicros + BigInt(policy.ttl_seconds) * 1_000_000n;
 }
@@ -26,9 +34,13 @@ export function isFresh(
 export type FreshnessColumns = Pick<RecordRow,
   'verified_by' | 'last_verified_at' | 'freshness_policy' | 'source_provenance'>;
 
-/** Freshness of a stored row at `nowMicros`. */
+/**
+ * Freshness of a stored row at `nowMicros`. The provenance is parsed only for an on_change policy: a search decides
+ * this for every current candidate of its pools.
+ */
 export function rowIsFresh(row: FreshnessColumns, nowMicros: bigint): boolean {
-  return isFresh({ verified_by: row.verified_by, last_verified_at: row.last_verified_at,
-    freshness_policy: JSON.parse(row.freshness_policy),
-    source_provenance: JSON.parse(row.source_provenance) }, nowMicros);
+  const policy = JSON.parse(row.freshness_policy) as FreshnessPolicy;
+  const sourceHash = policy.kind === 'on_change'
+    ? (JSON.parse(row.source_provenance) as SourceProvenance).source_hash : null;
+  return freshUnder(row, policy, sourceHash, nowMicros);
 }

@@ -16,8 +16,21 @@ import { selectDiverse } from './source-diversity.js';
 import { routeSearch, type SearchPlan } from './truth-router.js';
 import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js';
 
-interface Scored {
-  row: CandidateRow; score: number; source: { source_class: string; source_ref: string; source_hash: string };
+interface Source { source_class: string; source_ref: string; source_hash: string }
+
+/** A candidate with its score; its source (§12.4) is parsed on first use, for the candidates selection reaches. */
+class Scored {
+  #source: Source | undefined;
+
+  constructor(readonly row: CandidateRow, readonly score: number) {}
+
+  get source(): Source {
+    if (this.#source === undefined) {
+      const { source_class, source_ref, source_hash } = JSON.parse(this.row.source_provenance) as Source;
+      this.#source = { source_class, source_ref, source_hash };
+    }
+    return this.#source;
+  }
 }
 
 /**
@@ -38,13 +51,13 @@ async function scoredCandidates(
   };
   if (plan.kind === 'EXACT') {
     const hits = await exactHits(db, scope, nativeContentHash(scope, plan.query), currentOnly, plan.pool);
-    return hits.map((hit) => scoredOf(hit.row, 1));
+    return hits.map((hit) => new Scored(hit.row, 1));
   }
   if (embedding !== null) add(await semanticHits(db, scopeDigest(scope), embedding, currentOnly, plan.pool), 'vector');
   if (plan.kind === 'KEYWORD' || plan.kind === 'HYBRID') {
     add(await keywordHits(db, scope, tokenRuns(searchText(plan.query)), currentOnly, plan.pool), 'keyword');
   }
-  return [...scores.values()].map(({ row, vector, keyword }) => scoredOf(row,
+  return [...scores.values()].map(({ row, vector, keyword }) => new Scored(row,
     vector !== undefined && keyword !== undefined ? 0.6 * vector + 0.4 * keyword : (vector ?? keyword ?? 0)));
 }
 
@@ -54,15 +67,6 @@ function currentAndValid(row: CandidateRow): boolean {
     && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
 }
 
-function scoredOf(row: CandidateRow, score: number): Scored {
-  const provenance = JSON.parse(row.source_provenance) as Scored['source'];
-  return {
-    row, score,
-    source: {
-      source_class: provenance.source_class, source_ref: provenance.source_ref, source_hash: provenance.source_hash,
-    },
-  };
-}
 
 /**
  * memory_search (CONTRACT.md §5.1, §12): TruthRouter validation, NO_MEMORY_NEEDED short-circuit, the

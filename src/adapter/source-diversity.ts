@@ -13,15 +13,15 @@ export function selectDiverse<T extends DiversityCandidate>(ranked: readonly T[]
   if (ranked.length <= max) return [...ranked];
   const seen = new Set<string>();
   const chosen = new Set<number>();
-  ranked.forEach((candidate, index) => {
-    const key = JSON.stringify([
-      candidate.source.source_class, candidate.source.source_ref, candidate.source.source_hash,
-    ]);
-    if (chosen.size < max && !seen.has(key)) {
+  // A source is read only until `max` are chosen: candidates past that point change nothing.
+  for (let index = 0; index < ranked.length && chosen.size < max; index += 1) {
+    const { source } = ranked[index]!;
+    const key = JSON.stringify([source.source_class, source.source_ref, source.source_hash]);
+    if (!seen.has(key)) {
       seen.add(key);
       chosen.add(index);
     }
-  });
+  }
   for (let index = 0; index < ranked.length && chosen.size < max; index += 1) chosen.add(index);
   return ranked.filter((_, index) => chosen.has(index));
 }
