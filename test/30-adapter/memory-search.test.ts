@@ -274,17 +274,27 @@ t.test('TTL-expired facts give DEGRADED / STALE_ONLY, never a stale result in CU
   t.strictSame(onlyCandidates.results, []);
 });
 
-t.test('freshness: UNVERIFIED, missing last_verified_at and a changed on_change source are stale; never and manual are not', async (t) => {
+t.test('freshness: UNVERIFIED, missing last_verified_at (whatever the policy), a changed on_change source and a passed ttl are stale; never, manual, an equal source and a ttl not passed are not', async (t) => {
   const bench = await openReadBench(t);
   const stale = [
     { name: 'unverified', options: { verifiedBy: 'UNVERIFIED' } },
     { name: 'no last_verified_at', options: { lastVerifiedAt: null } },
     { name: 'on_change fingerprint differs', options: { freshness: { kind: 'on_change', recheck_ref: 'git:HEAD', source_fingerprint: hex64('old') } } },
+    // Every kind is stale unverified: the policy is not read before the verification.
+    ...[
+      { kind: 'on_change', recheck_ref: 'git:HEAD', source_fingerprint: hex64('readme') },
+      { kind: 'ttl', recheck_ref: null, ttl_seconds: 10 ** 9 }, { kind: 'manual', recheck_ref: 'ask the owner' },
+    ].flatMap((freshness) => [
+      { name: `unverified, ${freshness.kind}`, options: { freshness, verifiedBy: 'UNVERIFIED' } },
+      { name: `no last_verified_at, ${freshness.kind}`, options: { freshness, lastVerifiedAt: null } },
+    ]),
+    { name: 'ttl past', options: { freshness: { kind: 'ttl', recheck_ref: null, ttl_seconds: 60 } } },
   ];
   const fresh = [
     { name: 'never', options: { freshness: { kind: 'never' } } },
     { name: 'manual', options: { freshness: { kind: 'manual', recheck_ref: 'ask the owner' }, lastVerifiedAt: '2000-01-01T00:00:00Z' } },
     { name: 'on_change fingerprint equal', options: { freshness: { kind: 'on_change', recheck_ref: 'git:HEAD', source_fingerprint: hex64('readme') } } },
+    { name: 'ttl within', options: { freshness: { kind: 'ttl', recheck_ref: null, ttl_seconds: 10 ** 9 } } },
   ];
   for (const [i, { name, options }] of [...stale, ...fresh].entries()) {
     const scope = scopeTuple('PROJECT', { project_id: `fresh-${i}` });
