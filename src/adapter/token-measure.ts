@@ -12,7 +12,7 @@ let loaded = false;
 
 function load(): Promise<Count> {
   counter ??= Promise.all([
-    import('gpt-tokenizer/encoding/o200k_base'), import('gpt-tokenizer/esm/encodingParams/constants'),
+    import('gpt-tokenizer/encoding/o200k_base'), import('gpt-tokenizer/encodingParams/constants'),
   ]).then(([module, params]) => {
     loaded = true;
     return chunkCounter(module.countTokens as unknown as LibraryCount, params.O200K_TOKEN_SPLIT_REGEX);
