@@ -67,7 +67,6 @@ function currentAndValid(row: CandidateRow): boolean {
     && (row.contradiction_state === 'NONE' || row.contradiction_state === 'RESOLVED');
 }
 
-
 /**
  * memory_search (CONTRACT.md §5.1, §12): TruthRouter validation, NO_MEMORY_NEEDED short-circuit, the
  * channel(s) of the kind, CURRENT eligibility and freshness, source diversity for CURRENT SEMANTIC and
