@@ -12,14 +12,14 @@ import { adapterAudit, emptyBudget, envelopeScope } from './envelope.js';
 import { rowIsFresh } from './freshness.js';
 import { publicRecord } from './public-record.js';
 import { scopeDigest, type ScopeTuple } from './request-scope.js';
-import { selectDiverse } from './source-diversity.js';
+import { selectDiverse, type DiversityCandidate } from './source-diversity.js';
 import { routeSearch, type SearchPlan } from './truth-router.js';
 import { embedUnderRuntime, requireCompatible } from './runtime-compatibility.js';
 
-interface Source { source_class: string; source_ref: string; source_hash: string }
+type Source = DiversityCandidate['source'];
 
 /** A candidate with its score; its source (§12.4) is parsed on first use, for the candidates selection reaches. */
-class Scored {
+class Scored implements DiversityCandidate {
   #source: Source | undefined;
 
   constructor(readonly row: CandidateRow, readonly score: number) {}
