@@ -1,0 +1,46 @@
+import t from 'tap';
+import { sql } from 'kysely';
+import { readPostflight } from '../../src/storage/recovery-repository.js';
+import { openLocalHashEngine } from '../helpers/mcp.js';
+import { digestsByRecord, secretScenario } from '../helpers/recovery.js';
+
+// What recovery reads to decide (OPERATIONS.md §5.7): the postflight's count of the derived rows a target still has,
+// and the digests that say a record and its derived rows are unchanged. Each derived table is a term of both, the
+// record's token count (record_token_counts, decision 0036) among them.
+
+/** Every derived row of one record, one table at a time, as the storage layer's writer deletes it. */
+const DERIVED_DELETES = [
+  ['fact_fts', (id: bigint) => sql`DELETE FROM fact_fts WHERE rowid = ${id}`],
+  ['fact_vec', (id: bigint) => sql`DELETE FROM fact_vec WHERE rowid = ${id}`],
+  ['eligible_vectors', (id: bigint) => sql`DELETE FROM eligible_vectors WHERE row_id = ${id}`],
+  ['eligible_codes', (id: bigint) => sql`DELETE FROM eligible_codes WHERE rowid = ${id}`],
+  ['record_token_counts', (id: bigint) => sql`DELETE FROM record_token_counts WHERE row_id = ${id}`],
+] as const;
+
+t.test('the postflight counts each derived row a record still has, its token count included', async (t) => {
+  // The REPLACE successor is current in a coded scope: it has a row in every derived table.
+  const s = await secretScenario(t.testdir(), { coded: true });
+  const engine = await openLocalHashEngine(s.dbPath);
+  t.teardown(() => engine.close());
+  const rowId = (await engine.read((db) => db.selectFrom('adapter_records').select('row_id')
+    .where('record_id', '=', s.replacementId).executeTakeFirstOrThrow())).row_id;
+  const remaining = async () => (await engine.read((db) => readPostflight(db, [s.replacementId]))).derivedRows;
+  t.equal(await remaining(), DERIVED_DELETES.length, 'one row in each derived table');
+  for (const [index, [table, remove]] of DERIVED_DELETES.entries()) {
+    await engine.write((trx) => remove(BigInt(rowId)).execute(trx));
+    t.equal(await remaining(), DERIVED_DELETES.length - index - 1, `without its ${table} row`);
+  }
+});
+
+t.test('a changed token count changes its record\'s digest, and no other', async (t) => {
+  const s = await secretScenario(t.testdir(), { coded: true });
+  const before = digestsByRecord(s.dbPath);
+  const engine = await openLocalHashEngine(s.dbPath);
+  await engine.write((trx) => sql`UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 1
+    WHERE row_id = (SELECT row_id FROM adapter_records WHERE record_id = ${s.replacementId})`.execute(trx));
+  await engine.close();
+  const after = digestsByRecord(s.dbPath);
+  const changed = [...after].filter(([id, digest]) => before.get(id) !== digest).map(([id]) => id);
+  t.strictSame(changed, [s.replacementId], 'only the record whose count changed');
+  t.equal(after.size, before.size, 'the same records');
+});
