@@ -50,7 +50,9 @@ export async function getMemory(
     degradation = 'STALE_ONLY';
     candidates = [];
   }
-  const fitted = await fitBudget(candidates.map((row) => publicRecord(row)), GET_MAX_BYTES, GET_MAX_TOKENS);
+  // A record's stored count (decision 0036) spares counting it whole, as a search's results are.
+  const fitted = await fitBudget(candidates.map((row) => publicRecord(row)), GET_MAX_BYTES, GET_MAX_TOKENS,
+    candidates.map((row) => row.fixed_tokens));
   if (fitted.truncated && degradation === null) degradation = 'BUDGET_EXCEEDED';
   return {
     status: degradation ? 'DEGRADED' : 'OK', memory_needed: true, scope: envelopeScope(scope), results: fitted.results,

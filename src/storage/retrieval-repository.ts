@@ -133,11 +133,12 @@ export async function scopeHasHistorical(reader: Reader, scope: ScopeColumns): P
     .where('lifecycle_state', '=', 'HISTORICAL').limit(sql.lit(1)).compile())).rows.length > 0;
 }
 
-/** The records of one memory in the exact scope, revision descending. */
+/** The records of one memory in the exact scope, revision descending, with their stored token counts. */
 export async function memoryRecords(
   reader: Reader, scope: ScopeColumns, memoryId: string, limit: number,
-): Promise<RecordRow[]> {
+): Promise<ResultRow[]> {
   return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) =>
-    inScope(reader, scopeSlots(slots))
-    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile())).rows as RecordRow[];
+    inScope(reader, scopeSlots(slots)).clearSelect().selectAll('adapter_records')
+    .leftJoin('record_token_counts as t', 't.row_id', 'adapter_records.row_id').select('t.fixed_tokens')
+    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile())).rows as ResultRow[];
 }

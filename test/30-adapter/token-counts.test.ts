@@ -6,7 +6,8 @@ import type { RecordRow } from '../../src/storage/record-repository.js';
 import { rebuildTokenCounts } from '../../src/storage/token-count-repository.js';
 import { sortedJson } from '../helpers/mcp.js';
 import {
-  candidateStore, currentStore, fixtureRow, insertFixtures, openReadBench, scopeRequest, scopeTuple, search, type Json, type ReadBench,
+  candidateStore, currentStore, fixtureRow, get, insertFixtures, openReadBench, scopeRequest, scopeTuple, search,
+  type Json, type ReadBench,
 } from '../helpers/reads.js';
 import {
   ADMIN_BIN, downgradeToSchemaFour, inGatedTransaction, MIGRATE_BIN, runBin, withRaw,
@@ -87,12 +88,26 @@ t.test('every write stores its record count, and a search fits its results from 
     intent_class: 'HISTORICAL_QUESTION', ...BIG });
   t.ok(history.results.some((r: Json) => r.lifecycle_state === 'SUPERSEDED'), 'history returns a superseded record');
   t.equal(history.budget.serialized_tokens, whole(sortedJson(history.results)), 'history: the budget counts exactly');
+  // memory_get of a memory with two revisions, CURRENT and REVIEW_HISTORY.
+  const getRequest = { ...scopeRequest(SCOPE), memory_id: rows.find((row) => row.revision === 2)!.memory_id };
+  const gets = async () => [
+    await get(bench.owner, getRequest), await get(bench.owner, { ...getRequest, retrieval_mode: 'REVIEW_HISTORY' }),
+  ];
+  for (const [index, envelope] of (await gets()).entries()) {
+    t.equal(envelope.results.length, index + 1, `memory_get ${index === 0 ? 'CURRENT' : 'REVIEW_HISTORY'} records`);
+    t.equal(envelope.budget.serialized_tokens, whole(sortedJson(envelope.results)),
+      'memory_get: the budget counts exactly');
+  }
 
-  // The counts are what the search adds up: raised by 10 each, the budget grows by 10 a result.
+  // The counts are what a search and memory_get add up: raised by 10 each, the budget grows by 10 a result.
   inGatedTransaction(bench.dbPath, (raw) => raw.exec('UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 10'));
   const raised = await search(bench.owner, { ...request, retrieval_mode_kind: 'KEYWORD', ...BIG });
   t.equal(raised.budget.serialized_tokens, whole(sortedJson(raised.results)) + 10 * raised.results.length,
     'the search read the stored counts');
+  for (const envelope of await gets()) {
+    t.equal(envelope.budget.serialized_tokens, whole(sortedJson(envelope.results)) + 10 * envelope.results.length,
+      'memory_get read the stored counts');
+  }
 });
 
 // memory_store counts its record before the write transaction and again inside it only when the contradiction outcome
