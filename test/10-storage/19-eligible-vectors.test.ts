@@ -30,7 +30,7 @@ import { purgeRecord } from '../../src/storage/recovery-repository.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import {
-  factsOf, fixtureRow, get, insertFixtures, movableClock, padScope, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance,
+  factsOf, fixtureRow, insertFixtures, movableClock, padScope, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance,
   type Json,
 } from '../helpers/reads.js';
 import {
@@ -836,11 +836,11 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
   const stillOld = await openLocalHash(dbPath, schemaOneDir(dir)).catch((error: unknown) => error);
   t.notOk(stillOld instanceof Error, 'the old release still opens it');
   if (!(stillOld instanceof Error)) {
-    // Read with memory_get: this release's search also reads schema 5's token counts, which an older file lacks.
-    const reader = adapterOn(stillOld, 'read-only');
-    const memoryId = withRaw(dbPath, (db) => db.prepare('SELECT memory_id FROM adapter_records LIMIT 1').pluck().get());
-    const envelope = await get(reader, { ...scopeRequest(SCOPE), memory_id: memoryId });
-    t.equal(envelope.status, 'OK', 'and reads it');
+    // Read through storage with a statement the schema-1 release had: this release's memory_get and search also read
+    // schema 5's token counts, which an older file lacks.
+    const recordId = withRaw(dbPath, (db) => db.prepare('SELECT record_id FROM adapter_records LIMIT 1').pluck().get());
+    const row = await stillOld.read((db) => findRecord(db, recordId as string));
+    t.equal(row?.record_id, recordId, 'and reads it');
     await stillOld.close();
   }
   const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
