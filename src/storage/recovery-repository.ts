@@ -378,7 +378,7 @@ export interface PostflightReading {
   readonly quickCheckOk: boolean;
   /** The target records, by record_id. */
   readonly rows: ReadonlyMap<string, RecordRow>;
-  /** FTS, vector and eligible rows the targets still have: 0 after a purge. */
+  /** FTS, vector and eligible rows and token counts the targets still have: 0 after a purge. */
   readonly derivedRows: number;
 }
 

@@ -839,9 +839,9 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
     // Read through storage with a statement the schema-1 release had: this release's memory_get and search also read
     // schema 5's token counts, which an older file lacks.
     const recordId = withRaw(dbPath, (db) => db.prepare('SELECT record_id FROM adapter_records LIMIT 1').pluck().get());
-    const row = await stillOld.read((db) => findRecord(db, recordId as string));
+    const row = await (stillOld as SQLiteVecEngine).read((db) => findRecord(db, recordId as string));
     t.equal(row?.record_id, recordId, 'and reads it');
-    await stillOld.close();
+    await (stillOld as SQLiteVecEngine).close();
   }
   const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
   await migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK });

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
 import { readPostflight } from '../../src/storage/recovery-repository.js';
+import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import { digestsByRecord, secretScenario } from '../helpers/recovery.js';
 
@@ -17,30 +18,45 @@ const DERIVED_DELETES = [
   ['record_token_counts', (id: bigint) => sql`DELETE FROM record_token_counts WHERE row_id = ${id}`],
 ] as const;
 
+/** The replacement's row id in the scenario's file. */
+async function replacementRow(engine: SQLiteVecEngine, recordId: string): Promise<bigint> {
+  const row = await engine.read((db) => db.selectFrom('adapter_records').select('row_id')
+    .where('record_id', '=', recordId).executeTakeFirstOrThrow());
+  return BigInt(row.row_id!);
+}
+
 t.test('the postflight counts each derived row a record still has, its token count included', async (t) => {
   // The REPLACE successor is current in a coded scope: it has a row in every derived table.
   const s = await secretScenario(t.testdir(), { coded: true });
   const engine = await openLocalHashEngine(s.dbPath);
   t.teardown(() => engine.close());
-  const rowId = (await engine.read((db) => db.selectFrom('adapter_records').select('row_id')
-    .where('record_id', '=', s.replacementId).executeTakeFirstOrThrow())).row_id;
+  const rowId = await replacementRow(engine, s.replacementId);
   const remaining = async () => (await engine.read((db) => readPostflight(db, [s.replacementId]))).derivedRows;
   t.equal(await remaining(), DERIVED_DELETES.length, 'one row in each derived table');
   for (const [index, [table, remove]] of DERIVED_DELETES.entries()) {
-    await engine.write((trx) => remove(BigInt(rowId)).execute(trx));
+    await engine.write((trx) => remove(rowId).execute(trx));
     t.equal(await remaining(), DERIVED_DELETES.length - index - 1, `without its ${table} row`);
   }
 });
 
-t.test('a changed token count changes its record\'s digest, and no other', async (t) => {
+t.test('each derived row, and a changed token count, is part of its record\'s digest and of no other', async (t) => {
   const s = await secretScenario(t.testdir(), { coded: true });
-  const before = digestsByRecord(s.dbPath);
   const engine = await openLocalHashEngine(s.dbPath);
+  t.teardown(() => engine.close());
+  const rowId = await replacementRow(engine, s.replacementId);
+  let before = digestsByRecord(s.dbPath);
+  const changedSince = (what: string) => {
+    const after = digestsByRecord(s.dbPath);
+    const changed = [...after].filter(([id, digest]) => before.get(id) !== digest).map(([id]) => id);
+    t.strictSame(changed, [s.replacementId], `${what}: only that record's digest changes`);
+    t.equal(after.size, before.size, `${what}: the same records`);
+    before = after;
+  };
   await engine.write((trx) => sql`UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 1
-    WHERE row_id = (SELECT row_id FROM adapter_records WHERE record_id = ${s.replacementId})`.execute(trx));
-  await engine.close();
-  const after = digestsByRecord(s.dbPath);
-  const changed = [...after].filter(([id, digest]) => before.get(id) !== digest).map(([id]) => id);
-  t.strictSame(changed, [s.replacementId], 'only the record whose count changed');
-  t.equal(after.size, before.size, 'the same records');
+    WHERE row_id = ${rowId}`.execute(trx));
+  changedSince('a token count raised by one');
+  for (const [table, remove] of DERIVED_DELETES) {
+    await engine.write((trx) => remove(rowId).execute(trx));
+    changedSince(`without its ${table} row`);
+  }
 });

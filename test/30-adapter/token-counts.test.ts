@@ -155,6 +155,15 @@ t.test('a record without a count is counted whole, and the rebuild stores what i
   const before = await search(bench.owner, request);
   t.ok(before.results.length >= 3, 'records with and without counts are returned');
   t.equal(before.budget.serialized_tokens, whole(sortedJson(before.results)), 'mixed: the budget counts exactly');
+  // memory_get of every memory (the tombstone's too), histories mixing records with and without counts.
+  let longest = 0;
+  for (const memoryId of new Set(records(bench.dbPath).map((row) => row.memory_id))) {
+    const history = await get(bench.owner, { ...scopeRequest(SCOPE), memory_id: memoryId,
+      retrieval_mode: 'REVIEW_HISTORY' });
+    longest = Math.max(longest, history.results.length);
+    t.equal(history.budget.serialized_tokens, whole(sortedJson(history.results)), `memory_get ${memoryId}: exact`);
+  }
+  t.ok(longest >= 2, 'a history of two records or more');
 
   const progress: [number, number][] = [];
   const rebuild = () => bench.engine.write((trx) => rebuildTokenCounts(trx, fixedTokensOfRow,
