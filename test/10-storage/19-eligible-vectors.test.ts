@@ -833,15 +833,15 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
     if (version === 1) killedMidway += 1;
   }
   t.ok(killedMidway > 0, 'at least one kill landed before the commit');
-  const stillOld = await openLocalHash(dbPath, schemaOneDir(dir)).catch((error: unknown) => error);
+  const stillOld = await openLocalHash(dbPath, schemaOneDir(dir)).catch((error: unknown) => error as Error);
   t.notOk(stillOld instanceof Error, 'the old release still opens it');
   if (!(stillOld instanceof Error)) {
     // Read through storage with a statement the schema-1 release had: this release's memory_get and search also read
     // schema 5's token counts, which an older file lacks.
     const recordId = withRaw(dbPath, (db) => db.prepare('SELECT record_id FROM adapter_records LIMIT 1').pluck().get());
-    const row = await (stillOld as SQLiteVecEngine).read((db) => findRecord(db, recordId as string));
+    const row = await stillOld.read((db) => findRecord(db, recordId as string));
     t.equal(row?.record_id, recordId, 'and reads it');
-    await (stillOld as SQLiteVecEngine).close();
+    await stillOld.close();
   }
   const target = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
   await migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK });
