@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { eligibleNeighbours, vectorBytes, type Neighbour } from './eligible-vectors.js';
+import { eligibleNeighbours, type Neighbour } from './eligible-neighbours.js';
+import { vectorBytes } from './eligible-vectors.js';
 import {
   createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns,
 } from './record-repository.js';
@@ -67,8 +68,10 @@ export async function keywordHits(
       return sql<CandidateRow>`
       SELECT ${columns} FROM fact_fts JOIN adapter_records r ON r.row_id = fact_fts.rowid
       WHERE fact_fts MATCH ${slots[5]} AND r.scope = ${s.scope} AND r.project_id IS ${s.project_id}
-        AND r.worktree_id IS ${s.worktree_id} AND r.workflow_id IS ${s.workflow_id} AND r.agent_id IS ${s.agent_id} ${current}
-      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${slots[6]}`.compile(reader);
+        AND r.worktree_id IS ${s.worktree_id} AND r.workflow_id IS ${s.workflow_id} AND r.agent_id IS ${s.agent_id}
+        ${current}
+      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${slots[6]}`
+        .compile(reader);
     });
     return result.rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
   } catch (error) {

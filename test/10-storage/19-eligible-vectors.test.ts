@@ -15,10 +15,9 @@ import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { migrateUp } from '../../src/maintenance/migrate-operations.js';
 import { tombstoneColumns } from '../../src/maintenance/recovery-plan.js';
 import { compactRecord } from '../../src/storage/compaction-repository.js';
-import {
-  CODE_CHUNK_ROWS, codeAheadOfWrite, eligibleCode, eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS, nextShard, rebuildEligibleVectors,
-  shardCapacity, shardsOfNewScope,
-} from '../../src/storage/eligible-vectors.js';
+import { eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS } from '../../src/storage/eligible-neighbours.js';
+import { CODE_CHUNK_ROWS, nextShard, shardCapacity, shardsOfNewScope } from '../../src/storage/eligible-shards.js';
+import { codeAheadOfWrite, eligibleCode, rebuildEligibleVectors } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';

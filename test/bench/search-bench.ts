@@ -14,9 +14,8 @@ import { canonicalJson } from '../../src/core/canonical-json.js';
 import { foldKey, searchText, tokenRuns } from '../../src/core/text.js';
 import { localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
-import {
-  eligibleNeighbours, FIRST_PASS, rebuildEligibleVectors, type FirstPass,
-} from '../../src/storage/eligible-vectors.js';
+import { eligibleNeighbours, FIRST_PASS, type FirstPass } from '../../src/storage/eligible-neighbours.js';
+import { rebuildEligibleVectors } from '../../src/storage/eligible-vectors.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { rebuildTokenCounts } from '../../src/storage/token-count-repository.js';
 import { benchTimestamp, INSERT_FTS_SQL, INSERT_RECORD_SQL, INSERT_VEC_SQL } from './bench-records.js';
