@@ -22,6 +22,9 @@ await build({
   target: 'node20',
   external: ['better-sqlite3', 'sqlite-vec', 'fs-ext'],
   // Bundled CommonJS dependencies call require(); give the ESM bundle one.
-  banner: { js: "import { createRequire as __factlaneCreateRequire } from 'node:module'; const require = __factlaneCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __factlaneCreateRequire } from 'node:module'; "
+      + 'const require = __factlaneCreateRequire(import.meta.url);',
+  },
   logLevel: 'warning',
 });

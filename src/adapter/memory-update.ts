@@ -37,9 +37,9 @@ interface Payload {
   subject?: string | null;
 }
 
-// Each payload field follows its memory_store rule (CONTRACT.md §5.6): null means absent only where the store's default
-// is null (§3.5: these timestamps, and subject, which normalizeSubject reads); a null confidence, tags, fact, type or
-// nested object is refused.
+// Each payload field follows its memory_store rule (CONTRACT.md §5.6): null means absent only where the store's
+// default is null (§3.5: these timestamps, and subject, which normalizeSubject reads); a null confidence, tags, fact,
+// type or nested object is refused.
 const NULL_IS_ABSENT = new Set(['source_timestamp', 'last_verified_at']);
 
 /** Payload fields in store order (without on_change); the profile basis is injected as verified_by. */

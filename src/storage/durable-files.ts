@@ -78,7 +78,8 @@ export function createPrivateParents(path: string): string[] {
     }
   } catch (error) {
     removeDirectories(created);
-    throw new AdapterError('BACKEND_UNAVAILABLE', `cannot create the directory the database goes in (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new AdapterError('BACKEND_UNAVAILABLE', `cannot create the directory the database goes in (${code})`);
   }
   return created;
 }

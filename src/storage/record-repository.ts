@@ -106,8 +106,8 @@ export async function insertRecordUnchecked(
   const current = record.lifecycle_state === 'VALIDATED_CURRENT';
   await runShape(trx, 'insertVector', [rowId, record.scope_key, BigInt(current ? 1 : 0), vector],
     ([id, scopeKey, isCurrent, embedding]) =>
-    sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding) VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`
-      .compile(trx));
+    sql`INSERT INTO fact_vec (rowid, scope_key, is_current, embedding)
+      VALUES (${id}, ${scopeKey}, ${isCurrent}, ${embedding})`.compile(trx));
   if (derived.fixedTokens != null) await storeTokenCount(trx, Number(rowId), derived.fixedTokens);
   await keepEligibleFormsOnInsert(trx, rowId, record.scope_key, current ? derived.embedding : null);
   return rowId;

@@ -40,8 +40,9 @@ export interface VectorChanges {
  */
 export function readVectorRows(connection: SqliteConnection): VectorRow[] {
   // vec0 has no generated types and its rows join to records by rowid, hence raw SQL.
+  type Row = { row_id: number; scope_key: string; is_current: number; fact: string };
   const rows = connection.prepare(`SELECT v.rowid AS row_id, v.scope_key, v.is_current, r.fact
-    FROM fact_vec v JOIN adapter_records r ON r.row_id = v.rowid ORDER BY v.rowid`).all() as { row_id: number; scope_key: string; is_current: number; fact: string }[];
+    FROM fact_vec v JOIN adapter_records r ON r.row_id = v.rowid ORDER BY v.rowid`).all() as Row[];
   return rows.map((row) => ({
     rowId: row.row_id, scopeKey: row.scope_key, isCurrent: row.is_current, factDigest: sha256Hex(row.fact),
   }));
@@ -161,8 +162,9 @@ export async function switchVectorTable(
   // The eligible forms derive from the float source, which just changed (STORAGE.md §4.5 rule 3).
   await rebuildEligibleVectors(trx);
   // Which records were re-embedded is the set of vec0 rowids, which Kysely's types do not know.
-  await sql`UPDATE adapter_records SET embedding_profile_id = ${input.profileId}, embedding_model_digest = ${input.modelDigest},
-    embedding_output_dimension = ${input.dimension} WHERE row_id IN (SELECT rowid FROM fact_vec)`.execute(trx);
+  await sql`UPDATE adapter_records SET embedding_profile_id = ${input.profileId},
+    embedding_model_digest = ${input.modelDigest}, embedding_output_dimension = ${input.dimension}
+    WHERE row_id IN (SELECT rowid FROM fact_vec)`.execute(trx);
   const updated = await trx.updateTable('adapter_meta').set({ value: input.bindingJson })
     .where('key', '=', 'embedding_profile').executeTakeFirst();
   if (updated.numUpdatedRows !== 1n)

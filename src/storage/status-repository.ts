@@ -98,13 +98,18 @@ async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: bo
   // fact_fts and fact_vec are virtual tables without generated types for rowid lookups, hence raw SQL;
   // CASE keeps the derived-row lookups to SUPERSEDED and HISTORICAL records.
   const pages = withPages
-    ? sql`, (SELECT page_size FROM pragma_page_size()) AS page_size, (SELECT page_count FROM pragma_page_count()) AS page_count, (SELECT freelist_count FROM pragma_freelist_count()) AS freelist_count`
+    ? sql`, (SELECT page_size FROM pragma_page_size()) AS page_size,
+      (SELECT page_count FROM pragma_page_count()) AS page_count,
+      (SELECT freelist_count FROM pragma_freelist_count()) AS freelist_count`
     : sql``;
-  const result = await sql<Record<'candidate' | 'current' | 'superseded' | 'quarantined' | 'historical' | 'ready' | 'blocked' | keyof PageReading, number>>`
+  type Counts = 'candidate' | 'current' | 'superseded' | 'quarantined' | 'historical' | 'ready' | 'blocked';
+  const result = await sql<Record<Counts | keyof PageReading, number>>`
     WITH scoped AS (
       SELECT r.lifecycle_state AS state,
-             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) END AS has_fts,
-             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') THEN (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) END AS vec_current,
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL')
+               THEN EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = r.row_id) END AS has_fts,
+             CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL')
+               THEN (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) END AS vec_current,
              CASE WHEN r.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL')
                THEN EXISTS (SELECT 1 FROM eligible_vectors e WHERE e.row_id = r.row_id) END AS has_eligible
       FROM adapter_records r
