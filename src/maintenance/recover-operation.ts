@@ -3,9 +3,10 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import type { DatabaseLease } from '../storage/database-lease.js';
 import { writePrivateFileAtomic } from '../storage/durable-files.js';
+import { keptPlacesHoldingContent, rowsHoldingContent } from '../storage/recovery-content.js';
+import { writeInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
 import {
-  ftsCommands, keptPlacesHoldingContent, purgeRecord, readDerivedRows, readRecordsById, recordDigests,
-  rowsHoldingContent, writeInterlock, type RecoveryInterlock,
+  ftsCommands, purgeRecord, readDerivedRows, readRecordsById, recordDigests,
 } from '../storage/recovery-repository.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';

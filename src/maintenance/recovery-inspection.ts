@@ -1,8 +1,9 @@
 import { searchText, foldKey, utf8Bytes } from '../core/text.js';
 import type { SqliteConnection } from '../storage/native.js';
+import { rowsHoldingContent, type ContentNeedles } from '../storage/recovery-content.js';
 import {
-  memoryForked, memoryIdsOfRows, quarantinedRecords, readDerivedRows, readRecordsById, rowsHoldingContent,
-  unattributableDerivedRows, type ContentNeedles, type DerivedRows,
+  memoryForked, memoryIdsOfRows, quarantinedRecords, readDerivedRows, readRecordsById, unattributableDerivedRows,
+  type DerivedRows,
 } from '../storage/recovery-repository.js';
 import type { RecordRow } from '../storage/record-rows.js';
 import { RecoveryHold } from './recovery-hold.js';

@@ -12,9 +12,8 @@ import { hardLinkedFiles, otherOpeners, type InventoryOptions } from '../storage
 import {
   checkpointTruncate, enableSecureDelete, ftsPresent, bothIntegrityChecksOk, journalMode,
 } from '../storage/recovery-pragmas.js';
-import {
-  MalformedInterlock, ftsSecureDeleteSettable, readInterlock, type RecoveryInterlock,
-} from '../storage/recovery-repository.js';
+import { MalformedInterlock, readInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
+import { ftsSecureDeleteSettable } from '../storage/recovery-repository.js';
 import { RuntimeRefusal, probeRuntime, type RuntimeProbeOptions } from '../storage/runtime-probe.js';
 import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { hasNextVectorTable } from '../storage/reembed-repository.js';

@@ -6,9 +6,10 @@ import { createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-fi
 import {
   bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
 } from '../storage/recovery-pragmas.js';
+import { rowsHoldingContent } from '../storage/recovery-content.js';
+import { deleteInterlock, readInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
 import {
-  checkpointThrough, deleteInterlock, readDerivedRows, readInterlock, readPostflight, readRecordsById, recordDigests,
-  rowsHoldingContent, unattributableDerivedRows, type RecoveryInterlock,
+  checkpointThrough, readDerivedRows, readPostflight, readRecordsById, recordDigests, unattributableDerivedRows,
 } from '../storage/recovery-repository.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import type { WriteConnection } from '../storage/write-connection.js';

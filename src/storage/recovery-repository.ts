@@ -4,24 +4,14 @@ import type { DB } from '../../generated/db.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/hashing.js';
-import { foldKey } from '../core/text.js';
 import { removeEligibleVector } from './eligible-vectors.js';
 import type { SqliteConnection } from './native.js';
 import { isBusyError, translateSqliteError } from './sqlite-errors.js';
 import type { RecordRow } from './record-rows.js';
 
 // The rows incident recovery reads and writes (OPERATIONS.md §5.4-§5.7, STORAGE.md §11). Inspection runs on any
-// connection; the purge runs inside the recovery's one write transaction.
-
-/** The adapter_meta key of the recovery interlock (STORAGE.md §11). */
-export const INTERLOCK_KEY = 'sensitive_recovery_interlock';
-
-/** The interlock row's value. */
-export interface RecoveryInterlock {
-  readonly operation_id: string;
-  readonly plan_sha256: string;
-  readonly committed_at: string;
-}
+// connection; the purge runs inside the recovery's one write transaction. The interlock row is recovery-interlock.ts's,
+// the search for copies of the targets' content recovery-content.ts's.
 
 /** The derived rows one record has: its FTS row, its `fact_vec` row and its eligible forms (STORAGE.md §4.5). */
 export interface DerivedRows {
@@ -148,109 +138,6 @@ export function unattributableDerivedRows(connection: SqliteConnection): string[
     .pluck().all() as string[];
 }
 
-/** What recovery looks for in rows other than the targets: folded facts, byte strings and vector blobs. */
-export interface ContentNeedles {
-  /** fold_key(fact) of each target: another record whose fact folds alike is a copy. */
-  readonly foldKeys: ReadonlySet<string>;
-  /** Target facts and search_text forms of 16 bytes or more, looked for inside text values. */
-  readonly texts: readonly string[];
-  /** Target float vectors and SimHash codes, looked for as whole blobs. */
-  readonly blobs: readonly Buffer[];
-}
-
-/**
- * Every row holding target content (OPERATIONS.md §5.4 completeness, §5.5 and §5.6 verification): a record whose
- * fact folds to a target's, or any of whose text values contains a target text; an FTS row containing one; a vector,
- * eligible vector or code equal to a target blob. Rows of records `skip` names (by row_id) are left out. Returns
- * `table:rowid` samples; reads every row, so it costs one pass over the database.
- * §5.4 names the fact, search_text, tags, provenance and freshness; every text value is read, the `idempotency_key`
- * and the scope's ids too, because the residual byte scan of §5.6 reads the whole file: a target text in another
- * record's key passed the checks before the commit and failed that scan after it, on every rerun.
- */
-export function rowsHoldingContent(
-  connection: SqliteConnection, needles: ContentNeedles, skip: ReadonlySet<number> = new Set(),
-): string[] {
-  const found: string[] = [];
-  const containsText = (value: string) => needles.texts.some((text) => value.includes(text));
-  const records = connection.prepare('SELECT * FROM adapter_records').iterate() as Iterable<RecordRow>;
-  for (const row of records) {
-    if (skip.has(row.row_id)) continue;
-    if (needles.foldKeys.has(foldKey(row.fact)) || textValues(row).some(containsText)) {
-      found.push(`adapter_records:${row.row_id}`);
-    }
-  }
-  const ftsRows = connection.prepare('SELECT rowid AS id, search_text AS text FROM fact_fts').iterate() as
-    Iterable<{ id: number; text: string }>;
-  for (const row of ftsRows) {
-    if (!skip.has(row.id) && containsText(row.text)) found.push(`fact_fts:${row.id}`);
-  }
-  const blobTables = [
-    ['fact_vec', 'SELECT rowid AS id, embedding AS blob FROM fact_vec'],
-    ['eligible_vectors', 'SELECT row_id AS id, embedding AS blob FROM eligible_vectors'],
-    ['eligible_codes', 'SELECT rowid AS id, simhash_v1 AS blob FROM eligible_codes'],
-  ] as const;
-  for (const [table, query] of blobTables) {
-    for (const row of connection.prepare(query).iterate() as Iterable<{ id: number; blob: Buffer }>) {
-      if (!skip.has(Number(row.id)) && needles.blobs.some((blob) => blob.equals(row.blob))) {
-        found.push(`${table}:${row.id}`);
-      }
-    }
-  }
-  return found;
-}
-
-/**
- * Where a purge leaves `texts` (target texts the tombstones do not spell) although it removed every target row's
- * content: in the columns a tombstone keeps (its ids, scope and `idempotency_key`, §5.2) of the rows `targets` names,
- * in `adapter_meta`, and in the schema's text. Checked before the commit (§5.5): the residual byte scan of §5.6 would
- * find them in the file after it, on every rerun. Returns `table:rowid` (or `table:name`) samples.
- */
-export function keptPlacesHoldingContent(
-  connection: SqliteConnection, texts: readonly string[], targets: ReadonlySet<number>,
-): string[] {
-  const contains = (value: string) => texts.some((text) => value.includes(text));
-  const found: string[] = [];
-  const record = connection.prepare('SELECT * FROM adapter_records WHERE row_id = ?');
-  for (const rowId of targets) {
-    const row = record.get(rowId) as RecordRow | undefined;
-    if (row !== undefined && textValues(row).some(contains)) found.push(`adapter_records:${rowId}`);
-  }
-  const named = (query: string, table: string) => {
-    for (const row of connection.prepare(query).iterate() as Iterable<{ name: string; text: string | null }>) {
-      if (row.text !== null && jsonStrings(row.text).some(contains)) found.push(`${table}:${row.name}`);
-    }
-  };
-  named('SELECT key AS name, value AS text FROM adapter_meta', 'adapter_meta');
-  named('SELECT name, sql AS text FROM sqlite_master', 'sqlite_master');
-  return found;
-}
-
-/** Every text value of a record row, with the strings inside its JSON columns (stored there escaped). */
-function textValues(row: RecordRow): string[] {
-  return Object.values(row).flatMap((value) => (typeof value === 'string' ? jsonStrings(value) : []));
-}
-
-/** Every string value (and key) inside a JSON text, with the text itself; the text alone when it is not JSON. */
-function jsonStrings(text: string): string[] {
-  const strings = [text];
-  const walk = (value: unknown): void => {
-    if (typeof value === 'string') strings.push(value);
-    else if (Array.isArray(value)) value.forEach(walk);
-    else if (value !== null && typeof value === 'object') {
-      for (const [key, inner] of Object.entries(value)) {
-        strings.push(key);
-        walk(inner);
-      }
-    }
-  };
-  try {
-    walk(JSON.parse(text));
-  } catch {
-    // Not JSON: the raw text was searched.
-  }
-  return strings;
-}
-
 /**
  * A digest of every record but the skipped ones, by row_id: the record row's every column with its FTS text, its
  * vector, its eligible forms and its token count. Two readings are equal exactly when none of those bytes changed.
@@ -330,47 +217,6 @@ export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
   } finally {
     connection.exec('ROLLBACK');
   }
-}
-
-/** An interlock row that is not the interlock's JSON: it belongs to no plan, and no plan may pass it. */
-export class MalformedInterlock extends AdapterError {
-  constructor() {
-    super('BACKEND_CORRUPT', 'the recovery interlock row is not well-formed');
-  }
-}
-
-/**
- * The interlock row, parsed, or null when absent (also when the file has no adapter_meta table). MalformedInterlock
- * when the row is not the interlock's JSON; SQLite errors (busy, not a database) are thrown as they are.
- */
-export function readInterlock(connection: SqliteConnection): RecoveryInterlock | null {
-  const metaTable = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'adapter_meta'";
-  const hasMeta = connection.prepare(metaTable).get();
-  if (hasMeta === undefined) return null;
-  const value = connection.prepare('SELECT value FROM adapter_meta WHERE key = ?').pluck().get(INTERLOCK_KEY) as
-    string | undefined;
-  if (value === undefined) return null;
-  try {
-    const parsed = JSON.parse(value) as RecoveryInterlock;
-    if (typeof parsed.operation_id === 'string' && typeof parsed.plan_sha256 === 'string') return parsed;
-  } catch {
-    // Falls through to the refusal.
-  }
-  throw new MalformedInterlock();
-}
-
-/** Writes the interlock row inside the purge transaction. */
-export async function writeInterlock(trx: Transaction<DB>, interlock: RecoveryInterlock): Promise<void> {
-  await trx.insertInto('adapter_meta').values({ key: INTERLOCK_KEY, value: canonicalJson(interlock) }).execute();
-}
-
-/** Deletes the interlock row of `operationId` in the postflight's gated transaction; false when it was not there. */
-export async function deleteInterlock(trx: Transaction<DB>, interlock: RecoveryInterlock): Promise<boolean> {
-  const deleted = await trx.deleteFrom('adapter_meta')
-    .where('key', '=', INTERLOCK_KEY)
-    .where('value', '=', canonicalJson(interlock))
-    .executeTakeFirst();
-  return deleted.numDeletedRows === 1n;
 }
 
 /** What the postflight reads through the storage engine (OPERATIONS.md §5.7). */

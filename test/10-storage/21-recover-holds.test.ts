@@ -13,7 +13,7 @@ import { planSha256, tombstoneColumns, type RecoveryPlan } from '../../src/maint
 import { writeRecoveryState } from '../../src/maintenance/recovery-state.js';
 import { dbIdentity } from '../../src/storage/maintenance-target.js';
 import { recreateNextTable } from '../../src/storage/reembed-repository.js';
-import { INTERLOCK_KEY } from '../../src/storage/recovery-repository.js';
+import { INTERLOCK_KEY } from '../../src/storage/recovery-interlock.js';
 import { vectorTableDefinitions } from '../../src/storage/schema-verification.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import {
