@@ -7,7 +7,9 @@ import { canonicalJson } from '../../src/core/canonical-json.js';
 // the measures of what is returned.
 
 const AS_TEXT = { allowedSpecial: new Set<string>(), disallowedSpecial: new Set<string>() };
-const record = (n: number) => ({ record_id: `r-${n}`, fact: `fact number ${n}: ${'words '.repeat(n)}`, tags: ['a'], confidence: 0.5 });
+const record = (n: number) => ({
+  record_id: `r-${n}`, fact: `fact number ${n}: ${'words '.repeat(n)}`, tags: ['a'], confidence: 0.5,
+});
 const measure = (list: readonly unknown[]) => {
   const text = canonicalJson(list);
   return { bytes: Buffer.byteLength(text), tokens: encode(text, AS_TEXT).length };
@@ -21,7 +23,8 @@ t.test('everything fits: all results, measured as one canonical list', async (t)
   t.notOk(fitted.truncated);
   t.equal(fitted.serializedBytes, whole.bytes);
   t.equal(fitted.serializedTokens, whole.tokens);
-  t.strictSame(await fitBudget([], 10, 10), { results: [], truncated: false, serializedBytes: 0, serializedTokens: 0 }, 'nothing to fit measures 0 and 0');
+  t.strictSame(await fitBudget([], 10, 10), { results: [], truncated: false, serializedBytes: 0, serializedTokens: 0 },
+    'nothing to fit measures 0 and 0');
 });
 
 t.test('the longest prefix within both budgets, whichever binds', async (t) => {
@@ -42,6 +45,8 @@ t.test('returned results are deep-frozen and keep the text they were measured wi
   const fitted = await fitBudget(results, 100_000, 100_000);
   t.equal(fitted.results[0], results[0], 'the same objects, not copies');
   t.ok(Object.isFrozen(fitted.results[0]) && Object.isFrozen(fitted.results[0]!.tags), 'frozen, nested values too');
-  t.throws(() => { (fitted.results[0] as { fact: string }).fact = 'changed'; }, TypeError, 'a measured result cannot change behind its measure');
-  t.equal(canonicalJson(fitted.results), canonicalJson(results.map((r) => ({ ...r, tags: [...r.tags] }))), 'the remembered text is the canonical text');
+  t.throws(() => { (fitted.results[0] as { fact: string }).fact = 'changed'; }, TypeError,
+    'a measured result cannot change behind its measure');
+  t.equal(canonicalJson(fitted.results), canonicalJson(results.map((r) => ({ ...r, tags: [...r.tags] }))),
+    'the remembered text is the canonical text');
 });

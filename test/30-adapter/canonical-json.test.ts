@@ -17,7 +17,8 @@ function reference(value: unknown): string {
 }
 
 t.test('keys sort by UTF-16 code units at every depth, integer-like keys included', async (t) => {
-  t.equal(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
+  t.equal(canonicalJson({ b: 1, a: { d: [3, { z: 1, y: 2 }], c: null } }),
+    '{"a":{"c":null,"d":[3,{"y":2,"z":1}]},"b":1}');
   // A JS object lists integer-like keys first in numeric order; the canonical order is textual.
   t.equal(canonicalJson({ 9: 'nine', 10: 'ten', a: 'a', B: 'b' }), '{"10":"ten","9":"nine","B":"b","a":"a"}');
   // U+FF21 sorts after U+D83D in UTF-16 although its code point is smaller.
@@ -25,7 +26,9 @@ t.test('keys sort by UTF-16 code units at every depth, integer-like keys include
 });
 
 t.test('strings and numbers print as ECMAScript does; undefined members are dropped', async (t) => {
-  t.equal(canonicalJson({ s: 'quote " backslash \\ newline \n tab \t nul \u0000', n: 1e21, f: 0.1, neg: -0, u: undefined }),
+  t.equal(canonicalJson({
+    s: 'quote " backslash \\ newline \n tab \t nul \u0000', n: 1e21, f: 0.1, neg: -0, u: undefined,
+  }),
     '{"f":0.1,"n":1e+21,"neg":0,"s":"quote \\" backslash \\\\ newline \\n tab \\t nul \\u0000"}');
   t.equal(canonicalJson([true, false, null, 'ش']), '[true,false,null,"ش"]');
   t.equal(canonicalJson('lone \ud800'), '"lone \\ud800"');
@@ -52,9 +55,11 @@ t.test('agrees with the reference on generated values, including keys seen many 
     if (pick === 0) return null;
     if (pick === 1) return next() < 0.5;
     if (pick === 2) return Math.round((next() - 0.5) * 1e6) / (next() < 0.5 ? 1 : 1000);
-    if (pick === 3) return keyPool[Math.floor(next() * keyPool.length)]! + String.fromCharCode(32 + Math.floor(next() * 2000));
+    if (pick === 3) return keyPool[Math.floor(next() * keyPool.length)]!
+      + String.fromCharCode(32 + Math.floor(next() * 2000));
     if (pick === 4) return Array.from({ length: Math.floor(next() * 4) }, () => generate(depth + 1));
-    return Object.fromEntries(Array.from({ length: Math.floor(next() * 5) }, () => [keyPool[Math.floor(next() * keyPool.length)]!, generate(depth + 1)]));
+    return Object.fromEntries(Array.from({ length: Math.floor(next() * 5) },
+      () => [keyPool[Math.floor(next() * keyPool.length)]!, generate(depth + 1)]));
   };
   let mismatches = 0;
   for (let i = 0; i < 2000; i += 1) {
@@ -65,15 +70,19 @@ t.test('agrees with the reference on generated values, including keys seen many 
   t.equal(mismatches, 0);
 });
 
-t.test('freezeCanonical deep-freezes a value; its text is reused wherever it appears and stays equal to a fresh walk', async (t) => {
+t.test('freezeCanonical deep-freezes a value; its text is reused wherever it appears and stays equal to a fresh walk',
+  async (t) => {
   const binding = { z: [1, { b: 'x', a: null }], a: { '10': 'ten', '9': 'nine' } };
   const expected = reference(binding);
   const frozen = freezeCanonical(binding);
   t.equal(frozen, binding, 'the same object, now frozen');
-  t.ok(Object.isFrozen(binding) && Object.isFrozen(binding.z) && Object.isFrozen(binding.z[1]) && Object.isFrozen(binding.a), 'frozen at every depth');
-  t.throws(() => { (binding.z[1] as Record<string, unknown>).b = 'changed'; }, TypeError, 'nested values cannot change under the remembered text');
+  t.ok(Object.isFrozen(binding) && Object.isFrozen(binding.z) && Object.isFrozen(binding.z[1])
+    && Object.isFrozen(binding.a), 'frozen at every depth');
+  t.throws(() => { (binding.z[1] as Record<string, unknown>).b = 'changed'; }, TypeError,
+    'nested values cannot change under the remembered text');
   t.equal(canonicalJson(binding), expected);
-  t.equal(canonicalJson({ outer: binding, list: [binding, binding] }), `{"list":[${expected},${expected}],"outer":${expected}}`);
+  t.equal(canonicalJson({ outer: binding, list: [binding, binding] }),
+    `{"list":[${expected},${expected}],"outer":${expected}}`);
   let reads = 0;
   const counted = freezeCanonical({ get a() { reads += 1; return 1; } });
   const readsWhenFrozen = reads;

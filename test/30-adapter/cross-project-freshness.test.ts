@@ -16,9 +16,11 @@ const KINDS: readonly Kind[] = [
   { name: 'manual, blank recheck_ref', policy: { kind: 'manual', recheck_ref: ' ' }, refusedWith: 'INVALID_FRESHNESS' },
   { name: 'manual, recheck_ref', policy: { kind: 'manual', recheck_ref: 'docs/review.md' }, refusedWith: null },
   { name: 'manual, fingerprint', policy: { kind: 'manual', source_fingerprint: hex64('doc') }, refusedWith: null },
-  { name: 'on_change following the source', policy: { kind: 'on_change', recheck_ref: 'ci', source_fingerprint: HASH_A },
+  { name: 'on_change following the source',
+    policy: { kind: 'on_change', recheck_ref: 'ci', source_fingerprint: HASH_A },
     refusedWith: 'INVALID_FRESHNESS' },
-  { name: 'on_change, other fingerprint', policy: { kind: 'on_change', recheck_ref: 'ci', source_fingerprint: hex64('x') },
+  { name: 'on_change, other fingerprint',
+    policy: { kind: 'on_change', recheck_ref: 'ci', source_fingerprint: hex64('x') },
     refusedWith: 'INVALID_FRESHNESS' },
   { name: 'on_change, no recheck_ref', policy: { kind: 'on_change', source_fingerprint: HASH_A },
     refusedWith: 'INVALID_FRESHNESS' },
@@ -32,12 +34,15 @@ t.test('store: each freshness kind in CROSS_PROJECT_WORKFLOW', async (t) => {
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
   for (const [index, kind] of KINDS.entries()) {
-    const request = currentRequest({ ...CPW, fact: `Rule ${index}: every change gets a review`, freshness_policy: kind.policy });
+    const request = currentRequest({
+      ...CPW, fact: `Rule ${index}: every change gets a review`, freshness_policy: kind.policy,
+    });
     if (kind.refusedWith) {
       await refused(t, bench, () => store(owner, request), kind.refusedWith, undefined, `store, ${kind.name}`);
     } else {
       const envelope = await store(owner, request);
-      t.match(envelope, { status: 'OK', results: [{ freshness_policy: { kind: kind.policy.kind } }] }, `store, ${kind.name}`);
+      t.match(envelope, { status: 'OK', results: [{ freshness_policy: { kind: kind.policy.kind } }] },
+        `store, ${kind.name}`);
     }
   }
 });
@@ -50,7 +55,8 @@ t.test('update: each freshness kind on the merged successor, by REVERIFY and by 
       freshness_policy: { kind: 'manual', recheck_ref: 'docs/merge.md' } }));
     const rule = stored.results[0] as Json;
     const reverify = () => update(owner, reverifyRequest(rule, { verification: { freshness_policy: kind.policy } }));
-    const replace = () => update(owner, replaceRequest(rule, { memory_type: 'WORKFLOW_RULE', fact: `Rule ${index}: rebase before merge`,
+    const replace = () => update(owner, replaceRequest(rule, {
+      memory_type: 'WORKFLOW_RULE', fact: `Rule ${index}: rebase before merge`,
       source_provenance: provenance(), freshness_policy: kind.policy }));
     for (const [mode, run] of [['REVERIFY', reverify], ['REPLACE', replace]] as const) {
       if (kind.refusedWith) {
@@ -63,7 +69,8 @@ t.test('update: each freshness kind on the merged successor, by REVERIFY and by 
         `REVERIFY, ${kind.name}`);
       const replaced = await update(owner, replaceRequest(reverified.results[0], { memory_type: 'WORKFLOW_RULE',
         fact: `Rule ${index}: rebase before merge`, source_provenance: provenance(), freshness_policy: kind.policy }));
-      t.match(replaced, { status: 'OK', results: [{ freshness_policy: { kind: kind.policy.kind } }] }, `REPLACE, ${kind.name}`);
+      t.match(replaced, { status: 'OK', results: [{ freshness_policy: { kind: kind.policy.kind } }] },
+        `REPLACE, ${kind.name}`);
     }
   }
 });

@@ -4,7 +4,9 @@ import { evaluateCompatibility, freshBindingJson, runtimeFingerprint } from '../
 import { freezeCanonical } from '../../src/core/canonical-json.js';
 import { EMBEDDING_PROFILES } from '../../src/embedding/embedding-profiles.js';
 import type { RuntimeProvenance } from '../../src/embedding/embedding-provider.js';
-import { fnv1a32, LOCAL_HASH_DIGEST, localHashEmbedding, LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import {
+  fnv1a32, LOCAL_HASH_DIGEST, localHashEmbedding, LocalHashProvider,
+} from '../../src/embedding/local-hash-provider.js';
 import { searchText } from '../../src/core/text.js';
 
 // CONTRACT.md §14.3 (local-hash-384), §14.5 (fingerprint, binding), §14.6 (compatibility rows, first match decides).
@@ -19,7 +21,9 @@ const edited = (edit: (binding: Record<string, any>) => void) => {
   edit(binding);
   return JSON.stringify(binding);
 };
-const evaluate = (bindingText: string | null, tableDimension: number | null = 384, observed: RuntimeProvenance | null = provenance) =>
+const evaluate = (
+  bindingText: string | null, tableDimension: number | null = 384, observed: RuntimeProvenance | null = provenance,
+) =>
   evaluateCompatibility({ profile, bindingText, tableDimension, provenance: observed });
 
 t.test('the fresh binding and the runtime fingerprint follow §14.5', async (t) => {
@@ -31,8 +35,13 @@ t.test('the fresh binding and the runtime fingerprint follow §14.5', async (t) 
   t.equal(LOCAL_HASH_DIGEST, createHash('sha256').update('factlane-local-hash-384-v1').digest('hex'));
   t.match(JSON.parse(goodBinding), {
     metadata_revision: 2, profile_id: 'local-hash-384', store_key: 'local-hash-384', vector_dimension: 384,
-    compatibility_proof: { basis: 'FRESH_EMPTY_RUNTIME_BINDING', bound_at: BOUND_AT }, runtime_fingerprint: expectedFingerprint,
-    semantic_identity: { base_model_identity: 'local-hash-384', semantic_family: 'lexical-hash', source_dimension: 384, output_dimension: 384, document_prefix: '', query_prefix: '', normalization_policy: 'L2_UNIT_FEATURE_HASH', distance_metric: 'cosine', projection_version: 'local-hash-v1', compatibility_revision: 1 },
+    compatibility_proof: { basis: 'FRESH_EMPTY_RUNTIME_BINDING', bound_at: BOUND_AT },
+    runtime_fingerprint: expectedFingerprint,
+    semantic_identity: {
+      base_model_identity: 'local-hash-384', semantic_family: 'lexical-hash', source_dimension: 384,
+      output_dimension: 384, document_prefix: '', query_prefix: '', normalization_policy: 'L2_UNIT_FEATURE_HASH',
+      distance_metric: 'cosine', projection_version: 'local-hash-v1', compatibility_revision: 1,
+    },
   });
 });
 
@@ -42,38 +51,66 @@ t.test('§14.6 rows', async (t) => {
     binding: JSON.parse(goodBinding), runtime_fingerprint_matches_bound: true,
   });
 
-  const minilm = freshBindingJson(EMBEDDING_PROFILES['minilm-384']!, { ...provenance, model: 'all-minilm:l6-v2' }, BOUND_AT);
-  t.match(evaluate(minilm), { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH', store_key: 'minilm-384', vector_dimension: 384 }, 'same dimension, other model');
-  for (const field of ['projection_version', 'normalization_policy', 'document_prefix', 'compatibility_revision', 'base_model_identity']) {
+  const minilm = freshBindingJson(EMBEDDING_PROFILES['minilm-384']!, { ...provenance, model: 'all-minilm:l6-v2' },
+    BOUND_AT);
+  t.match(evaluate(minilm),
+    { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH', store_key: 'minilm-384', vector_dimension: 384 },
+    'same dimension, other model');
+  for (const field of [
+    'projection_version', 'normalization_policy', 'document_prefix', 'compatibility_revision', 'base_model_identity',
+  ]) {
     const changed = edited((b) => { b.semantic_identity[field] = field === 'compatibility_revision' ? 2 : 'other'; });
-    t.match(evaluate(changed), { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' }, `semantic_identity.${field}`);
+    t.match(evaluate(changed), { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' },
+      `semantic_identity.${field}`);
   }
   const nomic = freshBindingJson(EMBEDDING_PROFILES['nomic-768']!, provenance, BOUND_AT);
-  t.match(evaluate(nomic, 768), { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' }, 'identity precedes dimension');
+  t.match(evaluate(nomic, 768), { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' },
+    'identity precedes dimension');
 
-  t.match(evaluate(goodBinding, 768), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 384 }, 'table differs');
-  t.match(evaluate(edited((b) => { b.vector_dimension = 512; })), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 512 }, 'binding differs');
-  t.match(evaluate(null, 8), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 8 }, 'dimension precedes a missing binding');
-  t.match(evaluate(goodBinding, 768, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'dimension precedes a failed check');
+  t.match(evaluate(goodBinding, 768),
+    { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 384 }, 'table differs');
+  t.match(evaluate(edited((b) => { b.vector_dimension = 512; })),
+    { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 512 }, 'binding differs');
+  t.match(evaluate(null, 8), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH', vector_dimension: 8 },
+    'dimension precedes a missing binding');
+  t.match(evaluate(goodBinding, 768, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' },
+    'dimension precedes a failed check');
 
-  t.strictSame(evaluate(null), { state: 'UNPROVEN', reason: 'BINDING_INVALID', store_key: null, vector_dimension: 384, binding: null, runtime_fingerprint_matches_bound: false }, 'missing');
+  t.strictSame(evaluate(null), {
+    state: 'UNPROVEN', reason: 'BINDING_INVALID', store_key: null, vector_dimension: 384, binding: null,
+    runtime_fingerprint_matches_bound: false,
+  }, 'missing');
   t.match(evaluate('{not json'), { state: 'UNPROVEN', reason: 'BINDING_INVALID', binding: null }, 'not JSON');
   t.match(evaluate('null'), { state: 'UNPROVEN', reason: 'BINDING_INVALID' }, 'JSON null');
   for (const key of ['profile_id', 'store_key', 'vector_dimension', 'semantic_identity', 'runtime_fingerprint']) {
     const missing = edited((b) => { delete b[key]; });
-    t.match(evaluate(missing), { state: 'UNPROVEN', reason: 'BINDING_INVALID', binding: JSON.parse(missing), runtime_fingerprint_matches_bound: false }, `without ${key}`);
+    t.match(evaluate(missing), {
+      state: 'UNPROVEN', reason: 'BINDING_INVALID', binding: JSON.parse(missing),
+      runtime_fingerprint_matches_bound: false,
+    }, `without ${key}`);
   }
-  t.match(evaluate(edited((b) => { b.vector_dimension = '384'; })), { state: 'UNPROVEN', reason: 'BINDING_INVALID' }, 'dimension as a string');
+  t.match(evaluate(edited((b) => { b.vector_dimension = '384'; })), { state: 'UNPROVEN', reason: 'BINDING_INVALID' },
+    'dimension as a string');
   t.match(evaluate(null, 384, null), { reason: 'BINDING_INVALID' }, 'binding precedes provider');
 
-  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', store_key: 'local-hash-384', runtime_fingerprint_matches_bound: false });
+  t.match(evaluate(goodBinding, 384, null), {
+    state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', store_key: 'local-hash-384',
+    runtime_fingerprint_matches_bound: false,
+  });
 
-  for (const change of [{ digest: 'ff'.repeat(32) }, { ollama_version: '0.22.1' }, { effective_context_window: 2048 }, { native_dimension: 768 }, { model: 'local-hash-384b' }]) {
-    t.match(evaluate(goodBinding, 384, { ...provenance, ...change }), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED', runtime_fingerprint_matches_bound: false }, JSON.stringify(change));
+  for (const change of [
+    { digest: 'ff'.repeat(32) }, { ollama_version: '0.22.1' }, { effective_context_window: 2048 },
+    { native_dimension: 768 }, { model: 'local-hash-384b' },
+  ]) {
+    t.match(evaluate(goodBinding, 384, { ...provenance, ...change }),
+      { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED', runtime_fingerprint_matches_bound: false },
+      JSON.stringify(change));
   }
-  t.match(evaluate(edited((b) => { b.runtime_fingerprint = '00'.repeat(32); })), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'stored fingerprint differs');
+  t.match(evaluate(edited((b) => { b.runtime_fingerprint = '00'.repeat(32); })),
+    { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'stored fingerprint differs');
   for (const change of [{ size_bytes: 1 }, { capabilities: ['embedding', 'completion'] }, { truncate_policy: 'X' }]) {
-    t.match(evaluate(goodBinding, 384, { ...provenance, ...change }), { state: 'COMPATIBLE' }, `${Object.keys(change)[0]} is not fingerprinted`);
+    t.match(evaluate(goodBinding, 384, { ...provenance, ...change }), { state: 'COMPATIBLE' },
+      `${Object.keys(change)[0]} is not fingerprinted`);
   }
 });
 
@@ -89,7 +126,9 @@ function referenceEmbedding(text: string): number[] {
   const s = searchText(text);
   const tokens = s.match(/[\p{L}\p{N}\p{M}\p{Co}]+/gu) ?? s.split(' ').filter((piece) => piece !== '');
   const v = new Array<number>(384).fill(0);
-  const add = (f: string, w: number) => { v[referenceFnv(f) % 384]! += (referenceFnv(`~${f}`) % 2 === 0 ? 1 : -1) * w; };
+  const add = (f: string, w: number) => {
+    v[referenceFnv(f) % 384]! += (referenceFnv(`~${f}`) % 2 === 0 ? 1 : -1) * w;
+  };
   for (const w of tokens) {
     add(`w:${w}`, 1);
     const cps = [...` ${w} `];
@@ -110,7 +149,9 @@ t.test('fnv1a32 is FNV-1a-32 over UTF-8', async (t) => {
 });
 
 t.test('local-hash-384 vectors: 384 finite values, unit length, deterministic, equal to the §14.3 steps', async (t) => {
-  for (const text of ['The build uses Node 20', 'Straße', 'أَحْمَد', 'x', '!!!', 'a-b c_d 42', 'node node node', '   ']) {
+  for (const text of [
+    'The build uses Node 20', 'Straße', 'أَحْمَد', 'x', '!!!', 'a-b c_d 42', 'node node node', '   ',
+  ]) {
     const v = localHashEmbedding(text);
     t.ok(v instanceof Float32Array && v.length === 384, `${text}: 384 floats`);
     t.ok(v.every(Number.isFinite), `${text}: finite`);
@@ -122,7 +163,8 @@ t.test('local-hash-384 vectors: 384 finite values, unit length, deterministic, e
   const whitespace = localHashEmbedding('   ');
   t.equal(whitespace[2166136261 % 384], 1, 'no pieces at all: 1 at FNV(s) mod 384');
   t.equal(whitespace.filter((x) => x !== 0).length, 1);
-  t.ok(localHashEmbedding('!!!').filter((x) => x !== 0).length > 1, 'no letter runs: the whitespace pieces are the tokens');
+  t.ok(localHashEmbedding('!!!').filter((x) => x !== 0).length > 1,
+    'no letter runs: the whitespace pieces are the tokens');
 });
 
 t.test('strings that fold alike embed alike; different words do not', async (t) => {
@@ -143,24 +185,34 @@ t.test('the provider: constant status check, no prefixes, batches equal single c
   t.strictSame(batch[1], localHashEmbedding('another fact'));
 });
 
-t.test('the remembered answer follows a provenance object that changes in place; a frozen one is reused as it is', async (t) => {
+t.test('the remembered answer follows a provenance object that changes in place; a frozen one is reused as it is',
+  async (t) => {
   const frozen = evaluate(goodBinding);
   t.equal(evaluate(goodBinding), frozen, 'the built-in provider\'s frozen provenance: the same answer object');
   const live = { ...provenance, capabilities: [...provenance.capabilities] } as RuntimeProvenance & { digest: string };
-  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN' }, 'another answer in between, so the next one is remembered with the unfrozen object');
+  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN' },
+    'another answer in between, so the next one is remembered with the unfrozen object');
   t.match(evaluate(goodBinding, 384, live), { state: 'COMPATIBLE' }, 'an equal, unfrozen provenance');
   live.digest = 'f'.repeat(64);
-  t.match(evaluate(goodBinding, 384, live), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'the same object, changed: evaluated again');
+  t.match(evaluate(goodBinding, 384, live), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' },
+    'the same object, changed: evaluated again');
   freezeCanonical(live);
-  t.match(evaluate(goodBinding, 384, live), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'frozen after its answer was kept: still that answer');
-  const thawed = { ...provenance, capabilities: [...provenance.capabilities] } as RuntimeProvenance & { digest: string };
+  t.match(evaluate(goodBinding, 384, live), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' },
+    'frozen after its answer was kept: still that answer');
+  const thawed = {
+    ...provenance, capabilities: [...provenance.capabilities],
+  } as RuntimeProvenance & { digest: string };
   t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' });
   t.match(evaluate(goodBinding, 384, thawed), { state: 'COMPATIBLE' }, 'an unfrozen provenance, kept with its answer');
   thawed.digest = 'e'.repeat(64);
   freezeCanonical(thawed);
-  t.match(evaluate(goodBinding, 384, thawed), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' }, 'changed, then frozen: evaluated again, not served as frozen');
+  t.match(evaluate(goodBinding, 384, thawed), { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' },
+    'changed, then frozen: evaluated again, not served as frozen');
   t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' });
-  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' }, 'no provenance twice');
-  t.match(evaluate(goodBinding, 128, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'no provenance, another table dimension');
-  t.match(evaluate(edited((b) => { b.vector_dimension = 128; }), 384, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'no provenance, another binding');
+  t.match(evaluate(goodBinding, 384, null), { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE' },
+    'no provenance twice');
+  t.match(evaluate(goodBinding, 128, null), { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' },
+    'no provenance, another table dimension');
+  t.match(evaluate(edited((b) => { b.vector_dimension = 128; }), 384, null),
+    { state: 'INCOMPATIBLE', reason: 'VECTOR_DIMENSION_MISMATCH' }, 'no provenance, another binding');
 });

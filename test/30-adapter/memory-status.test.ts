@@ -21,7 +21,10 @@ async function openBoundEngine(dbPath: string): Promise<SQLiteVecEngine> {
   const provider = new LocalHashProvider();
   return SQLiteVecEngine.open({
     dbPath,
-    newDatabaseBinding: async () => ({ vectorDimension: provider.profile.outputDimension, bindingJson: freshBindingJson(provider.profile, await provider.statusCheck(), BOUND_AT) }),
+    newDatabaseBinding: async () => ({
+      vectorDimension: provider.profile.outputDimension,
+      bindingJson: freshBindingJson(provider.profile, await provider.statusCheck(), BOUND_AT),
+    }),
   });
 }
 
@@ -37,31 +40,43 @@ t.test('a fresh, correctly bound database: the full status envelope', async (t) 
   const dir = t.testdir();
   const engine = await openBoundEngine(join(dir, 'status.sqlite3'));
   t.teardown(() => engine.close());
-  const envelope = await status(adapterFor(engine), { scope: 'PROJECT', project_id: 'p1', agent_id: '', request_id: 'req-1' });
+  const envelope = await status(adapterFor(engine),
+    { scope: 'PROJECT', project_id: 'p1', agent_id: '', request_id: 'req-1' });
   const scope = { scope: 'PROJECT', project_id: 'p1', worktree_id: null, workflow_id: null, agent_id: null };
 
-  t.same(Object.keys(envelope).sort(), ['audit', 'backend_status', 'budget', 'contradictions', 'degradation', 'launcher', 'memory_needed', 'provider_status', 'results', 'scope', 'status', 'token_measurement']);
+  t.same(Object.keys(envelope).sort(), [
+    'audit', 'backend_status', 'budget', 'contradictions', 'degradation', 'launcher', 'memory_needed',
+    'provider_status', 'results', 'scope', 'status', 'token_measurement',
+  ]);
   t.equal(envelope.status, 'OK');
   t.equal(envelope.memory_needed, false);
   t.strictSame(envelope.scope, scope, '"" agent_id normalised to null');
   t.strictSame(envelope.results, []);
   t.strictSame(envelope.contradictions, []);
-  t.strictSame(envelope.budget, { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false });
+  t.strictSame(envelope.budget,
+    { requested_top_k: null, returned: 0, serialized_bytes: 0, serialized_tokens: 0, truncated: false });
   t.equal(envelope.degradation, null);
   t.strictSame(envelope.audit, {
-    request_id: 'req-1', operation: 'memory_status', public_contract_revision: 2, scope_digest: scopeDigest(validateScope(scope)),
+    request_id: 'req-1', operation: 'memory_status', public_contract_revision: 2,
+    scope_digest: scopeDigest(validateScope(scope)),
     backend: 'sqlite_vec', external_llm_calls: 0, local_embedding_calls: 0, raw_content_logged: false,
   });
 
   const backend = envelope.backend_status;
   t.equal(backend.available, true);
   t.equal(backend.backend, 'sqlite_vec');
-  t.match(backend.storage, { contract_version: 2, schema_version: SHIPPED_VERSION, sqlite_version: /^3\.\d+\.\d+$/, sqlite_vec_version: String, journal_mode: 'wal', synchronous: 'FULL' });
-  t.strictSame(backend.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 });
+  t.match(backend.storage, {
+    contract_version: 2, schema_version: SHIPPED_VERSION, sqlite_version: /^3\.\d+\.\d+$/, sqlite_vec_version: String,
+    journal_mode: 'wal', synchronous: 'FULL',
+  });
+  t.strictSame(backend.counts,
+    { CANDIDATE: 0, VALIDATED_CURRENT: 0, SUPERSEDED: 0, STALE: 0, QUARANTINED: 0, HISTORICAL: 0 });
   t.strictSame(backend.retention, {
-    policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false, eligible_lifecycle_states: ['SUPERSEDED'],
-    current_authority_reclaim: false, duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
-    superseded_total: 0, compaction_ready: 0, compaction_blocked_partial: 0, historical_total: 0, validated_current_total: 0,
+    policy_version: 1, trigger: 'CAPACITY_PRESSURE_NOT_SESSION_COUNT', automatic_housekeeping: false,
+    eligible_lifecycle_states: ['SUPERSEDED'], current_authority_reclaim: false,
+    duplicate_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA', expired_reclaim: 'NOT_APPLICABLE_IN_CURRENT_SCHEMA',
+    superseded_total: 0, compaction_ready: 0, compaction_blocked_partial: 0, historical_total: 0,
+    validated_current_total: 0,
   });
   const capacity = backend.capacity;
   t.equal(capacity.observation, 'KNOWN');
@@ -75,7 +90,12 @@ t.test('a fresh, correctly bound database: the full status envelope', async (t) 
   t.notOk(text.includes('status.sqlite3'), 'no file name in the envelope');
   t.notMatch(text, /db_path/);
 
-  t.match(backend.profile, { profile_id: 'local-hash-384', provider_kind: 'BUILTIN_LOCAL_HASH', base_model_identity: 'local-hash-384', model_digest: LOCAL_HASH_DIGEST, source_dimension: 384, output_dimension: 384, normalization_policy: 'L2_UNIT_FEATURE_HASH', projection_version: 'local-hash-v1', semantic_family: 'lexical-hash', distance_metric: 'cosine', compatibility_revision: 1, minimum_context_window: null });
+  t.match(backend.profile, {
+    profile_id: 'local-hash-384', provider_kind: 'BUILTIN_LOCAL_HASH', base_model_identity: 'local-hash-384',
+    model_digest: LOCAL_HASH_DIGEST, source_dimension: 384, output_dimension: 384,
+    normalization_policy: 'L2_UNIT_FEATURE_HASH', projection_version: 'local-hash-v1', semantic_family: 'lexical-hash',
+    distance_metric: 'cosine', compatibility_revision: 1, minimum_context_window: null,
+  });
   const provenance = await new LocalHashProvider().statusCheck();
   t.strictSame(backend.embedding_compatibility, {
     state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH', store_key: 'local-hash-384', vector_dimension: 384,
@@ -85,11 +105,15 @@ t.test('a fresh, correctly bound database: the full status envelope', async (t) 
   t.equal(backend.embedding_compatibility.binding.compatibility_proof.bound_at, BOUND_AT);
 
   t.strictSame(envelope.provider_status, {
-    available: true, local_only: true, provider_kind: 'BUILTIN_LOCAL_HASH', model: 'local-hash-384', digest: LOCAL_HASH_DIGEST, ollama_version: null,
-    semantic_family: 'lexical-hash', size_bytes: null, native_dimension: 384, output_dimension: 384, capabilities: ['embedding'],
-    document_prefix: '', query_prefix: '', distance_metric: 'cosine', effective_context_window: null, truncate_policy: 'NOT_APPLICABLE',
+    available: true, local_only: true, provider_kind: 'BUILTIN_LOCAL_HASH', model: 'local-hash-384',
+    digest: LOCAL_HASH_DIGEST, ollama_version: null, semantic_family: 'lexical-hash', size_bytes: null,
+    native_dimension: 384, output_dimension: 384, capabilities: ['embedding'], document_prefix: '', query_prefix: '',
+    distance_metric: 'cosine', effective_context_window: null, truncate_policy: 'NOT_APPLICABLE',
   });
-  t.strictSame(envelope.token_measurement, { available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base', codex_exact_equivalence: 'UNVERIFIED' });
+  t.strictSame(envelope.token_measurement, {
+    available: true, profile: 'PORTABLE_MEASUREMENT_PROFILE', encoding: 'o200k_base',
+    codex_exact_equivalence: 'UNVERIFIED',
+  });
   t.strictSame(envelope.launcher, { write_profile: 'read-only', permitted_operations: [], max_lifecycle: null });
 });
 
@@ -105,31 +129,39 @@ t.test('the launcher block follows the write profile', async (t) => {
   };
   for (const [profile, [operations, max]] of Object.entries(expected) as [WriteProfile, [string[], string | null]][]) {
     const envelope = await status(adapterFor(engine, profile), { scope: 'GLOBAL_USER' });
-    t.strictSame(envelope.launcher, { write_profile: profile, permitted_operations: operations, max_lifecycle: max }, profile);
+    t.strictSame(envelope.launcher, { write_profile: profile, permitted_operations: operations, max_lifecycle: max },
+      profile);
   }
 });
 
-t.test('blocks that stay the same for a launch are frozen and shared between calls; an engine gets its own', async (t) => {
+t.test('blocks that stay the same for a launch are frozen and shared between calls; an engine gets its own',
+  async (t) => {
   const first = await openBoundEngine(join(t.testdir(), 'first.sqlite3'));
   t.teardown(() => first.close());
   const adapter = adapterFor(first, 'owner-current');
   const one = await status(adapter, { scope: 'GLOBAL_USER' });
   const two = await status(adapter, { scope: 'GLOBAL_USER' });
-  for (const [name, pick] of [['storage', (e: Json) => e.backend_status.storage], ['launcher', (e: Json) => e.launcher], ['provider_status', (e: Json) => e.provider_status]] as const) {
+  for (const [name, pick] of [
+    ['storage', (e: Json) => e.backend_status.storage], ['launcher', (e: Json) => e.launcher],
+    ['provider_status', (e: Json) => e.provider_status],
+  ] as const) {
     t.ok(Object.isFrozen(pick(one)), `${name} is frozen`);
     t.equal(pick(two), pick(one), `${name} is the same object on the next call`);
   }
   t.ok(Object.isFrozen(one.launcher.permitted_operations), 'deep-frozen');
-  t.strictSame(one.provider_status, { available: true, ...(await new LocalHashProvider().statusCheck()) }, 'provider_status is the status check with available: true');
+  t.strictSame(one.provider_status, { available: true, ...(await new LocalHashProvider().statusCheck()) },
+    'provider_status is the status check with available: true');
   t.equal(two.backend_status.counts, one.backend_status.counts, 'counts are kept while the database is unchanged');
   t.equal(two.backend_status.retention, one.backend_status.retention, 'and so is retention');
   t.equal(two.backend_status, one.backend_status, 'so is the whole backend_status block while no reading changed');
   const embedding = new Float32Array(384).fill(1 / Math.sqrt(384));
-  await first.write((trx) => insertRecordUnchecked(trx, candidateRow({ embedding_output_dimension: 384 }), { searchText: 'a fact', embedding }));
+  await first.write((trx) => insertRecordUnchecked(trx, candidateRow({ embedding_output_dimension: 384 }),
+    { searchText: 'a fact', embedding }));
   const three = await status(adapter, { scope: 'GLOBAL_USER' });
   t.not(three.backend_status.counts, one.backend_status.counts, 'a commit makes new counts');
   t.not(three.backend_status.capacity, one.backend_status.capacity, 'and new capacity readings');
-  t.not(three.backend_status.capacity.wal_file_bytes, one.backend_status.capacity.wal_file_bytes, 'the WAL grew and the status says so');
+  t.not(three.backend_status.capacity.wal_file_bytes, one.backend_status.capacity.wal_file_bytes,
+    'the WAL grew and the status says so');
   t.equal(three.backend_status.counts.CANDIDATE, 1);
   t.equal(three.backend_status.retention.superseded_total, 0);
 
@@ -146,20 +178,28 @@ t.test('counts and retention cover the exact scope only', async (t) => {
   const global = validateScope({ scope: 'GLOBAL_USER' });
   const project = validateScope({ scope: 'PROJECT', project_id: 'p1' });
   const projectAgent = validateScope({ scope: 'PROJECT', project_id: 'p1', agent_id: 'codex' });
-  const row = (tuple: typeof global, lifecycle_state: string) => candidateRow({ ...tuple, scope_key: scopeDigest(tuple), lifecycle_state });
+  const row = (tuple: typeof global, lifecycle_state: string) =>
+    candidateRow({ ...tuple, scope_key: scopeDigest(tuple), lifecycle_state });
   for (const r of [row(global, 'CANDIDATE'), row(global, 'CANDIDATE'), row(global, 'VALIDATED_CURRENT'),
-    row(project, 'CANDIDATE'), row(project, 'SUPERSEDED'), row(project, 'SUPERSEDED'), row(project, 'HISTORICAL'), row(project, 'QUARANTINED'),
+    row(project, 'CANDIDATE'), row(project, 'SUPERSEDED'), row(project, 'SUPERSEDED'), row(project, 'HISTORICAL'),
+    row(project, 'QUARANTINED'),
     row(projectAgent, 'VALIDATED_CURRENT')]) await storeRow(engine, r);
   const adapter = adapterFor(engine);
 
   const g = (await status(adapter, { scope: 'GLOBAL_USER' })).backend_status;
-  t.strictSame(g.counts, { CANDIDATE: 2, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
+  t.strictSame(g.counts,
+    { CANDIDATE: 2, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
   t.match(g.retention, { superseded_total: 0, historical_total: 0, validated_current_total: 1, compaction_ready: 0 });
 
   const p = (await status(adapter, { scope: 'PROJECT', project_id: 'p1' })).backend_status;
-  t.strictSame(p.counts, { CANDIDATE: 1, VALIDATED_CURRENT: 0, SUPERSEDED: 2, QUARANTINED: 1, HISTORICAL: 1, STALE: 0 }, 'the agent-bound PROJECT row is not counted');
-  // storeRow writes FTS and a non-current vector: SUPERSEDED rows are compaction-ready; HISTORICAL still holds a vector.
-  t.match(p.retention, { superseded_total: 2, historical_total: 1, validated_current_total: 0, compaction_ready: 2, compaction_blocked_partial: 1 });
+  t.strictSame(p.counts, { CANDIDATE: 1, VALIDATED_CURRENT: 0, SUPERSEDED: 2, QUARANTINED: 1, HISTORICAL: 1, STALE: 0 },
+    'the agent-bound PROJECT row is not counted');
+  // storeRow writes FTS and a non-current vector: SUPERSEDED rows are compaction-ready; HISTORICAL still holds a
+  // vector.
+  t.match(p.retention, {
+    superseded_total: 2, historical_total: 1, validated_current_total: 0, compaction_ready: 2,
+    compaction_blocked_partial: 1,
+  });
 
   // A SUPERSEDED record still holding an eligible form (a partial lifecycle move) is blocked, not ready, as
   // housekeep's selection sees it.
@@ -173,9 +213,11 @@ t.test('counts and retention cover the exact scope only', async (t) => {
   t.match(partial.retention, { superseded_total: 3, compaction_ready: 2, compaction_blocked_partial: 2 });
 
   const pa = (await status(adapter, { scope: 'PROJECT', project_id: 'p1', agent_id: 'codex' })).backend_status;
-  t.strictSame(pa.counts, { CANDIDATE: 0, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
+  t.strictSame(pa.counts,
+    { CANDIDATE: 0, VALIDATED_CURRENT: 1, SUPERSEDED: 0, QUARANTINED: 0, HISTORICAL: 0, STALE: 0 });
   const empty = (await status(adapter, { scope: 'PROJECT', project_id: 'p2' })).backend_status;
-  t.equal(Object.values(empty.counts as Record<string, number>).reduce((a, b) => a + b, 0), 0, 'another project sees nothing');
+  t.equal(Object.values(empty.counts as Record<string, number>).reduce((a, b) => a + b, 0), 0,
+    'another project sees nothing');
 });
 
 t.test('the 8-dimension test binding is INCOMPATIBLE with local-hash-384', async (t) => {
@@ -195,36 +237,53 @@ t.test('request_id: echoed, minted, or refused', async (t) => {
   const adapter = adapterFor(engine);
   t.equal((await status(adapter, { scope: 'GLOBAL_USER', request_id: 'org/req:1' })).audit.request_id, 'org/req:1');
   for (const request_id of [undefined, null]) {
-    t.match((await status(adapter, { scope: 'GLOBAL_USER', request_id })).audit.request_id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, `minted for ${request_id}`);
+    t.match((await status(adapter, { scope: 'GLOBAL_USER', request_id })).audit.request_id,
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, `minted for ${request_id}`);
   }
-  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `sk-${'Z9'.repeat(12)}` }), { code: 'RAW_OR_SENSITIVE_CONTENT' });
-  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `secret: ${'x'.repeat(12)}` }), { code: 'RAW_OR_SENSITIVE_CONTENT' }, 'secret check before format');
+  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `sk-${'Z9'.repeat(12)}` }),
+    { code: 'RAW_OR_SENSITIVE_CONTENT' });
+  await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: `secret: ${'x'.repeat(12)}` }),
+    { code: 'RAW_OR_SENSITIVE_CONTENT' }, 'secret check before format');
   for (const bad of ['bad id!', '', 'x'.repeat(129), 12]) {
-    await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: bad }), { code: 'INVALID_ENVELOPE', message: /request_id/ }, JSON.stringify(bad));
+    await t.rejects(status(adapter, { scope: 'GLOBAL_USER', request_id: bad }),
+      { code: 'INVALID_ENVELOPE', message: /request_id/ }, JSON.stringify(bad));
   }
-  await t.rejects(status(adapter, { scope: 'PROJECT', request_id: 'bad id!' }), { code: 'UNKNOWN_PROJECT_ID' }, 'policy precedes the request_id check');
+  await t.rejects(status(adapter, { scope: 'PROJECT', request_id: 'bad id!' }), { code: 'UNKNOWN_PROJECT_ID' },
+    'policy precedes the request_id check');
 });
 
-t.test('a failing provider check: provider_status unavailable, compatibility UNPROVEN, status still answers', async (t) => {
+t.test('a failing provider check: provider_status unavailable, compatibility UNPROVEN, status still answers',
+  async (t) => {
   const engine = await openBoundEngine(join(t.testdir(), 'down.sqlite3'));
   t.teardown(() => engine.close());
-  const down = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new AdapterError('EMBEDDING_UNAVAILABLE', 'the provider did not answer'); } });
-  const envelope = (await new MemoryAdapter({ engine, provider: down, writeProfile: 'read-only' }).execute('memory_status', { scope: 'GLOBAL_USER' })) as Json;
-  t.strictSame(envelope.provider_status, { available: false, error_code: 'EMBEDDING_UNAVAILABLE', message: 'the provider did not answer' });
-  t.match(envelope.backend_status.embedding_compatibility, { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', runtime_fingerprint_matches_bound: false });
-  t.equal(envelope.backend_status.profile.model_digest, LOCAL_HASH_DIGEST, 'reference digest when nothing was observed');
+  const down = Object.assign(new LocalHashProvider(), {
+    statusCheck: async () => { throw new AdapterError('EMBEDDING_UNAVAILABLE', 'the provider did not answer'); },
+  });
+  const envelope = (await new MemoryAdapter({ engine, provider: down, writeProfile: 'read-only' })
+    .execute('memory_status', { scope: 'GLOBAL_USER' })) as Json;
+  t.strictSame(envelope.provider_status,
+    { available: false, error_code: 'EMBEDDING_UNAVAILABLE', message: 'the provider did not answer' });
+  t.match(envelope.backend_status.embedding_compatibility,
+    { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', runtime_fingerprint_matches_bound: false });
+  t.equal(envelope.backend_status.profile.model_digest, LOCAL_HASH_DIGEST,
+    'reference digest when nothing was observed');
   const broken = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new TypeError('bug'); } });
-  await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only' }).execute('memory_status', { scope: 'GLOBAL_USER' }), TypeError, 'an unexpected fault is not relabelled');
+  await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only' })
+    .execute('memory_status', { scope: 'GLOBAL_USER' }), TypeError, 'an unexpected fault is not relabelled');
 });
 
 t.test('a remembered capacity block is served only for the very same readings', async (t) => {
-  const base = { pageSizeBytes: 4096, pageCount: 30, freelistCount: 0, databaseFileBytes: 4096, walFileBytes: 123632, shmFileBytes: 32768, filesystemFreeBytes: 84_073_308_160 };
+  const base = {
+    pageSizeBytes: 4096, pageCount: 30, freelistCount: 0, databaseFileBytes: 4096, walFileBytes: 123632,
+    shmFileBytes: 32768, filesystemFreeBytes: 84_073_308_160,
+  };
   const first = rememberedCapacityBlock(base);
   t.strictSame(first, capacityBlock(base));
   t.ok(Object.isFrozen(first));
   t.equal(rememberedCapacityBlock({ ...base }), first, 'equal readings: the same block');
   const changes: Record<string, number | null> = {
-    pageSizeBytes: 8192, pageCount: 31, freelistCount: 1, databaseFileBytes: 8192, walFileBytes: 0, shmFileBytes: 65536, filesystemFreeBytes: 1,
+    pageSizeBytes: 8192, pageCount: 31, freelistCount: 1, databaseFileBytes: 8192, walFileBytes: 0,
+    shmFileBytes: 65536, filesystemFreeBytes: 1,
   };
   for (const [field, value] of Object.entries(changes)) {
     const reading = { ...base, [field]: value };

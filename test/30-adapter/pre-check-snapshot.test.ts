@@ -6,7 +6,9 @@ import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
 import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
-import { currentRequest, fixedClock, replaceRequest, reverifyRequest, storeRequest, type Json } from '../helpers/writes.js';
+import {
+  currentRequest, fixedClock, replaceRequest, reverifyRequest, storeRequest, type Json,
+} from '../helpers/writes.js';
 
 // The pre-check of a write (CONTRACT.md §13.1 step 2) reads one snapshot. Another server's commit that lands between
 // two of its reads must not give an answer the database was never in: a retry of that very write is its replay, and a
@@ -39,7 +41,8 @@ function committingDuringReads(engine: SQLiteVecEngine, after: RegExp, commit: (
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
       if (property === 'read' || property === 'readSnapshot') {
-        return <T>(work: (db: Kysely<DB>) => Promise<T>) => target[property]((db) => work(watched(db as Kysely<DB>, hook)));
+        return <T>(work: (db: Kysely<DB>) => Promise<T>) =>
+          target[property]((db) => work(watched(db as Kysely<DB>, hook)));
       }
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -56,12 +59,17 @@ async function twoServers(t: Test) {
     await engine.close();
     await otherEngine.close();
   });
-  const adapter = (e: SQLiteVecEngine) => new MemoryAdapter({ engine: e, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h', clock: fixedClock() });
+  const adapter = (e: SQLiteVecEngine) => new MemoryAdapter({
+    engine: e, provider: new LocalHashProvider(), writeProfile: 'owner-current', hostId: 'h', clock: fixedClock(),
+  });
   const other = adapter(otherEngine);
-  /** `first` runs `request` while `other` commits `concurrent` right after its first read statement matching `after`. */
+  /**
+   * `first` runs `request` while `other` commits `concurrent` right after its first read statement matching `after`.
+   */
   const race = async (tool: string, request: Json, after: RegExp, concurrent: () => Promise<unknown>) => {
     const hooked = committingDuringReads(engine, after, concurrent);
-    const outcome = await adapter(hooked.engine).execute(tool, request).then((envelope) => envelope as Json, (error) => ({ refused: (error as { code?: string }).code }));
+    const outcome = await adapter(hooked.engine).execute(tool, request)
+      .then((envelope) => envelope as Json, (error) => ({ refused: (error as { code?: string }).code }));
     t.ok(hooked.committed(), 'the other server committed during the pre-check');
     return outcome;
   };
@@ -75,7 +83,9 @@ t.test('a store retried while the first attempt commits is its replay, not DUPLI
   const { other, race } = await twoServers(t);
   const request = currentRequest({ ...SCOPE, fact: 'The release branch is cut from main' });
   let first: Json = {};
-  const second = await race('memory_store', request, IDEMPOTENCY_READ, async () => { first = await other.execute('memory_store', request) as Json; });
+  const second = await race('memory_store', request, IDEMPOTENCY_READ, async () => {
+    first = await other.execute('memory_store', request) as Json;
+  });
   t.equal(first.status, 'OK');
   t.equal(second.status, 'OK');
   t.equal(second.idempotent_replay, true, 'the replay of the committed store');
@@ -84,10 +94,13 @@ t.test('a store retried while the first attempt commits is its replay, not DUPLI
 
 t.test('an update retried while the first attempt commits is its replay, not VERSION_CONFLICT', async (t) => {
   const { other, race } = await twoServers(t);
-  const stored = ((await other.execute('memory_store', currentRequest({ ...SCOPE, fact: 'CI runs on every push' }))) as Json).results as Json[];
+  const stored = ((await other.execute('memory_store',
+    currentRequest({ ...SCOPE, fact: 'CI runs on every push' }))) as Json).results as Json[];
   const request = reverifyRequest(stored[0]!);
   let first: Json = {};
-  const second = await race('memory_update', request, IDEMPOTENCY_READ, async () => { first = await other.execute('memory_update', request) as Json; });
+  const second = await race('memory_update', request, IDEMPOTENCY_READ, async () => {
+    first = await other.execute('memory_update', request) as Json;
+  });
   t.equal(first.status, 'OK');
   t.equal(second.status, 'OK');
   t.equal(second.idempotent_replay, true, 'the replay of the committed update');
@@ -95,7 +108,8 @@ t.test('an update retried while the first attempt commits is its replay, not VER
 
 t.test('a REVERIFY that loses to a REPLACE of the same memory gets VERSION_CONFLICT, not CONTRADICTION', async (t) => {
   const { other, race } = await twoServers(t);
-  const stored = ((await other.execute('memory_store', currentRequest({ ...SCOPE, fact: 'CI runs on every push', tags: ['subject:ci'] }))) as Json).results as Json[];
+  const stored = ((await other.execute('memory_store',
+    currentRequest({ ...SCOPE, fact: 'CI runs on every push', tags: ['subject:ci'] }))) as Json).results as Json[];
   const outcome = await race('memory_update', reverifyRequest(stored[0]!), TARGET_READ,
     () => other.execute('memory_update', replaceRequest(stored[0]!, { fact: 'CI runs nightly' })));
   t.same(outcome, { refused: 'VERSION_CONFLICT' });
@@ -103,7 +117,9 @@ t.test('a REVERIFY that loses to a REPLACE of the same memory gets VERSION_CONFL
 
 t.test('the second of two promotions of one Candidate gets VERSION_CONFLICT, not ALREADY_CURRENT', async (t) => {
   const { other, race } = await twoServers(t);
-  const stored = ((await other.execute('memory_store', storeRequest({ ...SCOPE, fact: 'CI runs on every push', source_timestamp: '2026-11-01T00:00:00Z' }))) as Json).results as Json[];
+  const stored = ((await other.execute('memory_store', storeRequest({
+    ...SCOPE, fact: 'CI runs on every push', source_timestamp: '2026-11-01T00:00:00Z',
+  }))) as Json).results as Json[];
   const promote = () => reverifyRequest(stored[0]!, { expected_record_id: stored[0]!.record_id });
   const outcome = await race('memory_update', promote(), TARGET_READ, () => other.execute('memory_update', promote()));
   t.same(outcome, { refused: 'VERSION_CONFLICT' });

@@ -40,7 +40,8 @@ const records = (dbPath: string) => withRaw(dbPath, (db) =>
 const FACTS = [
   'The fleet release pipeline signs every artifact with the hardware key kept in the build room safe, then uploads',
   'fleet: يستخدم خادم البناء الإصدار ٢٠ من Node',
-  'Staging fleet deploys need the VPN: "vpn-staging" profile', 'Fleet cache TTL is 3600 s; emoji 🚀 in the changelog is fine',
+  'Staging fleet deploys need the VPN: "vpn-staging" profile',
+  'Fleet cache TTL is 3600 s; emoji 🚀 in the changelog is fine',
 ];
 
 /** Current facts, a Candidate, a contradiction, a promotion and a REPLACE: every write path of the adapter. */
@@ -48,12 +49,13 @@ async function everyWrite(t: Test, bench: ReadBench): Promise<void> {
   const stored: Json[] = [];
   for (const fact of FACTS) {
     const envelope = await bench.owner.execute('memory_store', {
-      ...candidateStore(SCOPE, fact), requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: '2026-11-01T00:00:00Z',
-      last_verified_at: '2026-11-30T09:00:00Z', tags: ['ci', 'مشروع'],
+      ...candidateStore(SCOPE, fact), requested_lifecycle_state: 'VALIDATED_CURRENT',
+      source_timestamp: '2026-11-01T00:00:00Z', last_verified_at: '2026-11-30T09:00:00Z', tags: ['ci', 'مشروع'],
     }) as Json;
     stored.push(envelope.results[0]);
   }
-  const candidate = (await bench.delegate.execute('memory_store', candidateStore(SCOPE, 'Nightly fleet builds run at 02:00 UTC'))) as Json;
+  const candidate = (await bench.delegate.execute('memory_store',
+    candidateStore(SCOPE, 'Nightly fleet builds run at 02:00 UTC'))) as Json;
   // The same first 96 folded characters as a current fact, another content: a contradiction (CONTRACT.md §13.2).
   const conflicting = (await bench.owner.execute('memory_store', {
     ...candidateStore(SCOPE, `${FACTS[0]} to the mirror`), requested_lifecycle_state: 'VALIDATED_CURRENT',
@@ -61,9 +63,11 @@ async function everyWrite(t: Test, bench: ReadBench): Promise<void> {
   })) as Json;
   t.equal(conflicting.status, 'CONTRADICTION', 'a contradicting fact is stored');
   const promoted = (await bench.owner.execute('memory_update', reverifyRequest(candidate.results[0], {
-    expected_record_id: candidate.results[0].record_id, verification: { source_timestamp: '2026-11-30T00:00:00Z' } }))) as Json;
+    expected_record_id: candidate.results[0].record_id,
+    verification: { source_timestamp: '2026-11-30T00:00:00Z' } }))) as Json;
   t.equal(promoted.status, 'OK', `the Candidate is promoted (${JSON.stringify(promoted.degradation)})`);
-  const replaced = (await bench.owner.execute('memory_update', replaceRequest(stored[2], { fact: 'The fleet build uses Node 22' }))) as Json;
+  const replaced = (await bench.owner.execute('memory_update',
+    replaceRequest(stored[2], { fact: 'The fleet build uses Node 22' }))) as Json;
   t.equal(replaced.status, 'OK', 'a fact is replaced');
 }
 
@@ -75,17 +79,19 @@ t.test('every write stores its record count, and a search fits its results from 
   t.ok(rows.length >= 8, `${rows.length} records written`);
   t.strictSame([...stored.keys()].sort((a, b) => a - b), rows.map((row) => row.row_id), 'one count per record');
   for (const row of rows) {
-    t.equal(stored.get(row.row_id), expectedFixed(publicRecord(row)), `${row.lifecycle_state} ${row.contradiction_state}`);
+    t.equal(stored.get(row.row_id), expectedFixed(publicRecord(row)),
+      `${row.lifecycle_state} ${row.contradiction_state}`);
   }
 
   const request = { ...scopeRequest(SCOPE), query: 'fleet', intent_class: 'CURRENT_PROJECT_STATE' };
   for (const kind of ['KEYWORD', 'SEMANTIC', 'HYBRID']) {
     const envelope = await search(bench.owner, { ...request, retrieval_mode_kind: kind, ...BIG });
     t.ok(envelope.results.length >= 2, `${kind}: ${envelope.results.length} results`);
-    t.equal(envelope.budget.serialized_tokens, whole(sortedJson(envelope.results)), `${kind}: the budget counts exactly`);
+    t.equal(envelope.budget.serialized_tokens, whole(sortedJson(envelope.results)),
+      `${kind}: the budget counts exactly`);
   }
-  const history = await search(bench.owner, { ...request, retrieval_mode_kind: 'KEYWORD', retrieval_mode: 'REVIEW_HISTORY',
-    intent_class: 'HISTORICAL_QUESTION', ...BIG });
+  const history = await search(bench.owner, { ...request, retrieval_mode_kind: 'KEYWORD',
+    retrieval_mode: 'REVIEW_HISTORY', intent_class: 'HISTORICAL_QUESTION', ...BIG });
   t.ok(history.results.some((r: Json) => r.lifecycle_state === 'SUPERSEDED'), 'history returns a superseded record');
   t.equal(history.budget.serialized_tokens, whole(sortedJson(history.results)), 'history: the budget counts exactly');
   // memory_get of a memory with two revisions, CURRENT and REVIEW_HISTORY.
@@ -100,7 +106,8 @@ t.test('every write stores its record count, and a search fits its results from 
   }
 
   // The counts are what a search and memory_get add up: raised by 10 each, the budget grows by 10 a result.
-  inGatedTransaction(bench.dbPath, (raw) => raw.exec('UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 10'));
+  inGatedTransaction(bench.dbPath,
+    (raw) => raw.exec('UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 10'));
   const raised = await search(bench.owner, { ...request, retrieval_mode_kind: 'KEYWORD', ...BIG });
   t.equal(raised.budget.serialized_tokens, whole(sortedJson(raised.results)) + 10 * raised.results.length,
     'the search read the stored counts');
@@ -177,7 +184,8 @@ t.test('a record without a count is counted whole, and the rebuild stores what i
   t.notOk(after.has(tombstone.row_id), 'no count for a tombstone');
   for (const row of rows.filter((r) => r.lifecycle_state !== 'QUARANTINED')) {
     t.equal(after.get(row.row_id), expectedFixed(publicRecord(row)), `record ${row.row_id}`);
-    if (written.has(row.row_id)) t.equal(after.get(row.row_id), written.get(row.row_id), 'the same as its writer stored');
+    if (written.has(row.row_id)) t.equal(after.get(row.row_id), written.get(row.row_id),
+      'the same as its writer stored');
   }
   t.equal(await rebuild(), 0, 'a second run finds nothing to count');
   const again = await search(bench.owner, request);

@@ -2,7 +2,8 @@ import t from 'tap';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import {
-  countListTokens, countObjectTokens, countTokens, fixedRecordTokens, recordCoreTokens, tokenizerLoaded, warmUpTokenizer,
+  countListTokens, countObjectTokens, countTokens, fixedRecordTokens, recordCoreTokens, tokenizerLoaded,
+  warmUpTokenizer,
 } from '../../src/adapter/token-measure.js';
 
 // Budgets report real o200k_base counts (CONTRACT.md §12.5). countTokens adds up the counts of segments cut
@@ -22,12 +23,14 @@ function random(): number {
 const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)]!;
 
 const PIECES = [
-  'The billing service retries webhook deliveries', 'يستخدم خادم البناء الإصدار ٢٠ من Node', 'it\'s cached for 3600 s', 'port 8443',
-  '"quoted" words', 'tab\there', 'line\nbreak', '  double  spaces ', 'emoji 🚀 launch', 'ملفّ الإعدادات', 'x=1;y=2', 'trailing digits 42',
+  'The billing service retries webhook deliveries', 'يستخدم خادم البناء الإصدار ٢٠ من Node', 'it\'s cached for 3600 s',
+  'port 8443', '"quoted" words', 'tab\there', 'line\nbreak', '  double  spaces ', 'emoji 🚀 launch', 'ملفّ الإعدادات',
+  'x=1;y=2', 'trailing digits 42',
   'ÉCOLE naïve café', 'path/to/file.yaml', 'under_score', 'UPPER lower', '100%', 'ends with mark é\u0301', '',
 ];
 
-t.test('warmUpTokenizer resolves once the encoder is loaded: the server awaits it before answering initialize', async (t) => {
+t.test('warmUpTokenizer resolves once the encoder is loaded: the server awaits it before answering initialize',
+  async (t) => {
   t.equal(tokenizerLoaded(), false, 'nothing in this process has counted yet');
   await warmUpTokenizer();
   t.equal(tokenizerLoaded(), true);
@@ -38,17 +41,31 @@ function fact(): string {
   return Array.from({ length: 1 + Math.floor(random() * 6) }, () => pick(PIECES)).join(pick([' ', '', '. ', ', ']));
 }
 
-/** A public record shape (CONTRACT.md §6.4): its canonical text starts with `{"authority_role` and ends with the verifier. */
+/**
+ * A public record shape (CONTRACT.md §6.4): its canonical text starts with `{"authority_role` and ends with the
+ * verifier.
+ */
 function record(): Record<string, unknown> {
   return {
-    memory_id: crypto.randomUUID(), record_id: crypto.randomUUID(), revision: 1 + Math.floor(random() * 5), parent_record_id: random() < 0.5 ? null : crypto.randomUUID(),
-    scope: { scope: 'PROJECT', project_id: pick(['p1', 'مشروع', 'repo-42']), worktree_id: null, workflow_id: null, agent_id: null },
-    memory_type: 'PROJECT_LEARNED_FACT', fact: fact(), source_provenance: { source_class: 'repo', source_ref: pick(['a/b.ts', 'README.md#L10', 'ci']), source_hash: 'ab'.repeat(32) },
+    memory_id: crypto.randomUUID(), record_id: crypto.randomUUID(), revision: 1 + Math.floor(random() * 5),
+    parent_record_id: random() < 0.5 ? null : crypto.randomUUID(),
+    scope: {
+      scope: 'PROJECT', project_id: pick(['p1', 'مشروع', 'repo-42']), worktree_id: null, workflow_id: null,
+      agent_id: null,
+    },
+    memory_type: 'PROJECT_LEARNED_FACT', fact: fact(),
+    source_provenance: {
+      source_class: 'repo', source_ref: pick(['a/b.ts', 'README.md#L10', 'ci']), source_hash: 'ab'.repeat(32),
+    },
     source_timestamp: '2026-11-30T10:00:00Z', created_at: '2026-11-30T10:00:00.123456Z', last_verified_at: null,
-    verified_by: pick(['UNVERIFIED', 'OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK']), authority_role: pick(['UNRESOLVED', 'PROJECT_CURRENT', 'OWNER_CURRENT']),
-    contribution_origin: { contributor_class: 'DELEGATED_AGENT', contributor_ref: 'codex' }, freshness_policy: { kind: 'never' }, supersedes: [],
-    contradiction_state: 'NONE', confidence: Math.round(random() * 100) / 100, tags: random() < 0.5 ? [] : ['ci', fact().slice(0, 12)],
-    lifecycle_state: pick(['CANDIDATE', 'VALIDATED_CURRENT']), relevance_score: random() < 0.5 ? null : Number(random().toFixed(6)), retrieval_rank: random() < 0.5 ? null : 1,
+    verified_by: pick(['UNVERIFIED', 'OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK']),
+    authority_role: pick(['UNRESOLVED', 'PROJECT_CURRENT', 'OWNER_CURRENT']),
+    contribution_origin: { contributor_class: 'DELEGATED_AGENT', contributor_ref: 'codex' },
+    freshness_policy: { kind: 'never' }, supersedes: [],
+    contradiction_state: 'NONE', confidence: Math.round(random() * 100) / 100,
+    tags: random() < 0.5 ? [] : ['ci', fact().slice(0, 12)],
+    lifecycle_state: pick(['CANDIDATE', 'VALIDATED_CURRENT']),
+    relevance_score: random() < 0.5 ? null : Number(random().toFixed(6)), retrieval_rank: random() < 0.5 ? null : 1,
   };
 }
 
@@ -66,16 +83,19 @@ t.test('record lists count exactly what a whole-text encode counts', async (t) =
 t.test('prefixes of one list share the counted cores and stay exact', async (t) => {
   const records = Array.from({ length: 6 }, record);
   const texts = records.map((r) => canonicalJson(r));
-  for (let kept = 0; kept <= texts.length; kept += 1) t.equal(await countListTokens(texts.slice(0, kept)), whole(list(records.slice(0, kept))), `first ${kept}`);
+  for (let kept = 0; kept <= texts.length; kept += 1) t.equal(await countListTokens(texts.slice(0, kept)),
+    whole(list(records.slice(0, kept))), `first ${kept}`);
 });
 
 // Stored counts (docs/decisions/0036): a record's count without its four changing pieces is stored when it is written;
 // a later read adds the pieces as they are then. The count must be exact whatever the changing pieces became.
 const core = (text: string) => whole(text) - whole('{"') - whole('"}');
 const CHANGES: readonly Record<string, unknown>[] = [
-  {}, { contradiction_state: 'UNRESOLVED' }, { lifecycle_state: 'SUPERSEDED' }, { relevance_score: 0.123456, retrieval_rank: 7 },
+  {}, { contradiction_state: 'UNRESOLVED' }, { lifecycle_state: 'SUPERSEDED' },
+  { relevance_score: 0.123456, retrieval_rank: 7 },
   { contradiction_state: 'RESOLVED', lifecycle_state: 'HISTORICAL', relevance_score: 1, retrieval_rank: 12 },
-  { relevance_score: 0.5, retrieval_rank: 1 }, { relevance_score: 1e-6, retrieval_rank: 100 }, { relevance_score: null, retrieval_rank: null },
+  { relevance_score: 0.5, retrieval_rank: 1 }, { relevance_score: 1e-6, retrieval_rank: 100 },
+  { relevance_score: null, retrieval_rank: null },
 ];
 
 t.test('a stored fixed count plus the changing pieces as they are now counts a record core exactly', async (t) => {
@@ -96,16 +116,20 @@ t.test('a stored fixed count plus the changing pieces as they are now counts a r
   t.equal(mismatches, 0);
 });
 
-t.test('a text that does not count by pieces gets no stored count, and a stored one is not applied to it', async (t) => {
+t.test('a text that does not count by pieces gets no stored count, and a stored one is not applied to it',
+  async (t) => {
   const written = record();
   const without = { ...written };
   delete without.retrieval_rank;
   t.equal(await fixedRecordTokens(without, canonicalJson(without)), null, 'a changing key missing');
   const odd = { ...written, fact: 'ends in a mark é\u0301', verified_by: 'é\u0301' };
   t.equal(await fixedRecordTokens(odd, canonicalJson(odd)), null, 'a core that does not end with a letter');
-  const other = { a: 'x', contradiction_state: 'NONE', lifecycle_state: 'CANDIDATE', relevance_score: null, retrieval_rank: 1 };
+  const other = {
+    a: 'x', contradiction_state: 'NONE', lifecycle_state: 'CANDIDATE', relevance_score: null, retrieval_rank: 1,
+  };
   t.equal(await fixedRecordTokens(other, canonicalJson(other)), null, 'a changing key last');
-  t.equal(await recordCoreTokens(without, canonicalJson(without), 100), undefined, 'nothing added to a count it cannot use');
+  t.equal(await recordCoreTokens(without, canonicalJson(without), 100), undefined,
+    'nothing added to a count it cannot use');
   const text = canonicalJson(written);
   const pieces = core(text) - (await fixedRecordTokens(written, text))!;
   t.equal(await recordCoreTokens(written, text, 100), 100 + pieces, 'the stored count plus the pieces of this text');
@@ -118,12 +142,14 @@ t.test('countListTokens takes a known core count instead of counting that core',
   const texts = records.map((r) => canonicalJson(r));
   const exact = whole(list(records));
   t.equal(await countListTokens(texts, [core(texts[0]!), undefined]), exact, 'a right known count');
-  t.equal(await countListTokens(texts, [core(texts[0]!) + 5, undefined]), exact + 5, 'the known count is what is added');
+  t.equal(await countListTokens(texts, [core(texts[0]!) + 5, undefined]), exact + 5,
+    'the known count is what is added');
 });
 
 t.test('texts outside the core shape are counted whole, still exactly', async (t) => {
   const odd = [
-    { 1: 'starts with a digit key' }, { a: 1 }, { a: 'ends with a mark e\u0301' }, { 'é': 'x' }, { a: 'emoji at the end 🚀' },
+    { 1: 'starts with a digit key' }, { a: 1 }, { a: 'ends with a mark e\u0301' }, { 'é': 'x' },
+    { a: 'emoji at the end 🚀' },
     { a: 'spaces at the end   ' }, { a: "it's" }, {}, { '"': 'quote key' }, { a: 'ok', b: 'done' },
   ];
   for (const object of odd) {
@@ -150,8 +176,9 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   // Atoms crowd the cut rule's edges: the punctuation pairs it cuts after, single punctuation before a letter
   // (no cut there: a letter chunk may take one leading mark), marks, contractions, escapes, newlines after
   // punctuation, digits runs, non-Latin letters and a special-token string counted as text.
-  const atoms = ['"', ',', ':', '{', '}', '[', ']', ',"', '":', '{"', '"}', '],', 'a', 'Z', 'abc', 'ABC', 'Ab', '1', '123', '4567', ' ', '  ', '\n', '\r\n', '\t',
-    "'", "'s", "'LL", '/', '\\', '\\"', '\\n', 'é', 'e\u0301', '\u0301', 'ب', 'بَ', '٢٠', '🚀', '_', '-', '.', '<|endoftext|>', 'ǅ', 'ʰ', '中文'];
+  const atoms = ['"', ',', ':', '{', '}', '[', ']', ',"', '":', '{"', '"}', '],', 'a', 'Z', 'abc', 'ABC', 'Ab', '1',
+    '123', '4567', ' ', '  ', '\n', '\r\n', '\t', "'", "'s", "'LL", '/', '\\', '\\"', '\\n', 'é', 'e\u0301', '\u0301',
+    'ب', 'بَ', '٢٠', '🚀', '_', '-', '.', '<|endoftext|>', 'ǅ', 'ʰ', '中文'];
   t.same(await miscounted(atoms, 30), [], 'no text counts differently');
   t.equal(await countTokens(''), 0, 'the empty text has no tokens');
   const repeated = canonicalJson({ memory_type: 'PROJECT_LEARNED_FACT', scope: { scope: 'PROJECT' } });
@@ -161,9 +188,11 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   t.equal(await countTokens(long), whole(long), 'a long segment (a fact) counted first');
   t.equal(await countTokens(long), whole(long), 'and again from its remembered count');
   // More long segments than are remembered: the oldest are dropped, and every count stays exact.
-  const facts = Array.from({ length: 2100 }, (_, i) => `{"fact":"fact ${i} ${'مرحبا word '.repeat(30 + (i % 7))}","x":1}`);
+  const facts = Array.from({ length: 2100 },
+    (_, i) => `{"fact":"fact ${i} ${'مرحبا word '.repeat(30 + (i % 7))}","x":1}`);
   const wrong = [];
-  for (const text of [...facts, ...facts.slice(0, 50), ...facts.slice(-50)]) if ((await countTokens(text)) !== whole(text)) wrong.push(text);
+  for (const text of [...facts, ...facts.slice(0, 50), ...facts.slice(-50)])
+    if ((await countTokens(text)) !== whole(text)) wrong.push(text);
   t.same(wrong, [], 'long segments past the remembered number count exactly');
   // More short segments (ids, timestamps) than are remembered: the oldest are dropped, and every count stays exact.
   const ids = Array.from({ length: 66_000 }, (_, i) =>
@@ -181,8 +210,9 @@ t.test('chunk counts remembered from one text serve another exactly (docs/decisi
   // The encoder's expression splits a text into chunks; a chunk counted in one text is reused in the next. Whitespace
   // runs end by look-ahead (`\s+(?!\S)`), a letter chunk takes one leading mark, a number chunk stops at 3 digits:
   // texts without the segment cuts of 0011, so every chunk meets the remembered table.
-  const atoms = [' ', '  ', '   ', '\t', '\n', '\r', '\r\n', ' \n', 'a', 'Ab', 'HTTP', "'s", "'T", "'ll", '1', '12', '1234', '.', '..',
-    '/', '//', '-', 'é', 'e\u0301', 'ب', '٣', '🚀', '中', 'ǅ', 'ff60ba', 'c2c8', '<|endoftext|>', '\u00a0', '\u3000', '\u2028',
+  const atoms = [' ', '  ', '   ', '\t', '\n', '\r', '\r\n', ' \n', 'a', 'Ab', 'HTTP', "'s", "'T", "'ll", '1', '12',
+    '1234', '.', '..', '/', '//', '-', 'é', 'e\u0301', 'ب', '٣', '🚀', '中', 'ǅ', 'ff60ba', 'c2c8', '<|endoftext|>',
+    '\u00a0', '\u3000', '\u2028',
     '\u0085', '\ud800', '\udc00', '\u{1d400}', '\u{1d7d9}', '\u{10437}', '👩\u200d💻'];
   t.same(await miscounted(atoms, 24), [], 'no text counts differently');
   // More distinct chunks than are remembered (oldest dropped), and chunks too long to remember: still exact.
