@@ -16,12 +16,14 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   'src/maintenance': ['src/maintenance', 'src/storage', 'src/embedding', 'src/core', 'generated'],
   'src/gateway': ['src/gateway', 'src/adapter', 'src/core'],
   'src/server': ['src/server', 'src/gateway', 'src/core'],
-  'src/cli': ['src/cli', 'src/server', 'src/gateway', 'src/adapter', 'src/maintenance', 'src/storage', 'src/embedding', 'src/core'],
+  'src/cli': ['src/cli', 'src/server', 'src/gateway', 'src/adapter', 'src/maintenance', 'src/storage',
+    'src/embedding', 'src/core'],
 };
 const SRC_FLOORS = Object.keys(MAY_IMPORT).filter((floor) => floor.startsWith('src/'));
 const PACKAGE_FLOORS: Record<string, readonly string[]> = {
   // generated/db.ts imports kysely's ColumnType, a type only.
-  'kysely': ['src/storage', 'generated'], 'better-sqlite3': ['src/storage'], 'sqlite-vec': ['src/storage'], 'fs-ext': ['src/storage'],
+  'kysely': ['src/storage', 'generated'], 'better-sqlite3': ['src/storage'], 'sqlite-vec': ['src/storage'],
+  'fs-ext': ['src/storage'],
   '@modelcontextprotocol/sdk': ['src/server'],
   '@factlane/schema': SRC_FLOORS, '@sinclair/typebox': ['schema'],
 };
@@ -46,16 +48,21 @@ function violationsOf(file: string, text: string): string[] {
   const floor = floorOf(file);
   if (!floor) return [`${relative(REPO_ROOT, file)} is on no known floor`];
   const violations: string[] = [];
-  const specifiers = [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1] ?? m[2]!);
+  const specifiers = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g),
+  ].map((m) => m[1] ?? m[2]!);
   for (const specifier of specifiers) {
     if (specifier.startsWith('.')) {
       const target = floorOf(resolve(dirname(file), specifier));
-      if (!target || !MAY_IMPORT[floor]!.includes(target)) violations.push(`${relative(REPO_ROOT, file)} imports ${specifier} (${target ?? 'outside the floors'})`);
+      if (!target || !MAY_IMPORT[floor]!.includes(target)) violations.push(
+        `${relative(REPO_ROOT, file)} imports ${specifier} (${target ?? 'outside the floors'})`);
     } else {
       const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
       const owners = PACKAGE_FLOORS[name];
-      if (floor === 'schema' && !SCHEMA_PACKAGES.includes(name)) violations.push(`${relative(REPO_ROOT, file)} imports ${name}, which @factlane/schema does not depend on`);
-      else if (owners && !owners.includes(floor)) violations.push(`${relative(REPO_ROOT, file)} imports ${name}, which belongs to ${owners.join(', ')}`);
+      if (floor === 'schema' && !SCHEMA_PACKAGES.includes(name)) violations.push(
+        `${relative(REPO_ROOT, file)} imports ${name}, which @factlane/schema does not depend on`);
+      else if (owners && !owners.includes(floor)) violations.push(
+        `${relative(REPO_ROOT, file)} imports ${name}, which belongs to ${owners.join(', ')}`);
     }
   }
   return violations;
@@ -76,7 +83,8 @@ t.test('the product reaches the schema package by name, and the package stands a
     ['src/core/x.ts imports @sinclair/typebox, which belongs to schema']);
   t.same(violationsOf(at('schema/x.ts'), "import type { DB } from '../generated/db.js';"),
     ['schema/x.ts imports ../generated/db.js (generated)']);
-  t.same(violationsOf(at('schema/x.ts'), "import type { ColumnType } from 'kysely';\nimport { Type } from '@sinclair/typebox';"),
+  t.same(violationsOf(at('schema/x.ts'),
+    "import type { ColumnType } from 'kysely';\nimport { Type } from '@sinclair/typebox';"),
     ['schema/x.ts imports kysely, which @factlane/schema does not depend on']);
   t.same(violationsOf(at('schema/x.ts'), "import { join } from 'node:path';"),
     ['schema/x.ts imports node:path, which @factlane/schema does not depend on']);

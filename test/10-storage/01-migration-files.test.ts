@@ -4,7 +4,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { RELEASED_MIGRATIONS } from '@factlane/schema';
-import { assertMigrationStatementsAllowed, loadMigrationFiles, renderMigration, MigrationFileError } from '../../src/storage/migration-files.js';
+import {
+  assertMigrationStatementsAllowed, loadMigrationFiles, renderMigration, MigrationFileError,
+} from '../../src/storage/migration-files.js';
 
 t.test('shipped migrations load in order with the SHA-256 of their bytes', async (t) => {
   const files = loadMigrationFiles(MIGRATIONS_DIR);
@@ -19,9 +21,12 @@ t.test('shipped migrations load in order with the SHA-256 of their bytes', async
 
 t.test('trigger bodies are allowed; transaction control, PRAGMA, VACUUM, ATTACH, DETACH are refused', async (t) => {
   t.doesNotThrow(() => assertMigrationStatementsAllowed('x.sql',
-    "CREATE TRIGGER a BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'x; BEGIN'); END;\n-- COMMIT in a comment\nCREATE TABLE u (a TEXT DEFAULT 'PRAGMA');"));
-  for (const statement of ['BEGIN', 'begin immediate', 'COMMIT', 'END TRANSACTION', 'ROLLBACK', 'SAVEPOINT s', 'RELEASE s', 'PRAGMA foreign_keys=OFF', 'VACUUM', "ATTACH 'x' AS y", 'DETACH y']) {
-    t.throws(() => assertMigrationStatementsAllowed('bad.sql', `CREATE TABLE a (b TEXT);\n${statement};`), MigrationFileError, statement);
+    "CREATE TRIGGER a BEFORE INSERT ON t BEGIN SELECT RAISE(ABORT, 'x; BEGIN'); END;\n-- COMMIT in a comment\n" +
+      "CREATE TABLE u (a TEXT DEFAULT 'PRAGMA');"));
+  for (const statement of ['BEGIN', 'begin immediate', 'COMMIT', 'END TRANSACTION', 'ROLLBACK', 'SAVEPOINT s',
+    'RELEASE s', 'PRAGMA foreign_keys=OFF', 'VACUUM', "ATTACH 'x' AS y", 'DETACH y']) {
+    t.throws(() => assertMigrationStatementsAllowed('bad.sql', `CREATE TABLE a (b TEXT);\n${statement};`),
+      MigrationFileError, statement);
   }
   // A table named trigger with a column named begin is not a trigger body: the END after it would commit the runner's
   // transaction half way through the file.
@@ -45,7 +50,8 @@ t.test('misnamed files and version gaps are refused', async (t) => {
   t.throws(() => loadMigrationFiles(join(dir, 'empty')), /no migration files/);
 });
 
-t.test('a released migration whose file changed is refused; a version past the released list is unreleased', async (t) => {
+t.test('a released migration whose file changed is refused; a version past the released list is unreleased',
+  async (t) => {
   const dir = t.testdir();
   const shipped = loadMigrationFiles(MIGRATIONS_DIR);
   t.same(shipped.map(({ version, name, checksum }) => ({ version, name, checksum })), RELEASED_MIGRATIONS,

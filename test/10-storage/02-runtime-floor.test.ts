@@ -23,12 +23,14 @@ t.test('version comparison is numeric', async (t) => {
 t.test('an injected SQLite 3.41.2 is refused before any file or directory is created', async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'nested', 'factlane.sqlite3');
-  await t.rejects(openEngine(dbPath, { runtime: { sqliteVersion: () => '3.41.2' } }), { code: 'BACKEND_COMPATIBILITY_MISMATCH', message: /3\.41\.2.*3\.42\.0/ });
+  await t.rejects(openEngine(dbPath, { runtime: { sqliteVersion: () => '3.41.2' } }),
+    { code: 'BACKEND_COMPATIBILITY_MISMATCH', message: /3\.41\.2.*3\.42\.0/ });
   t.notOk(existsSync(join(dir, 'nested')), 'no parent directory created');
   t.same(readdirSync(dir), [], 'nothing created');
 });
 
 t.test('operator commands run the same probe first', async (t) => {
   const dir = t.testdir();
-  t.throws(() => MaintenanceTarget.open({ dbPath: join(dir, 'missing.sqlite3'), lease: 'shared', runtime: { sqliteVersion: () => '3.40.1' } }), { code: 'BACKEND_COMPATIBILITY_MISMATCH' });
+  t.throws(() => MaintenanceTarget.open({ dbPath: join(dir, 'missing.sqlite3'), lease: 'shared',
+    runtime: { sqliteVersion: () => '3.40.1' } }), { code: 'BACKEND_COMPATIBILITY_MISMATCH' });
 });

@@ -36,7 +36,8 @@ t.test('a raw better-sqlite3 connection cannot write fenced tables but can read 
   const raw = new RawDatabase(dbPath);
   t.teardown(() => raw.close());
   for (const statement of MUTATIONS) {
-    t.throws(() => raw.prepare(statement).run(), { message: /no such function: factlane_contract_v2_writer/ }, statement);
+    t.throws(() => raw.prepare(statement).run(),
+      { message: /no such function: factlane_contract_v2_writer/ }, statement);
   }
   const row = raw.prepare('SELECT fact FROM adapter_records WHERE record_id = ?').get(recordId) as { fact: string };
   t.equal(row.fact, 'the build uses node 20', 'reads work and the row is unchanged');
@@ -59,17 +60,24 @@ t.test('the writer gate is open only inside the engine write transaction', async
   const dir = t.testdir();
   const engine = await openEngine(join(dir, 'gate.sqlite3'));
   t.teardown(() => engine.close());
-  const outside = await engine.read(async (db) => (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(db)).rows[0]!.w);
+  const outside = await engine.read(async (db) =>
+    (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(db))
+      .rows[0]!.w);
   t.equal(outside, 0, 'closed outside a transaction');
-  const inside = await engine.write(async (trx) => (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(trx)).rows[0]!.w);
+  const inside = await engine.write(async (trx) =>
+    (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(trx))
+      .rows[0]!.w);
   t.equal(inside, 1, 'open inside');
   await t.rejects(engine.write(async () => { throw new Error('boom'); }), /boom/);
-  const after = await engine.read(async (db) => (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(db)).rows[0]!.w);
+  const after = await engine.read(async (db) =>
+    (await (await import('kysely')).sql<{ w: number }>`SELECT factlane_contract_v2_writer() AS w`.execute(db))
+      .rows[0]!.w);
   t.equal(after, 0, 'closed again after a rollback');
 });
 
 const cli = spawnSync('sqlite3', ['--version'], { encoding: 'utf8' });
-t.test('the Debian sqlite3 CLI cannot write fenced tables', { skip: cli.status === 0 ? false : 'sqlite3 CLI not installed' }, async (t) => {
+t.test('the Debian sqlite3 CLI cannot write fenced tables',
+  { skip: cli.status === 0 ? false : 'sqlite3 CLI not installed' }, async (t) => {
   const { dbPath } = await seededDatabase(t.testdir());
   const before = tableCounts(dbPath);
   for (const statement of MUTATIONS) {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import {
-  chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync,
+  chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync,
+  symlinkSync, writeFileSync,
 } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -65,7 +66,8 @@ t.test('a new database is created at the latest version with its meta rows, 0600
   t.match(byKey.created_by, /^factlane \d+\.\d+\.\d+/);
   t.equal(byKey.embedding_profile, TEST_BINDING.bindingJson);
   const migrations = await engine.read((db) => db.selectFrom('schema_migrations').selectAll().execute());
-  t.same(migrations.map((m) => [m.version, m.name]), SHIPPED_MIGRATIONS.map((f) => [f.version, f.name]), 'every shipped migration, in order');
+  t.same(migrations.map((m) => [m.version, m.name]), SHIPPED_MIGRATIONS.map((f) => [f.version, f.name]),
+    'every shipped migration, in order');
   t.equal(statSync(dbPath).mode & 0o777, 0o600, 'file mode 0600');
   t.equal(statSync(join(dir, 'a')).mode & 0o777, 0o700, 'parent mode 0700');
   t.equal(statSync(join(dir, 'a', 'b')).mode & 0o777, 0o700, 'parent mode 0700');
@@ -79,10 +81,12 @@ t.test('a new database is created at the latest version with its meta rows, 0600
   });
   t.equal(pragmas, 'wal');
   // The server connection maps the file for reads (docs/decisions/0008-memory-mapped-reads.md).
-  const mapped = await engine.read(async (db) => (await sql<{ mmap_size: number }>`PRAGMA mmap_size`.execute(db)).rows[0]?.mmap_size);
+  const mapped = await engine.read(async (db) =>
+    (await sql<{ mmap_size: number }>`PRAGMA mmap_size`.execute(db)).rows[0]?.mmap_size);
   t.equal(mapped, MMAP_SIZE_BYTES);
   await engine.close();
-  const again = await openEngine(dbPath, { newDatabaseBinding: async () => t.fail('binding asked for an existing database') as never });
+  const again = await openEngine(dbPath,
+    { newDatabaseBinding: async () => t.fail('binding asked for an existing database') as never });
   t.equal(again.created, false);
   await again.close();
 });
@@ -100,9 +104,12 @@ t.test('a database made in a file that was there empty is private too: 0600, and
 
 t.test('a failed first start leaves no database file', async (t) => {
   const dir = t.testdir();
-  await t.rejects(openEngine(join(dir, 'x.sqlite3'), { newDatabaseBinding: async () => { throw Object.assign(new Error('provider down'), { code: 'EMBEDDING_UNAVAILABLE' }); } }), /provider down/);
+  await t.rejects(openEngine(join(dir, 'x.sqlite3'), { newDatabaseBinding: async () => {
+    throw Object.assign(new Error('provider down'), { code: 'EMBEDDING_UNAVAILABLE' });
+  } }), /provider down/);
   t.same(readdirSync(dir), [], 'provider failure: nothing created');
-  const broken = migrationsDir(dir, 'broken', { [nextMigration('broken')]: 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
+  const broken = migrationsDir(dir, 'broken',
+    { [nextMigration('broken')]: 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
   await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
   t.notOk(existsSync(join(dir, 'y.sqlite3')), 'migration failure: no file');
   t.notOk(existsSync(join(dir, 'y.sqlite3-wal')), 'no wal');
@@ -115,7 +122,8 @@ t.test('an older database is refused, naming factlane-migrate up', async (t) => 
   await (await openEngine(dbPath)).close();
   const newer = migrationsDir(dir, 'newer', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\n' });
   const before = readFileSync(dbPath);
-  await t.rejects(openEngine(dbPath, { migrationsDir: newer }), { code: 'SCHEMA_MISMATCH', message: /older than this release.*factlane-migrate up/ });
+  await t.rejects(openEngine(dbPath, { migrationsDir: newer }),
+    { code: 'SCHEMA_MISMATCH', message: /older than this release.*factlane-migrate up/ });
   t.ok(readFileSync(dbPath).equals(before), 'file unchanged');
 });
 
@@ -240,7 +248,8 @@ t.test('a vector table that disagrees with the binding is refused', async (t) =>
   await (await openEngine(dbPath)).close();
   const raw = new RawDatabase(dbPath);
   raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
-  raw.prepare("UPDATE adapter_meta SET value = ? WHERE key = 'embedding_profile'").run(JSON.stringify({ profile_id: 'x', vector_dimension: 768 }));
+  raw.prepare("UPDATE adapter_meta SET value = ? WHERE key = 'embedding_profile'")
+    .run(JSON.stringify({ profile_id: 'x', vector_dimension: 768 }));
   raw.close();
   await t.rejects(openEngine(dbPath), { code: 'SCHEMA_MISMATCH', message: /dimension 8 does not match.*768/ });
 });
@@ -252,7 +261,8 @@ t.test('effective pragmas weaker than WAL / FULL / 5000 ms are refused', async (
   raw.pragma('journal_mode = DELETE');
   raw.pragma('synchronous = NORMAL');
   raw.pragma('busy_timeout = 100');
-  t.throws(() => assertEffectivePragmas(raw), { code: 'BACKEND_COMPATIBILITY_MISMATCH', message: /journal_mode is delete.*synchronous is 1.*busy_timeout is 100/ });
+  t.throws(() => assertEffectivePragmas(raw), { code: 'BACKEND_COMPATIBILITY_MISMATCH',
+    message: /journal_mode is delete.*synchronous is 1.*busy_timeout is 100/ });
   raw.pragma('journal_mode = WAL');
   raw.pragma('synchronous = FULL');
   raw.pragma('busy_timeout = 5000');

@@ -43,7 +43,8 @@ t.test('a running engine makes an exclusive lease fail, including through a hard
   const alias = join(dir, 'alias.sqlite3');
   linkSync(dbPath, alias);
   t.throws(() => MaintenanceTarget.open({ dbPath, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' });
-  t.throws(() => MaintenanceTarget.open({ dbPath: alias, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' }, 'same inode, same lock');
+  t.throws(() => MaintenanceTarget.open({ dbPath: alias, lease: 'exclusive' }), { code: 'MAINTENANCE_IN_PROGRESS' },
+    'same inode, same lock');
   await engine.close();
   // With the lease free, a file with two names is refused by every opener: each name would get its own -wal.
   const twoNames = { code: 'BACKEND_UNAVAILABLE', message: /has another name \(a hard link\)/ };

@@ -2,9 +2,12 @@ import t from 'tap';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { insertRecord } from '../../src/storage/record-repository.js';
-import { candidateRow, openEngine, RawDatabase, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine } from '../helpers/storage.js';
+import {
+  candidateRow, openEngine, RawDatabase, spawnTsHelper, storeRow, tableCounts, unitVector, waitForLine,
+} from '../helpers/storage.js';
 
-t.test('a foreign writer holding the lock past the retry bound yields retryable BACKEND_BUSY and no partial write', async (t) => {
+t.test('a foreign writer holding the lock past the retry bound yields retryable BACKEND_BUSY and no partial write',
+  async (t) => {
   const dbPath = join(t.testdir(), 'busy.sqlite3');
   // One retry keeps the test near 10 s (two 5 s busy waits); the default policy retries five times.
   const engine = await openEngine(dbPath, { retry: { retries: 1, baseDelayMs: 10, jitterRatio: 0.1 } });
@@ -89,21 +92,27 @@ t.test('a full database yields BACKEND_UNAVAILABLE; reads keep working; integrit
   const engine = await openEngine(dbPath);
   t.teardown(() => engine.close());
   await storeRow(engine, candidateRow());
-  const pages = await engine.read(async (db) => (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count);
+  const pages = await engine.read(async (db) =>
+    (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count);
   // max_page_count is connection-local: cap this connection's file at its current size.
-  const capped = await engine.read(async (db) => (await sql<{ max_page_count: number }>`PRAGMA max_page_count = ${sql.raw(String(pages))}`.execute(db)).rows[0]!.max_page_count);
+  const capped = await engine.read(async (db) =>
+    (await sql<{ max_page_count: number }>`PRAGMA max_page_count = ${sql.raw(String(pages))}`.execute(db))
+      .rows[0]!.max_page_count);
   t.equal(capped, pages, 'file capped at its current size');
   const before = tableCounts(dbPath);
   const bigFact = 'x'.repeat(200_000);
   await t.rejects(engine.write(async (trx) => {
-    for (let i = 0; i < 5; i += 1) await insertRecord(trx, candidateRow({ fact: bigFact }), { searchText: bigFact, embedding: unitVector(i) });
+    for (let i = 0; i < 5; i += 1) await insertRecord(trx, candidateRow({ fact: bigFact }),
+      { searchText: bigFact, embedding: unitVector(i) });
   }), { code: 'BACKEND_UNAVAILABLE', retryable: true });
   t.same(tableCounts(dbPath), before, 'nothing half-written');
   const rows = await engine.read((db) => db.selectFrom('adapter_records').select('fact').execute());
   t.equal(rows.length, 1, 'reads keep working');
-  const integrity = await engine.read(async (db) => (await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db)).rows);
+  const integrity = await engine.read(async (db) =>
+    (await sql<{ integrity_check: string }>`PRAGMA integrity_check`.execute(db)).rows);
   t.same(integrity, [{ integrity_check: 'ok' }]);
-  await storeRow(engine, candidateRow()).then(() => t.pass('a small write may still fit'), (error) => t.equal(error.code, 'BACKEND_UNAVAILABLE'));
+  await storeRow(engine, candidateRow())
+    .then(() => t.pass('a small write may still fit'), (error) => t.equal(error.code, 'BACKEND_UNAVAILABLE'));
 });
 
 t.test('lineage unique violations become VERSION_CONFLICT', async (t) => {
@@ -112,8 +121,12 @@ t.test('lineage unique violations become VERSION_CONFLICT', async (t) => {
   t.teardown(() => engine.close());
   const first = candidateRow();
   await storeRow(engine, first);
-  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, revision: 2 })), { code: 'VERSION_CONFLICT' }, 'second live record of one memory');
-  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, lifecycle_state: 'SUPERSEDED' })), { code: 'VERSION_CONFLICT' }, 'duplicate revision');
-  await t.rejects(storeRow(engine, candidateRow({ idempotency_key: first.idempotency_key })), { code: 'SQLITE_CONSTRAINT_UNIQUE', message: /adapter_records\.idempotency_key$/ }, 'idempotency key is left to the adapter');
+  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, revision: 2 })),
+    { code: 'VERSION_CONFLICT' }, 'second live record of one memory');
+  await t.rejects(storeRow(engine, candidateRow({ memory_id: first.memory_id, lifecycle_state: 'SUPERSEDED' })),
+    { code: 'VERSION_CONFLICT' }, 'duplicate revision');
+  await t.rejects(storeRow(engine, candidateRow({ idempotency_key: first.idempotency_key })),
+    { code: 'SQLITE_CONSTRAINT_UNIQUE', message: /adapter_records\.idempotency_key$/ },
+    'idempotency key is left to the adapter');
   t.equal(tableCounts(dbPath).records, 1);
 });

@@ -11,7 +11,9 @@ import {
 } from '../helpers/storage.js';
 
 const NEXT = SHIPPED_VERSION + 1;
-const NOTE_MIGRATION = { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n' };
+const NOTE_MIGRATION = {
+  [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nCREATE INDEX idx_note ON note (a);\n',
+};
 
 async function seeded(dir: string, dbName = 'db.sqlite3', options: { migrationsDir?: string } = {}): Promise<string> {
   const dbPath = join(dir, dbName);
@@ -37,9 +39,11 @@ t.test('up applies pending migrations in one transaction after a verified backup
   t.same(migrationStatus(target).pending, [{ version: NEXT, name: 'add_note' }]);
   const steps: string[] = [];
   const backupFile = join(dir, 'before-up.sqlite3');
-  const report = await migrateUp(target, { backupFile, clock: SYSTEM_CLOCK, onStep: (s) => steps.push(s.step === 'migration_applied' ? `${s.fields?.version}_${s.fields?.name}` : s.step) });
-  t.same(steps, ['lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified', 'backup_published',
-    'backup_manifest_written', `${NEXT}_add_note`, 'committed', 'verified'], 'the steps in order, one per file applied');
+  const report = await migrateUp(target, { backupFile, clock: SYSTEM_CLOCK,
+    onStep: (s) => steps.push(s.step === 'migration_applied' ? `${s.fields?.version}_${s.fields?.name}` : s.step) });
+  t.same(steps, ['lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified',
+    'backup_published', 'backup_manifest_written', `${NEXT}_add_note`, 'committed', 'verified'],
+    'the steps in order, one per file applied');
   t.same(report.applied, [{ version: NEXT, name: 'add_note' }]);
   t.equal(report.schema_version, NEXT);
   t.same(report.verification.filter((c) => c.status === 'FAIL'), [], 'verification passes after up');
@@ -62,7 +66,9 @@ t.test('a migration that fails half-way leaves the file byte-identical', async (
   const dir = t.testdir();
   const dbPath = await seeded(dir);
   const before = sha(dbPath);
-  const broken = migrationsDir(dir, 'broken', { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nINSERT INTO note VALUES (1);\nCREATE TABLE broken (;\n' });
+  const broken = migrationsDir(dir, 'broken',
+    { [nextMigration('add_note')]: 'CREATE TABLE note (a TEXT);\nINSERT INTO note VALUES (1);\n' +
+      'CREATE TABLE broken (;\n' });
   const target = exclusive(dbPath, broken);
   await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }));
   target.close();
@@ -78,7 +84,8 @@ t.test('a migration that breaks verification is rolled back with VERIFY_FAILED',
   const dbPath = await seeded(dir);
   const before = sha(dbPath);
   // Dropping a fence is valid SQL, so only the verification before commit can catch it.
-  const dropsFence = migrationsDir(dir, 'drops-fence', { [nextMigration('drop_fence')]: 'DROP TRIGGER factlane_v2_meta_delete_fence;\n' });
+  const dropsFence = migrationsDir(dir, 'drops-fence',
+    { [nextMigration('drop_fence')]: 'DROP TRIGGER factlane_v2_meta_delete_fence;\n' });
   const target = exclusive(dbPath, dropsFence);
   t.teardown(() => target.close());
   await t.rejects(migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'VERIFY_FAILED' });
@@ -104,7 +111,8 @@ t.test('up refuses newer, tampered, interlocked and busy databases and an existi
   const interlocked = await seeded(dir, 'interlocked.sqlite3');
   writeInterlock(interlocked);
   const interlockTarget = exclusive(interlocked, migrationsDir(dir, 'pending', NOTE_MIGRATION));
-  await t.rejects(migrateUp(interlockTarget, { backupFile: null, clock: SYSTEM_CLOCK }), { code: 'MAINTENANCE_IN_PROGRESS' });
+  await t.rejects(migrateUp(interlockTarget, { backupFile: null, clock: SYSTEM_CLOCK }),
+    { code: 'MAINTENANCE_IN_PROGRESS' });
   interlockTarget.close();
 
   const live = await seeded(dir, 'live.sqlite3');
@@ -212,7 +220,8 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   t.match(newerStatus.stdout, /applied +0006_add_note  not in this release\n/,
     'a newer release\'s migration is unknown here, not a checksum mismatch');
   t.notMatch(newerStatus.stdout, /MISMATCH/);
-  const newerVerify = JSON.parse(cli('verify', '--db', newer, '--json').stdout).checks as { name: string; status: string }[];
+  const newerVerify = JSON.parse(
+    cli('verify', '--db', newer, '--json').stdout).checks as { name: string; status: string }[];
   t.same(newerVerify.filter((c) => c.status === 'FAIL').map((c) => c.name), ['release_knows_version', 'schema_objects'],
     'verify: the release does not know the version (checksums_match passes: nothing shipped differs)');
   t.match(newerStatus.stderr, /^factlane-migrate: SCHEMA_MISMATCH: /m);

@@ -7,7 +7,8 @@ import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } fr
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
-t.test('backup of a live database verifies; a changed backup fails its manifest; targets are never overwritten', async (t) => {
+t.test('backup of a live database verifies; a changed backup fails its manifest; targets are never overwritten',
+  async (t) => {
   const dir = t.testdir();
   const dbPath = join(dir, 'live.sqlite3');
   const engine = await openEngine(dbPath);
@@ -34,7 +35,8 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   appendFileSync(out, Buffer.alloc(4096));
   const tampered = admin('verify', '--backup', out, '--json');
   t.equal(tampered.status, 3, 'problems → 3');
-  t.equal(JSON.parse(tampered.stdout).checks.find((c: { name: string }) => c.name === 'manifest_matches').status, 'FAIL');
+  t.equal(JSON.parse(tampered.stdout).checks.find((c: { name: string }) =>
+    c.name === 'manifest_matches').status, 'FAIL');
 
   const live = admin('verify', '--db', dbPath);
   t.equal(live.status, 0, live.stdout);
@@ -173,7 +175,8 @@ t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its cod
   t.notMatch(backup.stderr, dir, 'no path, no stack');
 });
 
-t.test('the manifest is written before anything is published, so a failed run never leaves the file alone', async (t) => {
+t.test('the manifest is written before anything is published, so a failed run never leaves the file alone',
+  async (t) => {
   const dir = t.testdir({ 'taken.manifest.json': 'someone else' });
   const names = () => readdirSync(dir).sort();
   const fill = async (temp: string) => {

@@ -16,39 +16,49 @@ import {
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
-const withoutProvenance = (rows: Record<string, unknown>[]) => rows.map(({ embedding_profile_id: _p, embedding_model_digest: _d, embedding_output_dimension: _o, ...rest }) => rest);
+const withoutProvenance = (rows: Record<string, unknown>[]) =>
+  rows.map(({ embedding_profile_id: _p, embedding_model_digest: _d, embedding_output_dimension: _o, ...rest }) => rest);
 
 t.test('reembed from the 8-dim test profile to local-hash-384 keeps every record and rebinds', async (t) => {
   const dbPath = join(t.testdir(), 'db.sqlite3');
   await fixture(dbPath);
   const before = readDb(dbPath);
   const progress: ReembedProgress[] = [];
-  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 3, onProgress: (p) => progress.push(p) });
-  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', dry_run: false, records_to_embed: 4, records_embedded: 4, batches: 2, switched: true });
+  const report = await reembedDatabase(
+    { dbPath, provider: new LocalHashProvider(), batchSize: 3, onProgress: (p) => progress.push(p) });
+  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', dry_run: false, records_to_embed: 4,
+    records_embedded: 4, batches: 2, switched: true });
   t.same(progress.map((p) => [p.done, p.total]), [[3, 4], [4, 4]], 'progress per committed batch');
 
   const after = readDb(dbPath);
   t.same(withoutProvenance(after.records), withoutProvenance(before.records), 'records keep their rows and content');
-  t.same(after.vec.map(({ dim: _d, ...v }) => v), before.vec.map(({ dim: _d, ...v }) => v), 'same rowid, scope_key, is_current');
+  t.same(after.vec.map(({ dim: _d, ...v }) => v), before.vec.map(({ dim: _d, ...v }) => v),
+    'same rowid, scope_key, is_current');
   t.ok(after.vec.every((v) => v.dim === 384), '384-dimension vectors');
   const first = after.records[0]!;
-  t.same([...storedEmbedding(dbPath, first.row_id as number)], [...localHashEmbedding(first.fact as string)], 'document embedding of the fact');
+  t.same([...storedEmbedding(dbPath, first.row_id as number)], [...localHashEmbedding(first.fact as string)],
+    'document embedding of the fact');
   const vectored = new Set(after.vec.map((v) => v.rowid));
   for (const record of after.records) {
-    const expected = vectored.has(record.row_id as number) ? ['local-hash-384', LOCAL_HASH_DIGEST, 384] : ['test-profile', 'digest', 8];
-    t.same([record.embedding_profile_id, record.embedding_model_digest, record.embedding_output_dimension], expected, `provenance of ${record.lifecycle_state}`);
+    const expected = vectored.has(record.row_id as number) ? ['local-hash-384', LOCAL_HASH_DIGEST, 384]
+      : ['test-profile', 'digest', 8];
+    t.same([record.embedding_profile_id, record.embedding_model_digest, record.embedding_output_dimension], expected,
+      `provenance of ${record.lifecycle_state}`);
   }
   const provenance = await new LocalHashProvider().statusCheck();
-  t.match(after.binding, { profile_id: 'local-hash-384', vector_dimension: 384, compatibility_proof: { basis: 'OPERATOR_REEMBED' }, runtime_fingerprint: runtimeFingerprint(provenance) });
+  t.match(after.binding, { profile_id: 'local-hash-384', vector_dimension: 384,
+    compatibility_proof: { basis: 'OPERATOR_REEMBED' }, runtime_fingerprint: runtimeFingerprint(provenance) });
   t.notOk(after.hasNext, 'fact_vec_next dropped');
 
   const target = MaintenanceTarget.open({ dbPath, lease: 'shared' });
   t.same(target.verify().filter((c) => c.status !== 'PASS'), [], 'verify passes at the new dimension');
   target.close();
   const engine = await openLocalHashEngine(dbPath);
-  const state = evaluateCompatibility({ profile: LOCAL_HASH, bindingText: engine.storedBinding, tableDimension: engine.findings.vectorDimension, provenance });
+  const state = evaluateCompatibility({ profile: LOCAL_HASH, bindingText: engine.storedBinding,
+    tableDimension: engine.findings.vectorDimension, provenance });
   t.equal(state.state, 'COMPATIBLE');
-  const hits = await engine.write(async (_trx, raw) => raw.prepare("SELECT rowid FROM fact_vec WHERE embedding MATCH ? AND k = 1 AND scope_key = 'scope-a'")
+  const hits = await engine.write(async (_trx, raw) =>
+    raw.prepare("SELECT rowid FROM fact_vec WHERE embedding MATCH ? AND k = 1 AND scope_key = 'scope-a'")
     .pluck().all(Buffer.from(localHashEmbedding('deploys on friday').buffer)));
   t.same(hits, [before.records[1]!.row_id], 'KNN in the new table finds the matching fact');
   await engine.close();
@@ -83,15 +93,18 @@ t.test('a failing status check stops reembed before anything changes', async (t)
   const dbPath = join(t.testdir(), 'db.sqlite3');
   await fixture(dbPath);
   const bytes = readFileSync(dbPath);
-  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failStatus: true }) }), { code: 'EMBEDDING_UNAVAILABLE' });
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failStatus: true }) }),
+    { code: 'EMBEDDING_UNAVAILABLE' });
   t.ok(readFileSync(dbPath).equals(bytes), 'byte-identical');
 });
 
-t.test('an interrupted fill leaves the old binding and table in use; a rerun drops the leftover and succeeds', async (t) => {
+t.test('an interrupted fill leaves the old binding and table in use; a rerun drops the leftover and succeeds',
+  async (t) => {
   const dbPath = join(t.testdir(), 'db.sqlite3');
   await fixture(dbPath);
   const before = readDb(dbPath);
-  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failOnCall: 2 }), batchSize: 2 }), { code: 'EMBEDDING_UNAVAILABLE' });
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ failOnCall: 2 }), batchSize: 2 }),
+    { code: 'EMBEDDING_UNAVAILABLE' });
   const interrupted = readDb(dbPath);
   t.equal(interrupted.bindingText, before.bindingText, 'old binding');
   t.same(interrupted.vec, before.vec, 'old vectors');
@@ -141,11 +154,13 @@ t.test('an interrupted fill leaves the old binding and table in use; a rerun dro
   target.close();
 });
 
-t.test('a runtime fingerprint that changes before the switch fails with PROFILE_MISMATCH and switches nothing', async (t) => {
+t.test('a runtime fingerprint that changes before the switch fails with PROFILE_MISMATCH and switches nothing',
+  async (t) => {
   const dbPath = join(t.testdir(), 'db.sqlite3');
   await fixture(dbPath);
   const before = readDb(dbPath);
-  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ driftAfterFirstCheck: true }) }), { code: 'PROFILE_MISMATCH' });
+  await t.rejects(reembedDatabase({ dbPath, provider: new FaultyProvider({ driftAfterFirstCheck: true }) }),
+    { code: 'PROFILE_MISMATCH' });
   const after = readDb(dbPath);
   t.equal(after.bindingText, before.bindingText);
   t.same(after.vec, before.vec);
@@ -189,7 +204,8 @@ t.test('the CLI: usage errors exit 2, refusals exit 1, success prints the report
   const dbPath = join(dir, 'db.sqlite3');
   await fixture(dbPath);
   for (const args of [['--profile', 'local-hash-384'], ['--db', dbPath], ['--db', dbPath, '--profile', 'nope'],
-    ['--db', dbPath, '--profile', 'nomic-768', '--ollama-url', 'http://localhost:11434'], ['--db', dbPath, '--profile', 'local-hash-384', '--out', 'x']]) {
+    ['--db', dbPath, '--profile', 'nomic-768', '--ollama-url', 'http://localhost:11434'],
+    ['--db', dbPath, '--profile', 'local-hash-384', '--out', 'x']]) {
     t.equal(admin('reembed', ...args).status, 2, args.join(' '));
   }
   t.equal(admin('verify', '--db', dbPath, '--profile', 'local-hash-384').status, 2, 'reembed flags belong to reembed');
@@ -217,13 +233,16 @@ t.test('the CLI: usage errors exit 2, refusals exit 1, success prints the report
   const run = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
   t.equal(run.status, 0, run.status === 0 ? 'exit 0' : run.stderr);
   const report = JSON.parse(run.stdout);
-  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', records_embedded: 4, batches: 1, switched: true });
+  t.match(report, { from_profile: 'test-profile', to_profile: 'local-hash-384', records_embedded: 4, batches: 1,
+    switched: true });
   t.type(report.db_identity, 'string');
   t.type(report.elapsed_ms, 'number');
   t.notMatch(run.stdout, dir, 'no path in the report');
   const lines = run.stderr.trim().split('\n').map((line) => JSON.parse(line) as ReembedProgress & { step: string });
-  t.same(lines.filter((p) => p.step === 'batch').map((p) => [p.batch, p.done, p.total]), [[1, 4, 4]], 'one JSON progress line per batch');
-  t.same(lines.map((p) => p.step), ['lease_taken', 'provider_checked', 'planned', 'batch', 'switched'], 'the batches among the steps, switched last');
+  t.same(lines.filter((p) => p.step === 'batch').map((p) => [p.batch, p.done, p.total]), [[1, 4, 4]],
+    'one JSON progress line per batch');
+  t.same(lines.map((p) => p.step), ['lease_taken', 'provider_checked', 'planned', 'batch', 'switched'],
+    'the batches among the steps, switched last');
   t.equal(admin('verify', '--db', dbPath).status, 0);
 });
 
@@ -232,14 +251,16 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds', as
   const engine = await openEngine(dbPath);
   await engine.write(async (trx) => {
     const { insertRecordUnchecked } = await import('../../src/storage/record-repository.js');
-    for (let i = 0; i < 5000; i += 1) await insertRecordUnchecked(trx, candidateRow({ fact: `fact ${i} about the build`, scope_key: `scope-${i % 7}` }), { searchText: `fact ${i}`, embedding: unitVector(i) });
+    for (let i = 0; i < 5000; i += 1) await insertRecordUnchecked(trx, candidateRow({ fact: `fact ${i} about the build`,
+      scope_key: `scope-${i % 7}` }), { searchText: `fact ${i}`, embedding: unitVector(i) });
   });
   await engine.close();
   const before = readDb(dbPath);
   const args = [ADMIN_BIN, 'reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json'];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   // Killed right after its first committed batch: the fill is under way, the switch far off.
-  await new Promise<void>((resolve) => child.stderr.on('data', (chunk: Buffer) => { if (chunk.includes('"batch"')) resolve(); }));
+  await new Promise<void>((resolve) =>
+    child.stderr.on('data', (chunk: Buffer) => { if (chunk.includes('"batch"')) resolve(); }));
   child.kill('SIGKILL');
   await new Promise((resolve) => child.once('exit', resolve));
   const killed = readDb(dbPath);

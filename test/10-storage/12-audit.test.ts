@@ -7,24 +7,32 @@ import {
   storeRow, writeInterlock,
 } from '../helpers/storage.js';
 import { fixtureRow, insertFixtures, padScope, scopeTuple } from '../helpers/reads.js';
-import { currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json } from '../helpers/writes.js';
+import {
+  currentRequest, openWriteBench, replaceRequest, reverifyRequest, store, storeRequest, update, type Json,
+} from '../helpers/writes.js';
 
 // factlane-admin audit (OPERATIONS.md §4.4): the lineage invariants of STORAGE.md §7.4, read-only.
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 /** A database with a real lineage: a promoted Candidate, a REPLACE, a contradiction Candidate, a REVERIFY. */
-async function lineage(t: Test): Promise<{ dbPath: string; close: () => Promise<void>; records: Record<string, Json> }> {
+async function lineage(t: Test): Promise<{ dbPath: string; close: () => Promise<void>;
+  records: Record<string, Json>; }> {
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
   const delegated = bench.adapter('delegated-candidate');
-  const candidate = (await store(delegated, storeRequest({ fact: 'The build uses Node 20', subject: 'node' }))).results[0];
-  const promoted = (await update(owner, reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-01T00:00:00Z' } }))).results[0];
-  const replaced = (await update(owner, replaceRequest(promoted, { fact: 'The build uses Node 22', subject: 'node' }))).results[0];
-  const conflicting = (await store(delegated, storeRequest({ fact: 'The build uses Node 18', subject: 'node' }))).results[0];
+  const candidate = (await store(delegated,
+    storeRequest({ fact: 'The build uses Node 20', subject: 'node' }))).results[0];
+  const promoted = (await update(owner, reverifyRequest(candidate, { expected_record_id: candidate.record_id,
+    verification: { source_timestamp: '2026-11-01T00:00:00Z' } }))).results[0];
+  const replaced = (await update(owner,
+    replaceRequest(promoted, { fact: 'The build uses Node 22', subject: 'node' }))).results[0];
+  const conflicting = (await store(delegated,
+    storeRequest({ fact: 'The build uses Node 18', subject: 'node' }))).results[0];
   const shell = (await store(owner, currentRequest({ fact: 'The shell is zsh', subject: 'shell' }))).results[0];
   const reverified = (await update(owner, reverifyRequest(shell))).results[0];
-  return { dbPath: bench.dbPath, close: () => bench.engine.close(), records: { candidate, promoted, replaced, conflicting, shell, reverified } };
+  return { dbPath: bench.dbPath, close: () => bench.engine.close(),
+    records: { candidate, promoted, replaced, conflicting, shell, reverified } };
 }
 
 /** A raw connection that passes the fences, as a careless tool with the writer function would. */
@@ -40,10 +48,15 @@ function tamper(dbPath: string, work: (db: InstanceType<typeof RawDatabase>) => 
 }
 
 const shipped = () => MaintenanceTarget.shippedMigrations();
-/** The checks of a database at the shipped version; one without the eligible vector layout (schema 1) has no eligible_forms. */
-const ALL_CHECKS = ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive', 'lineage_shape',
-  'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'eligible_forms', 'token_counts', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check'];
-const failing = (dbPath: string) => Object.fromEntries(auditFile(dbPath, shipped()).checks.filter((c) => c.status === 'FAIL').map((c) => [c.name, c.samples]));
+/**
+ * The checks of a database at the shipped version; one without the eligible vector layout (schema 1)
+ * has no eligible_forms.
+ */
+const ALL_CHECKS = ['no_current_forks', 'single_successor', 'superseded_have_successor', 'revisions_consecutive',
+  'lineage_shape', 'current_metadata', 'contradiction_exclusive', 'derived_state', 'no_orphans', 'eligible_forms',
+  'token_counts', 'fences_present', 'schema_current', 'interlock_absent', 'quick_check'];
+const failing = (dbPath: string) => Object.fromEntries(
+  auditFile(dbPath, shipped()).checks.filter((c) => c.status === 'FAIL').map((c) => [c.name, c.samples]));
 
 t.test('a database written through the product passes every check', async (t) => {
   const { dbPath, close } = await lineage(t);
@@ -65,7 +78,8 @@ t.test('a token count without its record, or on a tombstone, fails token_counts 
     t.equal(db.prepare('SELECT count(*) FROM record_token_counts').pluck().get(),
       db.prepare('SELECT count(*) FROM adapter_records').pluck().get(), 'every record written has its count');
     db.prepare('INSERT INTO record_token_counts (row_id, fixed_tokens) VALUES (9999, 300)').run();
-    shellRow = db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').pluck().get(records.shell!.record_id) as number;
+    shellRow = db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').pluck()
+      .get(records.shell!.record_id) as number;
     db.prepare("UPDATE adapter_records SET lifecycle_state = 'QUARANTINED' WHERE row_id = ?").run(shellRow);
   });
   const samples = failing(dbPath).token_counts;
@@ -81,7 +95,8 @@ t.test('a database without the eligible vector layout (schema 1) is audited with
   await engine.close();
   downgradeToSchemaOne(dbPath);
   const report = auditFile(dbPath, shipped());
-  t.same(report.checks.map((c) => c.name), ALL_CHECKS.filter((name) => name !== 'eligible_forms' && name !== 'token_counts'));
+  t.same(report.checks.map((c) => c.name),
+    ALL_CHECKS.filter((name) => name !== 'eligible_forms' && name !== 'token_counts'));
   t.same(report.checks.filter((c) => c.status === 'FAIL'), [], 'an older ledger is still a sound one');
 });
 
@@ -95,7 +110,8 @@ t.test('each broken invariant fails its check and names the records', async (t) 
     // L6: a successor moved to another scope.
     db.prepare("UPDATE adapter_records SET agent_id = 'elsewhere' WHERE record_id = ?").run(replaced.record_id);
     // L10: a record that lost its FTS row, and an FTS row without a record.
-    const rowId = (db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').get(promoted.record_id) as { row_id: number }).row_id;
+    const rowId = (db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?')
+      .get(promoted.record_id) as { row_id: number }).row_id;
     db.prepare('DELETE FROM fact_fts WHERE rowid = ?').run(rowId);
     db.prepare("INSERT INTO fact_fts (rowid, search_text) VALUES (999999, 'stray')").run();
   });
@@ -118,16 +134,20 @@ t.test('forks, successors, revisions and contradictions', async (t) => {
   tamper(dbPath, (db) => {
     db.exec('DROP INDEX ux_adapter_live_memory');
     // L2 and L7: the superseded revision of `shell` comes back to life beside its successor.
-    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT' WHERE record_id = ?").run(shell.record_id);
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT' WHERE record_id = ?")
+      .run(shell.record_id);
     // L9: the conflicting Candidate becomes current beside the fact it contradicts.
-    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT', verified_by = 'OWNER', authority_role = 'OWNER_CURRENT', contradiction_state = 'NONE', source_timestamp = '2026-11-01T00:00:00Z', last_verified_at = '2026-11-01T00:00:00Z' WHERE record_id = ?").run(conflicting.record_id);
+    db.prepare("UPDATE adapter_records SET lifecycle_state = 'VALIDATED_CURRENT', verified_by = 'OWNER', " +
+      "authority_role = 'OWNER_CURRENT', contradiction_state = 'NONE', source_timestamp = '2026-11-01T00:00:00Z', " +
+      "last_verified_at = '2026-11-01T00:00:00Z' WHERE record_id = ?").run(conflicting.record_id);
   });
   const failures = failing(dbPath);
   t.same(failures.no_current_forks, [shell.record_id, reverified.record_id].sort());
   t.same(failures.superseded_have_successor, [shell.record_id]);
   t.same(failures.contradiction_exclusive, [conflicting.record_id, replaced.record_id].sort());
   t.ok(failures.derived_state?.includes(shell.record_id), 'its vector still says not current');
-  tamper(dbPath, (db) => db.prepare('UPDATE adapter_records SET revision = 7 WHERE record_id = ?').run(reverified.record_id));
+  tamper(dbPath, (db) =>
+    db.prepare('UPDATE adapter_records SET revision = 7 WHERE record_id = ?').run(reverified.record_id));
   t.ok(failing(dbPath).revisions_consecutive?.includes(reverified.record_id), 'L4: a gap in the revisions');
 });
 
@@ -166,7 +186,8 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
       const report = auditFile(dbPath, shipped());
       t.same(report.checks.map((c) => c.name), ALL_CHECKS, 'every check reported');
       const unreadable = report.checks.filter((c) => c.samples.some((sample) => sample.startsWith('unreadable: ')));
-      t.ok(unreadable.length > 0 && unreadable.every((c) => c.status === 'FAIL'), `failed: ${unreadable.map((c) => c.name)}`);
+      t.ok(unreadable.length > 0 && unreadable.every((c) => c.status === 'FAIL'),
+        `failed: ${unreadable.map((c) => c.name)}`);
       const dropped = /^DROP TABLE (\w+)$/.exec(statement)?.[1];
       if (dropped !== undefined) {
         const named = new RegExp(`^unreadable: \\w+ \\(${dropped} missing\\)$`);
@@ -199,6 +220,7 @@ t.test('a backup whose checks failed says so, and names them', async (t) => {
   const out = join(dirname(dbPath), 'backup.sqlite3');
   const result = admin('backup', '--db', dbPath, '--out', out);
   t.equal(result.status, 0, 'recorded, not fatal (OPERATIONS.md 4.1 step 3)');
-  t.match(result.stdout, /^backup written; its checks FAILED: verify schema_objects \(restore refuses a copy that fails verify\): \d+ bytes/);
+  t.match(result.stdout,
+    /^backup written; its checks FAILED: verify schema_objects \(restore refuses a copy that fails verify\): \d+ bytes/);
   t.notMatch(result.stdout, /verified/);
 });

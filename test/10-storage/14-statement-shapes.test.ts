@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
 import {
-  contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope, memoryPresence, scopeArgs, scopeSlots, supersedeRecord,
+  contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope,
+  memoryPresence, scopeArgs, scopeSlots, supersedeRecord,
 } from '../../src/storage/record-repository.js';
-import { exactHits, keywordHits, memoryRecords, scopeHasHistorical, semanticHits } from '../../src/storage/retrieval-repository.js';
+import {
+  exactHits, keywordHits, memoryRecords, scopeHasHistorical, semanticHits,
+} from '../../src/storage/retrieval-repository.js';
 import { candidateRow, openEngine, queryPlan, storeRow, unitVector, withRaw } from '../helpers/storage.js';
 
 // Statements compiled once per shape (docs/decisions/0012): later calls bind new arguments to the SQL of the
@@ -17,40 +20,53 @@ const GLOBAL = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, work
 t.test('a shape compiled once answers later calls with their own arguments, as the builder does', async (t) => {
   const engine = await openEngine(join(t.testdir(), 'shapes.sqlite3'));
   t.teardown(() => engine.close());
-  const rows = [candidateRow({ fact: 'one' }), candidateRow({ fact: 'two', scope: 'PROJECT', project_id: 'p1' }), candidateRow({ fact: 'three', lifecycle_state: 'QUARANTINED' })];
+  const rows = [candidateRow({ fact: 'one' }), candidateRow({ fact: 'two', scope: 'PROJECT', project_id: 'p1' }),
+    candidateRow({ fact: 'three', lifecycle_state: 'QUARANTINED' })];
   for (const row of rows) await storeRow(engine, row);
-  const byKey = (key: string) => engine.read((db) => runShape(db, 'test:byKey', [key], ([k]) => db.selectFrom('adapter_records').select('fact').where('idempotency_key', '=', k).compile()));
+  const byKey = (key: string) => engine.read((db) => runShape(db, 'test:byKey', [key],
+    ([k]) => db.selectFrom('adapter_records').select('fact').where('idempotency_key', '=', k).compile()));
   t.strictSame((await byKey(rows[0]!.idempotency_key)).rows, [{ fact: 'one' }]);
-  t.strictSame((await byKey(rows[1]!.idempotency_key)).rows, [{ fact: 'two' }], 'the second call binds its own argument');
+  t.strictSame((await byKey(rows[1]!.idempotency_key)).rows, [{ fact: 'two' }],
+    'the second call binds its own argument');
   t.strictSame((await byKey('absent')).rows, []);
 
   // Constants the statement binds itself stay bound; arguments go where their slots went, scope nulls included.
   const scoped = (scope: typeof GLOBAL) => engine.read((db) => runShape(db, 'test:scoped', scopeArgs(scope), (slots) =>
-    inScope(db, scopeSlots(slots)).select('fact').where('lifecycle_state', '!=', 'QUARANTINED').orderBy('fact').compile()));
+    inScope(db, scopeSlots(slots)).select('fact').where('lifecycle_state', '!=', 'QUARANTINED')
+      .orderBy('fact').compile()));
   t.strictSame((await scoped(GLOBAL)).rows.map((r) => r.fact), ['one'], 'the QUARANTINED constant is still bound');
-  t.strictSame((await scoped({ ...GLOBAL, scope: 'PROJECT', project_id: 'p1' })).rows.map((r) => r.fact), ['two'], 'a non-null identity binds to the same IS');
+  t.strictSame((await scoped({ ...GLOBAL, scope: 'PROJECT', project_id: 'p1' })).rows.map((r) => r.fact), ['two'],
+    'a non-null identity binds to the same IS');
 
   for (const row of rows.slice(0, 2)) {
     const scope = { ...GLOBAL, scope: row.scope, project_id: row.project_id };
-    const built = await engine.read((db) => inScope(db, scope).selectAll().where('native_content_hash', '=', row.native_content_hash).execute());
-    t.strictSame(await engine.read((db) => findDuplicate(db, scope, row.native_content_hash)), built[0], `findDuplicate equals the built query (${row.fact})`);
+    const built = await engine.read((db) =>
+      inScope(db, scope).selectAll().where('native_content_hash', '=', row.native_content_hash).execute());
+    t.strictSame(await engine.read((db) => findDuplicate(db, scope, row.native_content_hash)), built[0],
+      `findDuplicate equals the built query (${row.fact})`);
   }
 });
 
 t.test('what decides a shape goes in its key; a slot used for anything but a bound value is refused', async (t) => {
   const engine = await openEngine(join(t.testdir(), 'keys.sqlite3'));
   t.teardown(() => engine.close());
-  const current = candidateRow({ lifecycle_state: 'VALIDATED_CURRENT', authority_role: 'OWNER_CURRENT', verified_by: 'OWNER', contradiction_key: 'k1', last_verified_at: '2026-01-01T00:00:00Z', source_timestamp: '2026-01-01T00:00:00Z' });
+  const current = candidateRow({ lifecycle_state: 'VALIDATED_CURRENT', authority_role: 'OWNER_CURRENT',
+    verified_by: 'OWNER', contradiction_key: 'k1', last_verified_at: '2026-01-01T00:00:00Z',
+    source_timestamp: '2026-01-01T00:00:00Z' });
   await storeRow(engine, current);
-  const find = (same: boolean, hash: string, exclude: string | null = null) => engine.read((db) => findCurrentWithKey(db, GLOBAL, 'k1', hash, same, exclude));
+  const find = (same: boolean, hash: string, exclude: string | null = null) =>
+    engine.read((db) => findCurrentWithKey(db, GLOBAL, 'k1', hash, same, exclude));
   t.equal((await find(true, current.native_content_hash))?.record_id, current.record_id, 'same content hash');
   t.equal(await find(false, current.native_content_hash), undefined, 'the other operator is its own shape');
   t.equal((await find(false, 'another hash'))?.record_id, current.record_id);
   t.equal(await find(false, 'another hash', current.memory_id), undefined, 'the optional clause is its own shape');
   t.equal((await find(false, 'another hash', 'another memory'))?.record_id, current.record_id);
 
-  await t.rejects(engine.read((db) => runShape(db, 'test:unbound', ['x'], () => sql<{ one: number }>`SELECT 1 AS one`.compile(db))), TypeError, 'an argument that is not bound is refused');
-  await t.rejects(engine.read((db) => runShape(db, 'test:inlined', ['x'], ([v]) => sql<{ v: string }>`SELECT ${sql.lit(String(v))} AS v`.compile(db))), TypeError, 'so is one inlined into the SQL text');
+  await t.rejects(engine.read((db) => runShape(db, 'test:unbound', ['x'],
+    () => sql<{ one: number }>`SELECT 1 AS one`.compile(db))), TypeError, 'an argument that is not bound is refused');
+  await t.rejects(engine.read((db) =>
+    runShape(db, 'test:inlined', ['x'], ([v]) => sql<{ v: string }>`SELECT ${sql.lit(String(v))} AS v`.compile(db))),
+    TypeError, 'so is one inlined into the SQL text');
 });
 
 t.test('which arguments are null is part of the shape: Kysely writes is null for them', async (t) => {
@@ -59,14 +75,16 @@ t.test('which arguments are null is part of the shape: Kysely writes is null for
   await storeRow(engine, candidateRow({ fact: 'global' }));
   await storeRow(engine, candidateRow({ fact: 'project', scope: 'PROJECT', project_id: 'p1' }));
   const compiledSql: string[] = [];
-  const facts = async (scope: typeof GLOBAL) => (await engine.read((db) => runShape(db, 'test:nullShapes', scopeArgs(scope), (slots) => {
+  const facts = async (scope: typeof GLOBAL) =>
+    (await engine.read((db) => runShape(db, 'test:nullShapes', scopeArgs(scope), (slots) => {
     const compiled = inScope(db, scopeSlots(slots)).select('fact').compile();
     compiledSql.push(compiled.sql);
     return compiled;
   }))).rows.map((row) => row.fact);
   t.strictSame(await facts(GLOBAL), ['global']);
   t.strictSame(await facts({ ...GLOBAL, scope: 'PROJECT', project_id: 'p1' }), ['project']);
-  t.strictSame(await facts({ ...GLOBAL, scope: 'PROJECT', project_id: 'p2' }), [], 'same null pattern: compiled before');
+  t.strictSame(await facts({ ...GLOBAL, scope: 'PROJECT', project_id: 'p2' }), [],
+    'same null pattern: compiled before');
   t.strictSame(await facts(GLOBAL), ['global']);
   t.equal(compiledSql.length, 2, 'one compile per null pattern');
   t.match(compiledSql[0], /"project_id" is null/);
@@ -74,12 +92,17 @@ t.test('which arguments are null is part of the shape: Kysely writes is null for
   t.match(compiledSql[1], /"agent_id" is null/);
 });
 
-t.test('every repository statement finds its rows through an index, never by walking a scope or the table', async (t) => {
+t.test('every repository statement finds its rows through an index, never by walking a scope or the table',
+  async (t) => {
   const dbPath = join(t.testdir(), 'plans.sqlite3');
   const engine = await openEngine(dbPath);
   t.teardown(() => engine.close());
   const project = { ...GLOBAL, scope: 'PROJECT', project_id: 'p1' };
-  const rows = Array.from({ length: 40 }, (_, i) => candidateRow({ scope: 'PROJECT', project_id: 'p1', scope_key: 'scope-p1', fact: `fact ${i}`, lifecycle_state: i % 2 ? 'CANDIDATE' : 'VALIDATED_CURRENT', authority_role: i % 2 ? 'UNRESOLVED' : 'PROJECT_CURRENT', verified_by: i % 2 ? 'UNVERIFIED' : 'OWNER', last_verified_at: i % 2 ? null : '2026-01-01T00:00:00Z', source_timestamp: i % 2 ? null : '2026-01-01T00:00:00Z' }));
+  const rows = Array.from({ length: 40 }, (_, i) => candidateRow({ scope: 'PROJECT', project_id: 'p1',
+    scope_key: 'scope-p1', fact: `fact ${i}`, lifecycle_state: i % 2 ? 'CANDIDATE' : 'VALIDATED_CURRENT',
+    authority_role: i % 2 ? 'UNRESOLVED' : 'PROJECT_CURRENT', verified_by: i % 2 ? 'UNVERIFIED' : 'OWNER',
+    last_verified_at: i % 2 ? null : '2026-01-01T00:00:00Z',
+    source_timestamp: i % 2 ? null : '2026-01-01T00:00:00Z' }));
   for (const [i, row] of rows.entries()) await storeRow(engine, row, i);
   const one = rows[0]!;
   // Run every repository read and write once, so that each shape is compiled.
@@ -107,10 +130,14 @@ t.test('every repository statement finds its rows through an index, never by wal
   for (const plan of plans) t.comment(`${plan.key}: ${plan.detail}`);
   const planOf = (prefix: string) => plans.find((plan) => plan.key.startsWith(prefix))?.detail ?? 'not compiled';
   t.ok(plans.length >= 12, `${plans.length} read shapes compiled`);
-  t.same(plans.filter((plan) => /\bSCAN (adapter_records|r)\b/.test(plan.detail)), [], 'no full scan of adapter_records');
-  t.match(planOf('findLiveRecord:'), /ux_adapter_live_memory/, 'the live record comes from the partial index on memory_id');
-  t.match(planOf('memoryScopes:'), /ux_adapter_memory_revision|ux_adapter_live_memory/, "a memory's scopes come from an index on memory_id");
-  t.match(planOf('memoryRecords:'), /ux_adapter_memory_revision/, "a memory's history comes from (memory_id, revision)");
+  t.same(plans.filter((plan) => /\bSCAN (adapter_records|r)\b/.test(plan.detail)), [],
+    'no full scan of adapter_records');
+  t.match(planOf('findLiveRecord:'), /ux_adapter_live_memory/,
+    'the live record comes from the partial index on memory_id');
+  t.match(planOf('memoryScopes:'), /ux_adapter_memory_revision|ux_adapter_live_memory/,
+    "a memory's scopes come from an index on memory_id");
+  t.match(planOf('memoryRecords:'), /ux_adapter_memory_revision/,
+    "a memory's history comes from (memory_id, revision)");
   t.match(planOf('findRecord:'), /record_id/, 'a record by its id');
   t.match(planOf('findByIdempotencyKey:'), /idempotency_key/, 'a record by its idempotency key');
 });
@@ -122,7 +149,8 @@ t.test('KEYWORD: an expression FTS5 rejects finds nothing; a damaged fact_fts is
   const dbPath = join(t.testdir(), 'keyword.sqlite3');
   const engine = await openEngine(dbPath);
   await storeRow(engine, candidateRow({ fact: 'the build uses node 20' }));
-  // A NUL ends FTS5's string: "unterminated string". Query terms are token runs, so only a caller of its own can pass one.
+  // A NUL ends FTS5's string: "unterminated string". Query terms are token runs, so only a caller of its
+  // own can pass one.
   t.same(await engine.read((db) => keywordHits(db, GLOBAL, ['build\u0000'], false, 5)), [], 'rejected: no hits');
   t.equal((await engine.read((db) => keywordHits(db, GLOBAL, ['build'], false, 5))).length, 1);
   await engine.close();

@@ -1,7 +1,9 @@
 import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -14,8 +16,10 @@ import {
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 const modeOf = (path: string) => statSync(path).mode & 0o777;
-const records = (path: string) => withRaw(path, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
-const meta = (path: string) => withRaw(path, (db) => db.prepare('SELECT key, value FROM adapter_meta ORDER BY key').all());
+const records = (path: string) =>
+  withRaw(path, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
+const meta = (path: string) =>
+  withRaw(path, (db) => db.prepare('SELECT key, value FROM adapter_meta ORDER BY key').all());
 
 /** A live database with three records, and a verified backup of it taken while it stays open. */
 async function backedUp(t: Test) {
@@ -35,7 +39,8 @@ function refreshManifest(backup: string): void {
   const manifestPath = `${backup}.manifest.json`;
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
   const bytes = readFileSync(backup);
-  writeFileSync(manifestPath, JSON.stringify({ ...manifest, file_bytes: bytes.length, file_sha256: createHash('sha256').update(bytes).digest('hex') }));
+  writeFileSync(manifestPath, JSON.stringify(
+    { ...manifest, file_bytes: bytes.length, file_sha256: createHash('sha256').update(bytes).digest('hex') }));
 }
 
 /** A refused restore: exit 1, the code on stderr, and nothing new in the target directory. */
@@ -45,7 +50,8 @@ function refused(t: Test, args: string[], code: string, targetDir: string): void
   t.equal(result.status, 1, `${code}: exit 1`);
   t.match(result.stderr, new RegExp(`^factlane-admin: ${code}: `, 'm'), result.stderr);
   t.equal(result.stdout, '', `${code}: no report`);
-  t.same(existsSync(targetDir) ? readdirSync(targetDir).sort() : null, before, `${code}: nothing written beside the target`);
+  t.same(existsSync(targetDir) ? readdirSync(targetDir).sort() : null, before,
+    `${code}: nothing written beside the target`);
 }
 
 t.test('a backup restores into a new WAL database that FactLane serves, with the same id and records', async (t) => {
@@ -57,10 +63,12 @@ t.test('a backup restores into a new WAL database that FactLane serves, with the
   const report = JSON.parse(result.stdout);
   const sourceId = (meta(live) as { key: string; value: string }[]).find((row) => row.key === 'database_id')!.value;
   t.match(report, {
-    db_identity: /^[0-9a-f]{64}$/, database_id: sourceId, schema_version: SHIPPED_VERSION, needs_migration: false, journal_mode: 'wal',
-    file_bytes: statSync(target).size, lifecycle_counts: { CANDIDATE: 3 }, verification: { integrity_check: 'PASS' }, audit: { ok: true },
+    db_identity: /^[0-9a-f]{64}$/, database_id: sourceId, schema_version: SHIPPED_VERSION, needs_migration: false,
+    journal_mode: 'wal', file_bytes: statSync(target).size, lifecycle_counts: { CANDIDATE: 3 },
+    verification: { integrity_check: 'PASS' }, audit: { ok: true },
   });
-  t.ok(report.verification.checks.every((check: { status: string }) => check.status === 'PASS'), 'every verify check passes on the copy');
+  t.ok(report.verification.checks.every((check: { status: string }) => check.status === 'PASS'),
+    'every verify check passes on the copy');
   t.same(readdirSync(join(dir, 'new', 'nested')), ['restored.sqlite3'], 'no temporary file, -wal or -shm left');
   t.equal(modeOf(target), 0o600, 'file 0600');
   t.equal(modeOf(join(dir, 'new')), 0o700, 'created parents 0700');
@@ -77,10 +85,12 @@ t.test('a backup restores into a new WAL database that FactLane serves, with the
 
   const text = admin('restore', '--from', backup, '--db', join(dir, 'second.sqlite3'));
   t.equal(text.status, 0, text.stderr);
-  t.match(text.stdout, new RegExp(`^restored and verified: \\d+ bytes, database_id [0-9a-f-]+, schema version ${SHIPPED_VERSION}\n$`));
+  t.match(text.stdout,
+    new RegExp(`^restored and verified: \\d+ bytes, database_id [0-9a-f-]+, schema version ${SHIPPED_VERSION}\n$`));
 });
 
-t.test('restore never overwrites a database, a WAL or a shared-memory file, nor a name that appears meanwhile', async (t) => {
+t.test('restore never overwrites a database, a WAL or a shared-memory file, nor a name that appears meanwhile',
+  async (t) => {
   const { dir, backup } = await backedUp(t);
   // A hot -journal beside the target would be rolled back into the restored file by the next SQLite that opens it.
   for (const suffix of ['', '-wal', '-shm', '-journal']) {
@@ -89,7 +99,8 @@ t.test('restore never overwrites a database, a WAL or a shared-memory file, nor 
     const target = join(targetDir, 'x.sqlite3');
     writeFileSync(`${target}${suffix}`, `keep me ${suffix}`);
     refused(t, ['--from', backup, '--db', target], 'TARGET_EXISTS', targetDir);
-    t.equal(readFileSync(`${target}${suffix}`, 'utf8'), `keep me ${suffix}`, `the existing ${suffix || 'database'} file is untouched`);
+    t.equal(readFileSync(`${target}${suffix}`, 'utf8'), `keep me ${suffix}`,
+      `the existing ${suffix || 'database'} file is untouched`);
   }
   // A dangling symlink is absent to the existence check but present to the final link: the race path.
   const racing = join(dir, 'racing');
@@ -117,8 +128,10 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   }
 
   const manifest = JSON.parse(readFileSync(`${backup}.manifest.json`, 'utf8'));
-  for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }], ['size', { file_bytes: manifest.file_bytes + 1 }],
-    ['database_id', { database_id: '00000000-0000-4000-8000-000000000000' }], ['schema_version', { schema_version: SHIPPED_VERSION + 1 }]] as const) {
+  for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }],
+    ['size', { file_bytes: manifest.file_bytes + 1 }],
+    ['database_id', { database_id: '00000000-0000-4000-8000-000000000000' }],
+    ['schema_version', { schema_version: SHIPPED_VERSION + 1 }]] as const) {
     const edited = join(dir, `edited-${name}.sqlite3`);
     copyFileSync(backup, edited);
     writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, ...edit }));
@@ -153,7 +166,8 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   // blamed), and restore names the cause.
   const served = join(dir, 'served.sqlite3');
   copyFileSync(backup, served);
-  const serve = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane.js'), '--db', served, '--host-id', 'me'],
+  const serve = spawnSync(process.execPath,
+    [join(REPO_ROOT, 'dist/bin/factlane.js'), '--db', served, '--host-id', 'me'],
     { input: '', encoding: 'utf8' });
   t.equal(serve.status, 0, serve.stderr);
   copyFileSync(`${backup}.manifest.json`, `${served}.manifest.json`);
@@ -183,13 +197,15 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
 
   const verifyNoise = admin('verify', '--backup', noise, '--json');
   t.equal(verifyNoise.status, 3, 'verify reports a file that is no database instead of stopping');
-  t.match(JSON.parse(verifyNoise.stdout).checks, [{ name: 'manifest_matches', status: 'FAIL' }, { name: 'sqlite_file', status: 'FAIL' }]);
+  t.match(JSON.parse(verifyNoise.stdout).checks,
+    [{ name: 'manifest_matches', status: 'FAIL' }, { name: 'sqlite_file', status: 'FAIL' }]);
 
   const damaged = join(dir, 'damaged.sqlite3');
   copyFileSync(backup, damaged);
   copyFileSync(`${backup}.manifest.json`, `${damaged}.manifest.json`);
   const raw = new RawDatabase(damaged);
-  const fence = (raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' LIMIT 1").get() as { name: string }).name;
+  const fence = (raw.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' LIMIT 1")
+    .get() as { name: string }).name;
   raw.exec(`DROP TRIGGER "${fence}"`);
   raw.close();
   refreshManifest(damaged);
@@ -206,43 +222,53 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
   t.same(readdirSync(targetDir), [], 'the target directory stayed empty');
 });
 
-t.test('a directory that cannot be made, or a temporary name already taken, refuses the restore and leaves things as they were', async (t) => {
+t.test('a directory that cannot be made, or a temporary name already taken, refuses the restore and leaves ' +
+  'things as they were', async (t) => {
   const { dir, backup } = await backedUp(t);
   writeFileSync(join(dir, 'plain.txt'), 'not a directory');
   const underFile = admin('restore', '--from', backup, '--db', join(dir, 'plain.txt', 'sub', 'x.sqlite3'));
   t.equal(underFile.status, 1);
-  t.match(underFile.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: [^\n]*\(ENOTDIR\)\n$/, 'one line, no stack, no path');
+  t.match(underFile.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: [^\n]*\(ENOTDIR\)\n$/,
+    'one line, no stack, no path');
   const shipped = MaintenanceTarget.shippedMigrations();
   const targetDir = join(dir, 'taken');
   mkdirSync(targetDir);
   const squatter = join(targetDir, `.x.sqlite3.${process.pid}.tmp`);
   writeFileSync(squatter, 'someone else');
-  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped }), { code: 'TARGET_EXISTS' });
-  t.equal(readFileSync(squatter, 'utf8'), 'someone else', 'a file of someone else under the temporary name is left alone');
+  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped }),
+    { code: 'TARGET_EXISTS' });
+  t.equal(readFileSync(squatter, 'utf8'), 'someone else',
+    'a file of someone else under the temporary name is left alone');
   t.same(readdirSync(targetDir), [`.x.sqlite3.${process.pid}.tmp`]);
 });
 
-t.test('a schema newer than the release is refused; an older one is restored and reported as needing migration', async (t) => {
+t.test('a schema newer than the release is refused; an older one is restored and reported as needing migration',
+  async (t) => {
   const { dir, backup } = await backedUp(t);
   const shipped = MaintenanceTarget.shippedMigrations();
-  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'newer.sqlite3'), shipped: [] }), { code: 'SCHEMA_MISMATCH' });
+  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'newer.sqlite3'), shipped: [] }),
+    { code: 'SCHEMA_MISMATCH' });
   t.notOk(existsSync(join(dir, 'newer.sqlite3')));
-  const next = { version: SHIPPED_VERSION + 1, name: 'next', fileName: nextMigration('next'), sql: 'SELECT 1;', checksum: '0'.repeat(64) };
-  const report = await restoreVerifiedBackup({ from: backup, dbPath: join(dir, 'older.sqlite3'), shipped: [...shipped, next] });
+  const next = { version: SHIPPED_VERSION + 1, name: 'next', fileName: nextMigration('next'), sql: 'SELECT 1;',
+    checksum: '0'.repeat(64) };
+  const report = await restoreVerifiedBackup(
+    { from: backup, dbPath: join(dir, 'older.sqlite3'), shipped: [...shipped, next] });
   t.match(report, { schema_version: SHIPPED_VERSION, needs_migration: true });
   t.ok(existsSync(join(dir, 'older.sqlite3')));
 });
 
 t.test('restore usage errors exit 2', async (t) => {
   const dir = t.testdir();
-  for (const args of [['restore', '--db', join(dir, 'x')], ['restore', '--from', join(dir, 'b')], ['restore', '--from', 'b', '--db', 'x', '--out', 'y'],
+  for (const args of [['restore', '--db', join(dir, 'x')], ['restore', '--from', join(dir, 'b')],
+    ['restore', '--from', 'b', '--db', 'x', '--out', 'y'],
     ['backup', '--db', 'x', '--out', 'y', '--from', 'b'], ['restore', '--from', 'b', '--db', 'x', 'extra'],
     ['backup', '--db', 'x', '--out', join(dir, 'y'), '--out', join(dir, 'z')]]) {
     const result = admin(...args);
     t.equal(result.status, 2, args.join(' '));
   }
   const twice = admin('backup', '--db', 'x', '--out', join(dir, 'y'), '--out', join(dir, 'z'));
-  t.match(twice.stderr, /^factlane-admin: --out was given more than once; give it once\nusage:\n  factlane-admin backup /);
+  t.match(twice.stderr,
+    /^factlane-admin: --out was given more than once; give it once\nusage:\n  factlane-admin backup /);
   t.equal(twice.stdout, '');
   t.same(readdirSync(dir), [], 'nothing created');
 });

@@ -19,10 +19,12 @@ t.test('missing parents are created 0700 under any umask, outermost first, and c
   t.same(readdirSync(join(dir, 'a')), ['keep.txt'], 'empty ones removed, a non-empty one kept');
 });
 
-t.test('a parent that cannot be created is BACKEND_UNAVAILABLE without the path, and the ones made before are removed', async (t) => {
+t.test('a parent that cannot be created is BACKEND_UNAVAILABLE without the path, and the ones made before are removed',
+  async (t) => {
   const dir = t.testdir();
   writeFileSync(join(dir, 'file.txt'), 'not a directory');
-  t.throws(() => createPrivateParents(join(dir, 'file.txt', 'sub', 'x.sqlite3')), { code: 'BACKEND_UNAVAILABLE', message: /\(ENOTDIR\)$/ });
+  t.throws(() => createPrivateParents(join(dir, 'file.txt', 'sub', 'x.sqlite3')),
+    { code: 'BACKEND_UNAVAILABLE', message: /\(ENOTDIR\)$/ });
   let error: Error | undefined;
   try {
     createPrivateParents(join(dir, 'made', 'n'.repeat(300), 'x.sqlite3'));

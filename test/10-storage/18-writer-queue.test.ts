@@ -24,10 +24,12 @@ const fsExt: { flockSync(fd: number, flags: string): void } = require('fs-ext');
 
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 const countRecords = (engine: Awaited<ReturnType<typeof openEngine>>) => engine.read(async (db) => {
-  const row = await db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return row.n;
 });
-const isWouldBlock = (error: unknown) => ['EWOULDBLOCK', 'EAGAIN'].includes((error as NodeJS.ErrnoException).code ?? '');
+const isWouldBlock = (error: unknown) =>
+  ['EWOULDBLOCK', 'EAGAIN'].includes((error as NodeJS.ErrnoException).code ?? '');
 
 /** Tries the sidecar's lock on a descriptor of its own (so a lock of this process counts too): 'held' or 'free'. */
 function probe(sidecar: string): 'held' | 'free' {
@@ -64,7 +66,8 @@ function holdSidecar(sidecar: string): { release(): void } {
 function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   return {
-    lines, info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warn: ${m}`), error: (m) => lines.push(`error: ${m}`),
+    lines, info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warn: ${m}`),
+    error: (m) => lines.push(`error: ${m}`),
   };
 }
 
@@ -105,7 +108,8 @@ t.test('the sidecar is created 0600 beside the database on the first write, lock
   t.equal(probe(sidecar), 'free', 'released after the rollback');
   t.equal(await countRecords(engine), 2, 'reads take no turn');
   t.equal(probe(sidecar), 'free');
-  t.same(engine.writerQueueTurns, { locked: 4, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'the open, two commits and the rollback took it, none waited');
+  t.same(engine.writerQueueTurns, { locked: 4, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 },
+    'the open, two commits and the rollback took it, none waited');
 });
 
 t.test('an existing sidecar of another mode is set to 0600; one with the queue off is left alone', async (t) => {
@@ -143,15 +147,18 @@ t.test('a write waits for its turn without blocking the event loop: reads of the
   holder.release();
   await write;
   t.equal(tableCounts(dbPath).records, 1, 'the write commits once the lock is handed over');
-  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'it waited for the lock, not past it');
+  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 },
+    'it waited for the lock, not past it');
   t.equal(probe(sidecar), 'free');
   // Having met another writer, the process asks the kernel even for a free lock (WRITER_QUEUE_CONTENDED_MS): a try
   // without blocking would take it ahead of writers the kernel is waking.
   await storeRow(engine, candidateRow());
-  t.same(engine.writerQueueTurns, { locked: 3, queued: 2, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'the next write waits in the kernel queue too');
+  t.same(engine.writerQueueTurns, { locked: 3, queued: 2, bypassed: 0, passedStalled: 0, unqueued: 0 },
+    'the next write waits in the kernel queue too');
 });
 
-t.test('concurrent writes of one process all commit, one at a time, in call order, each holding the lock', async (t) => {
+t.test('concurrent writes of one process all commit, one at a time, in call order, each holding the lock',
+  async (t) => {
   const dbPath = join(t.testdir(), 'fifo.sqlite3');
   const sidecar = `${dbPath}-writer`;
   const engine = await openEngine(dbPath);
@@ -220,12 +227,14 @@ t.test('a writer that waited its bounded time goes on without the lock; the aban
   const holder = holdSidecar(sidecar);
   await storeRow(engine, candidateRow());
   t.equal(tableCounts(dbPath).records, 1, 'the write committed although another holder kept the lock');
-  t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'it went past the queue once');
+  t.same(engine.writerQueueTurns, { locked: 1, queued: 0, bypassed: 1, passedStalled: 0, unqueued: 0 },
+    'it went past the queue once');
   holder.release();
   // The abandoned threadpool request is granted now; with no write of this process running it must let go.
   t.ok(await staysFree(sidecar), 'the lock is free again: the granted request was released at once');
   await storeRow(engine, candidateRow());
-  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 1, passedStalled: 0, unqueued: 0 }, 'the next write queues normally, in the kernel queue');
+  t.same(engine.writerQueueTurns, { locked: 2, queued: 1, bypassed: 1, passedStalled: 0, unqueued: 0 },
+    'the next write queues normally, in the kernel queue');
 });
 
 t.test('a holder that kept one writer waiting its bounded time keeps no later writer waiting', async (t) => {
@@ -280,7 +289,8 @@ t.test('a sidecar that cannot be used turns the queue off with one warning; writ
     const engine = await openEngine(dbPath, { logger });
     for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow());
     t.equal(tableCounts(dbPath).records, 3, `${label}: every write committed`);
-    t.same(engine.writerQueueTurns, { locked: 0, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 4 }, `${label}: none queued`);
+    t.same(engine.writerQueueTurns, { locked: 0, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 4 },
+      `${label}: none queued`);
     t.equal(logger.lines.length, 1, `${label}: one warning`);
     const warning = /^warn: writes go on without the cross-process writer queue: .*\((ENOTREG|ELOOP)\)/;
     t.match(logger.lines[0], warning, `${label}: says why`);
@@ -308,14 +318,16 @@ t.test('a process killed with SIGKILL while it holds the writer lock blocks nobo
   await once(holder, 'exit');
   await write;
   t.ok(committed, 'the kernel released the dead holder’s lock and the waiting write went on');
-  t.same(engine.writerQueueTurns, { locked: 3, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'with the lock, not past it');
+  t.same(engine.writerQueueTurns, { locked: 3, queued: 1, bypassed: 0, passedStalled: 0, unqueued: 0 },
+    'with the lock, not past it');
   t.equal(tableCounts(dbPath).records, 2, 'both writes of this process, nothing of the killed one');
   t.equal(probe(sidecar), 'free');
 });
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
-t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stale one refuses no restore', async (t) => {
+t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stale one refuses no restore',
+  async (t) => {
   const dir = t.testdir();
   const live = join(dir, 'live.sqlite3');
   const engine = await openEngine(live);
@@ -336,11 +348,13 @@ t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stal
   writeFileSync(`${target}-writer`, '');
   const restored = admin('restore', '--from', backup, '--db', target);
   t.equal(restored.status, 0, `a stale sidecar does not refuse a restore: ${restored.stderr}`);
-  t.same(readdirSync(targetDir).sort(), ['x.sqlite3', 'x.sqlite3-writer'], 'restore writes the database only, sidecar untouched');
+  t.same(readdirSync(targetDir).sort(), ['x.sqlite3', 'x.sqlite3-writer'],
+    'restore writes the database only, sidecar untouched');
   t.equal(statSync(`${target}-writer`).size, 0);
   const reopened = await openEngine(target);
   await storeRow(reopened, candidateRow({ fact: 'after restore' }));
-  t.same(reopened.writerQueueTurns, { locked: 2, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 }, 'it queues on the sidecar it finds');
+  t.same(reopened.writerQueueTurns, { locked: 2, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 },
+    'it queues on the sidecar it finds');
   await reopened.close();
   t.equal(tableCounts(target).records, 4);
 });
@@ -348,7 +362,8 @@ t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stal
 t.test('a failed first start removes the sidecar with the database', async (t) => {
   const dir = t.testdir();
   // vec0 refuses a zero dimension: creation fails inside the first write transaction, after the sidecar exists.
-  const binding = async () => ({ vectorDimension: 0, bindingJson: JSON.stringify({ profile_id: 'broken', vector_dimension: 0 }) });
+  const binding = async () =>
+    ({ vectorDimension: 0, bindingJson: JSON.stringify({ profile_id: 'broken', vector_dimension: 0 }) });
   await t.rejects(openEngine(join(dir, 'y.sqlite3'), { newDatabaseBinding: binding }));
   t.same(readdirSync(dir), [], 'no database, -wal, -shm or -writer left');
 });

@@ -228,7 +228,8 @@ t.test('a plan may put the target ids in the receipt; a short fact is NOT_APPLIC
   });
   const eligibleRows = withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_vectors').pluck().get());
   t.strictSame(eligibleRows, 0, 'the current record lost its eligible forms');
-  t.strictSame(withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_codes').pluck().get()), 0, 'and its code');
+  t.strictSame(withRaw(dbPath, (db) => db.prepare('SELECT count(*) FROM eligible_codes').pluck().get()), 0,
+    'and its code');
   const vector = vectorBlobs(dbPath, [short.record_id]);
   t.strictSame(vector, [], 'and its vector');
 });
@@ -250,9 +251,10 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
   t.equal(linked.length, 1, 'the REPLACE successor is reported');
   t.notOk(plan.targets.some((target: Json) => target.memory_id === linked[0]), 'and not targeted');
   const human = admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', join(dir, 'again.json'));
-  t.match(human.stdout, `not in the plan, joined to it by REPLACE: memory ${linked[0]}; recover finds exact copies only`);
-  const both = JSON.parse(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', linked[0]!,
-    '--out', join(dir, 'both.json'), '--json').stdout);
+  t.match(human.stdout,
+    `not in the plan, joined to it by REPLACE: memory ${linked[0]}; recover finds exact copies only`);
+  const both = JSON.parse(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id',
+    linked[0]!, '--out', join(dir, 'both.json'), '--json').stdout);
   t.same(both.linked_memories, [], 'once named, it is in the plan and no longer reported');
   t.equal(both.target_count, 3, 'its record too');
   const fromSuccessor = JSON.parse(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', linked[0]!,
@@ -263,7 +265,8 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')),
     { status: 1, stderr: /NOT_FOUND/ });
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', 'no-such-memory',
-    '--out', join(dir, 'none.json')), { status: 1, stderr: /NOT_FOUND/ }, '--memory-id may repeat: both reach the plan');
+    '--out', join(dir, 'none.json')), { status: 1, stderr: /NOT_FOUND/ },
+    '--memory-id may repeat: both reach the plan');
   t.match(admin('recover', '--db', s.dbPath, '--plan', planPath),
     { status: 2, stderr: /recover needs/ }, 'usage: missing flags');
   t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'b'), '--confirm', 'x'),

@@ -9,16 +9,19 @@ import { translateSqliteError } from '../../src/storage/sqlite-errors.js';
 
 const sqliteError = (code: string, message: string) => Object.assign(new Error(message), { name: 'SqliteError', code });
 
-t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain errors stay as they are', async (t) => {
+t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain errors stay as they are',
+  async (t) => {
   const damaged = translateSqliteError(sqliteError('SQLITE_ERROR', 'could not open vectors blob for chunk 1'));
   t.ok(damaged instanceof AdapterError && damaged.code === 'BACKEND_CORRUPT', 'a damaged vector chunk');
   const metadata = translateSqliteError(sqliteError('SQLITE_ERROR', 'Could not open metadata blob for chunk 3'));
   t.ok(metadata instanceof AdapterError && metadata.code === 'BACKEND_CORRUPT', 'a damaged metadata chunk');
   // The other messages of sqlite-vec 0.1.9 for a shadow table or row a raw writer deleted or dropped.
   for (const message of [
-    'Could not fetch vector data for 1, opening blob failed', 'Could not extract metadata value for column is_current at rowid 1',
+    'Could not fetch vector data for 1, opening blob failed',
+    'Could not extract metadata value for column is_current at rowid 1',
     'Could not find a row with rowid 7', 'Error preparing rowid scan: no such table: main.eligible_codes_rowids',
-    'Error preparing stmtChunk: no such table: main.fact_vec_chunks', 'Internal sqlite-vec error', "rowids size doesn't match",
+    'Error preparing stmtChunk: no such table: main.fact_vec_chunks', 'Internal sqlite-vec error',
+    "rowids size doesn't match",
     'vtable constructor failed: fact_fts',
   ]) {
     const translated = translateSqliteError(sqliteError('SQLITE_ERROR', message));
@@ -30,7 +33,8 @@ t.test('a vec0 chunk blob sqlite-vec cannot open is BACKEND_CORRUPT, other plain
   t.ok(corrupt instanceof AdapterError && corrupt.code === 'BACKEND_CORRUPT');
 });
 
-t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVAILABLE, retryable, not damage', async (t) => {
+t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVAILABLE, retryable, not damage',
+  async (t) => {
   // The real error: a vec0 table whose next chunk does not fit under max_page_count, as on a full disk.
   const db = new Database(':memory:');
   t.teardown(() => db.close());
@@ -47,7 +51,8 @@ t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVA
   })();
   t.match(full, { code: 'SQLITE_ERROR', message: /^Internal sqlite-vec error: Could not insert a new vector chunk/ },
     'sqlite-vec drops SQLITE_FULL');
-  const messages = [(full as Error).message, 'Internal sqlite-vec error: could not write vector blob on main.fact_vec.3',
+  const messages = [(full as Error).message,
+    'Internal sqlite-vec error: could not write vector blob on main.fact_vec.3',
     'Internal sqlite-vec error: could not close rowids blob on main.fact_vec.3',
     'Internal sqlite-vec error: could not update rowids position for rowid=1, chunk_rowid=1, chunk_offset=0'];
   for (const message of messages) {
@@ -55,7 +60,8 @@ t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVA
     t.match(translated, { code: 'BACKEND_UNAVAILABLE', retryable: true, message: /disk is full or failing/ }, message);
   }
   const mismatch = 'Internal sqlite-vec error: vector blob size mismatch on main.fact_vec.3, expected 12288, actual 7';
-  t.match(translateSqliteError(sqliteError('SQLITE_ERROR', mismatch)), { code: 'BACKEND_CORRUPT' }, 'a wrong size is damage');
+  t.match(translateSqliteError(sqliteError('SQLITE_ERROR', mismatch)), { code: 'BACKEND_CORRUPT' },
+    'a wrong size is damage');
 });
 
 t.test('a backup or restore copy that cannot be written blames the copy\'s disk, never the database', async (t) => {
@@ -65,7 +71,8 @@ t.test('a backup or restore copy that cannot be written blames the copy\'s disk,
   // A full disk while the copy's journal mode is switched: SQLite grows its -shm first and reports an I/O error.
   const shm = copyFailure(sqliteError('SQLITE_IOERR_SHMSIZE', 'disk I/O error'), 'copy only');
   t.ok(shm instanceof AdapterError && shm.code === 'BACKEND_UNAVAILABLE');
-  t.match((shm as Error).message, /^the copy could not be written \(SQLITE_IOERR_SHMSIZE\): check the disk it is written to/);
+  t.match((shm as Error).message,
+    /^the copy could not be written \(SQLITE_IOERR_SHMSIZE\): check the disk it is written to/);
   t.notMatch((shm as Error).message, /database file|database or its disk/, 'the database is not blamed');
   // During the online backup an I/O error may be the source's: it keeps the storage floor's translation.
   const either = copyFailure(sqliteError('SQLITE_IOERR_READ', 'disk I/O error'));

@@ -9,7 +9,8 @@ import {
 // The review queue's reads (docs/decisions/0022): which records are pending, in which order, what a Candidate would
 // contradict, and where a memory lives.
 
-const GLOBAL = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null } as const;
+const GLOBAL = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null,
+  agent_id: null } as const;
 
 t.test('pending Candidates: oldest first by created_at then record_id, bounded, counted in full', async (t) => {
   const bench = await openWriteBench(t);
@@ -29,17 +30,21 @@ t.test('pending Candidates: oldest first by created_at then record_id, bounded, 
   const bounded = await readReviewQueue(bench.dbPath, { scope: null, limit: 2 });
   t.equal(bounded.total, 4, 'the total counts every match');
   t.same(bounded.candidates.map(({ candidate }) => candidate.record_id), expected.slice(0, 2));
-  t.equal((await readReviewQueue(bench.dbPath, { scope: { ...GLOBAL, agent_id: 'a1' }, limit: 10 })).total, 0, 'exact tuple');
+  t.equal((await readReviewQueue(bench.dbPath, { scope: { ...GLOBAL, agent_id: 'a1' }, limit: 10 })).total,
+    0, 'exact tuple');
 });
 
-t.test('a promoted Candidate leaves the queue; the report names the conflicting current fact and the age', async (t) => {
+t.test('a promoted Candidate leaves the queue; the report names the conflicting current fact and the age',
+  async (t) => {
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
   const delegated = bench.adapter('delegated-candidate');
   const recordOf = (envelope: Json): Json => envelope.results[0];
   const current = recordOf(await store(owner, currentRequest({ fact: 'The build uses Node 20', subject: 'runtime' })));
-  const conflicting = recordOf(await store(delegated, storeRequest({ fact: 'The build uses Node 22', subject: 'runtime' })));
-  const plain = recordOf(await store(delegated, storeRequest({ fact: 'Releases are tagged', source_timestamp: '2026-11-01T00:00:00Z' })));
+  const conflicting = recordOf(
+    await store(delegated, storeRequest({ fact: 'The build uses Node 22', subject: 'runtime' })));
+  const plain = recordOf(
+    await store(delegated, storeRequest({ fact: 'Releases are tagged', source_timestamp: '2026-11-01T00:00:00Z' })));
   await update(owner, reverifyRequest(plain, { expected_record_id: plain.record_id }));
 
   const target = MaintenanceTarget.open({ dbPath: bench.dbPath, lease: 'shared' });
@@ -49,12 +54,14 @@ t.test('a promoted Candidate leaves the queue; the report names the conflicting 
   t.match(report.candidates[0], {
     memory_id: conflicting.memory_id, contradiction_state: 'UNRESOLVED', age_seconds: 2 * 3600 + 30 * 60 + 5,
     equivalent_current: null,
-    contradicts: [{ memory_id: current.memory_id, record_id: current.record_id, fact: 'The build uses Node 20', verified_by: 'OWNER' }],
+    contradicts: [{ memory_id: current.memory_id, record_id: current.record_id, fact: 'The build uses Node 20',
+      verified_by: 'OWNER' }],
   });
   const behind = await listCandidates(target, { scope: null, limit: 5, clock: fixedClock('2026-11-29T00:00:00Z') });
   t.equal(behind.candidates[0]!.age_seconds, 0, 'a clock behind created_at gives age 0');
 
   const promoted = await bench.engine.read((db) => findMemoryWhereabouts(db, plain.memory_id));
   t.match(promoted, { scope: GLOBAL, live: { revision: 2, lifecycle_state: 'VALIDATED_CURRENT' } });
-  t.equal(await bench.engine.read((db) => findMemoryWhereabouts(db, '00000000-0000-4000-8000-000000000000')), undefined);
+  t.equal(await bench.engine.read((db) =>
+    findMemoryWhereabouts(db, '00000000-0000-4000-8000-000000000000')), undefined);
 });

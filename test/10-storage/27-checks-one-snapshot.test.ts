@@ -30,7 +30,8 @@ async function database(t: Test): Promise<string> {
 /** Another process's commit to fact_fts, as a server storing a fact makes (a gated connection; FTS rows only). */
 function ftsCommit(dbPath: string, rowid: number): void {
   inGatedTransaction(dbPath, (raw) => {
-    raw.prepare('INSERT INTO fact_fts (rowid, search_text) VALUES (?, ?)').run(rowid, `a fact written meanwhile ${rowid}`);
+    raw.prepare('INSERT INTO fact_fts (rowid, search_text) VALUES (?, ?)')
+      .run(rowid, `a fact written meanwhile ${rowid}`);
   });
 }
 

@@ -34,5 +34,6 @@ t.test('a WAL grown behind a long reader is cut back once it restarts', async (t
   // The next commits checkpoint the whole WAL; the one after restarts it and truncates the file.
   await writeChunks(3);
   t.ok(walBytes() <= WAL_SIZE_LIMIT_BYTES, `the WAL is cut back (${walBytes()} bytes)`);
-  await connection.write(async (_trx, raw) => { raw.prepare("DELETE FROM adapter_meta WHERE key = 'wal_test'").run(); });
+  await connection.write(
+    async (_trx, raw) => { raw.prepare("DELETE FROM adapter_meta WHERE key = 'wal_test'").run(); });
 });

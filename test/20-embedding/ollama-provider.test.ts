@@ -10,7 +10,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { EMBEDDING_PROFILES, type EmbeddingProfile } from '../../src/embedding/embedding-profiles.js';
 import { OllamaProvider } from '../../src/embedding/ollama-provider.js';
-import { FakeOllama, fakeDigest, fakeVector, modelInfoFor, refusedUrl, type Endpoint, type FakeOllamaState } from '../helpers/fake-ollama.js';
+import {
+  FakeOllama, fakeDigest, fakeVector, modelInfoFor, refusedUrl, type Endpoint, type FakeOllamaState,
+} from '../helpers/fake-ollama.js';
 import { FACTLANE_BIN, launchSandbox } from '../helpers/mcp.js';
 import { diskState, rawRecord, type Json } from '../helpers/writes.js';
 
@@ -19,17 +21,20 @@ import { diskState, rawRecord, type Json } from '../helpers/writes.js';
 // provider_status, §16.2 startup).
 
 const NOMIC = EMBEDDING_PROFILES['nomic-768']!;
-const OLLAMA_PROFILES = ['nomic-768', 'nomic-512', 'nomic-256', 'minilm-384', 'embeddinggemma-300m-768'].map((id) => EMBEDDING_PROFILES[id]!);
+const OLLAMA_PROFILES = ['nomic-768', 'nomic-512', 'nomic-256', 'minilm-384',
+  'embeddinggemma-300m-768'].map((id) => EMBEDDING_PROFILES[id]!);
 
 /** A fake Ollama for `profile`, closed at teardown. */
-async function fakeFor(t: Test, profile: EmbeddingProfile = NOMIC, patch: Partial<FakeOllamaState> = {}): Promise<FakeOllama> {
+async function fakeFor(t: Test, profile: EmbeddingProfile = NOMIC,
+  patch: Partial<FakeOllamaState> = {}): Promise<FakeOllama> {
   const fake = await FakeOllama.start(profile, patch);
   t.teardown(() => fake.close());
   return fake;
 }
 
 /** Asserts that `run` rejects with the governed `code`; returns the error. */
-async function failsWith(t: Test, run: () => Promise<unknown>, code: string, name: string): Promise<AdapterError | undefined> {
+async function failsWith(t: Test, run: () => Promise<unknown>, code: string,
+  name: string): Promise<AdapterError | undefined> {
   const error = await run().then(() => undefined, (e: unknown) => e);
   if (!(error instanceof AdapterError)) {
     t.fail(`${name}: expected AdapterError ${code}, got ${error === undefined ? 'success' : String(error)}`);
@@ -47,17 +52,23 @@ t.test('a good status check yields the provenance fields of §14.4, for every Ol
     const provider = new OllamaProvider(profile, `${fake.url}/`);
     const provenance = await provider.statusCheck();
     t.strictSame(provenance, {
-      local_only: true, provider_kind: 'OLLAMA_LOCAL', model: profile.model, digest: fakeDigest(`fake-${profile.model}`), ollama_version: '0.23.0',
-      semantic_family: profile.semanticFamily, size_bytes: 274302450, native_dimension: profile.sourceDimension, output_dimension: profile.outputDimension,
-      capabilities: ['embedding'], document_prefix: profile.documentPrefix, query_prefix: profile.queryPrefix, distance_metric: 'cosine',
+      local_only: true, provider_kind: 'OLLAMA_LOCAL', model: profile.model,
+      digest: fakeDigest(`fake-${profile.model}`), ollama_version: '0.23.0',
+      semantic_family: profile.semanticFamily, size_bytes: 274302450, native_dimension: profile.sourceDimension,
+      output_dimension: profile.outputDimension,
+      capabilities: ['embedding'], document_prefix: profile.documentPrefix, query_prefix: profile.queryPrefix,
+      distance_metric: 'cosine',
       effective_context_window: profile.minimumContextWindow, truncate_policy: 'FAIL_CLOSED_PROVIDER_REJECTION',
     }, `${profile.profileId}: provenance`);
-    t.strictSame(fake.received().map((r) => [r.method, r.path]), [['GET', '/api/version'], ['GET', '/api/tags'], ['POST', '/api/show']], `${profile.profileId}: the three status requests`);
-    t.strictSame(fake.received('/api/show')[0]!.body, { model: profile.model }, `${profile.profileId}: /api/show names the model`);
+    t.strictSame(fake.received().map((r) => [r.method, r.path]), [['GET', '/api/version'], ['GET', '/api/tags'],
+      ['POST', '/api/show']], `${profile.profileId}: the three status requests`);
+    t.strictSame(fake.received('/api/show')[0]!.body, { model: profile.model },
+      `${profile.profileId}: /api/show names the model`);
   }
 });
 
-t.test('embedding requests: model, prefixed input (prefix exactly once), truncate false, dimensions; vectors checked and returned', async (t) => {
+t.test('embedding requests: model, prefixed input (prefix exactly once), truncate false, dimensions; ' +
+  'vectors checked and returned', async (t) => {
   for (const profile of OLLAMA_PROFILES) {
     const fake = await fakeFor(t, profile);
     const provider = new OllamaProvider(profile, fake.url);
@@ -65,18 +76,24 @@ t.test('embedding requests: model, prefixed input (prefix exactly once), truncat
     const vectors = await provider.embedDocuments(docs);
     const query = await provider.embedQuery('which node version');
     t.strictSame(embedBodies(fake), [
-      { model: profile.model, input: docs.map((d) => profile.documentPrefix + d), truncate: false, dimensions: profile.outputDimension },
-      { model: profile.model, input: [`${profile.queryPrefix}which node version`], truncate: false, dimensions: profile.outputDimension },
+      { model: profile.model, input: docs.map((d) => profile.documentPrefix + d), truncate: false,
+        dimensions: profile.outputDimension },
+      { model: profile.model, input: [`${profile.queryPrefix}which node version`], truncate: false,
+        dimensions: profile.outputDimension },
     ], `${profile.profileId}: request bodies`);
     t.equal(vectors.length, 2);
-    for (const v of [...vectors, query]) t.ok(v instanceof Float32Array && v.length === profile.outputDimension, `${profile.profileId}: Float32Array of ${profile.outputDimension}`);
-    t.strictSame(vectors[1], Float32Array.from(fakeVector(profile.documentPrefix + docs[1], profile.outputDimension)), `${profile.profileId}: the answered vector, in input order`);
-    t.strictSame(query, Float32Array.from(fakeVector(`${profile.queryPrefix}which node version`, profile.outputDimension)));
+    for (const v of [...vectors, query]) t.ok(v instanceof Float32Array && v.length === profile.outputDimension,
+      `${profile.profileId}: Float32Array of ${profile.outputDimension}`);
+    t.strictSame(vectors[1], Float32Array.from(fakeVector(profile.documentPrefix + docs[1], profile.outputDimension)),
+      `${profile.profileId}: the answered vector, in input order`);
+    t.strictSame(query,
+      Float32Array.from(fakeVector(`${profile.queryPrefix}which node version`, profile.outputDimension)));
   }
   // A text that already starts with the prefix still gets it once more: the provider never inspects or strips it.
   const fake = await fakeFor(t);
   await new OllamaProvider(NOMIC, fake.url).embedDocuments(['search_document: literal']);
-  t.strictSame(embedBodies(fake)[0]!.input, ['search_document: search_document: literal'], 'the prefix is applied exactly once, unconditionally');
+  t.strictSame(embedBodies(fake)[0]!.input, ['search_document: search_document: literal'],
+    'the prefix is applied exactly once, unconditionally');
 });
 
 /** [name, state patch, expected code, effective context window when the check passes]. */
@@ -101,7 +118,8 @@ const STATUS_ROWS: Row[] = [
   ['version 0.22.2-rc0 (pre-release above the floor)', { version: '0.22.2-rc0' }, null, 2048],
   ['version 0.22.1+build.7', { version: '0.22.1+build.7' }, null, 2048],
   ['version 1.0.0', { version: '1.0.0' }, null, 2048],
-  // GET /api/tags: a models list (SCHEMA_MISMATCH); the named entry (EMBEDDING_UNAVAILABLE); digest and family (SCHEMA_MISMATCH).
+  // GET /api/tags: a models list (SCHEMA_MISMATCH); the named entry (EMBEDDING_UNAVAILABLE);
+  // digest and family (SCHEMA_MISMATCH).
   ['models missing', { models: undefined }, 'SCHEMA_MISMATCH'],
   ['models an object', { models: { 'nomic-embed-text:latest': {} } }, 'SCHEMA_MISMATCH'],
   ['models empty', { models: [] }, 'EMBEDDING_UNAVAILABLE'],
@@ -115,7 +133,8 @@ const STATUS_ROWS: Row[] = [
   ['digest a number', { digest: 12 }, 'SCHEMA_MISMATCH'],
   ['family bert', { family: 'bert' }, 'SCHEMA_MISMATCH'],
   ['family missing', { family: undefined }, 'SCHEMA_MISMATCH'],
-  // POST /api/show: embedding length (SCHEMA_MISMATCH), capability (EMBEDDING_UNAVAILABLE), context window (SCHEMA_MISMATCH).
+  // POST /api/show: embedding length (SCHEMA_MISMATCH), capability (EMBEDDING_UNAVAILABLE),
+  // context window (SCHEMA_MISMATCH).
   ['embedding_length 512', { modelInfo: info({ 'nomic-bert.embedding_length': 512 }) }, 'SCHEMA_MISMATCH'],
   ['embedding_length a string', { modelInfo: info({ 'nomic-bert.embedding_length': '768' }) }, 'SCHEMA_MISMATCH'],
   ['embedding_length missing', { modelInfo: info({}, ['nomic-bert.embedding_length']) }, 'SCHEMA_MISMATCH'],
@@ -130,11 +149,16 @@ const STATUS_ROWS: Row[] = [
   ['context 512', { modelInfo: info({ 'nomic-bert.context_length': 512 }) }, 'SCHEMA_MISMATCH'],
   ['context 2048 (the minimum)', { modelInfo: info({ 'nomic-bert.context_length': 2048 }) }, null, 2048],
   ['no context key at all', { modelInfo: info({}, ['nomic-bert.context_length']) }, 'SCHEMA_MISMATCH'],
-  ['family context key wins over another .context_length', { modelInfo: info({ 'nomic-bert.context_length': 8192, 'clip.context_length': 77 }) }, null, 8192],
-  ['family context key too small although another is large', { modelInfo: info({ 'nomic-bert.context_length': 1024, 'clip.context_length': 8192 }) }, 'SCHEMA_MISMATCH'],
-  ['else the single .context_length value', { modelInfo: info({ 'bert.context_length': 4096 }, ['nomic-bert.context_length']) }, null, 4096],
-  ['else the single .max_position_embeddings value', { modelInfo: info({ 'nomic-bert.max_position_embeddings': 8192 }, ['nomic-bert.context_length']) }, null, 8192],
-  ['max_position_embeddings too small', { modelInfo: info({ 'nomic-bert.max_position_embeddings': 512 }, ['nomic-bert.context_length']) }, 'SCHEMA_MISMATCH'],
+  ['family context key wins over another .context_length',
+    { modelInfo: info({ 'nomic-bert.context_length': 8192, 'clip.context_length': 77 }) }, null, 8192],
+  ['family context key too small although another is large',
+    { modelInfo: info({ 'nomic-bert.context_length': 1024, 'clip.context_length': 8192 }) }, 'SCHEMA_MISMATCH'],
+  ['else the single .context_length value',
+    { modelInfo: info({ 'bert.context_length': 4096 }, ['nomic-bert.context_length']) }, null, 4096],
+  ['else the single .max_position_embeddings value',
+    { modelInfo: info({ 'nomic-bert.max_position_embeddings': 8192 }, ['nomic-bert.context_length']) }, null, 8192],
+  ['max_position_embeddings too small', { modelInfo: info({ 'nomic-bert.max_position_embeddings': 512 },
+    ['nomic-bert.context_length']) }, 'SCHEMA_MISMATCH'],
 ];
 
 t.test('each status-check row fails closed with its contract code', async (t) => {
@@ -162,7 +186,8 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
     for (const raw of ['<html><body>502 Bad Gateway</body></html>', '', '{"version":', 'ok']) {
       fake.reset();
       fake.set({ rawBody: { [endpoint]: raw } });
-      await failsWith(t, () => provider.statusCheck(), 'SCHEMA_MISMATCH', `${endpoint}: non-JSON body ${JSON.stringify(raw)}`);
+      await failsWith(t, () => provider.statusCheck(), 'SCHEMA_MISMATCH',
+        `${endpoint}: non-JSON body ${JSON.stringify(raw)}`);
     }
     fake.reset();
     fake.set({ rawBody: { [endpoint]: '[1,2,3]' } });
@@ -173,10 +198,12 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
   fake.reset();
   await fake.close();
   await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE', 'the server stopped after a good check');
-  await failsWith(t, () => provider.embedQuery('anything'), 'EMBEDDING_UNAVAILABLE', 'embed against the stopped server');
+  await failsWith(t, () => provider.embedQuery('anything'), 'EMBEDDING_UNAVAILABLE',
+    'embed against the stopped server');
 });
 
-t.test('embed response checks: count and dimension SCHEMA_MISMATCH, non-finite or zero EMBEDDING_UNAVAILABLE, norm SCHEMA_MISMATCH', async (t) => {
+t.test('embed response checks: count and dimension SCHEMA_MISMATCH, non-finite or zero EMBEDDING_UNAVAILABLE, ' +
+  'norm SCHEMA_MISMATCH', async (t) => {
   const fake = await fakeFor(t);
   const provider = new OllamaProvider(NOMIC, fake.url);
   const rows: [string, Partial<FakeOllamaState>, string | null][] = [
@@ -192,13 +219,16 @@ t.test('embed response checks: count and dimension SCHEMA_MISMATCH, non-finite o
     ['norm 0.998', { embedScale: 0.998 }, 'SCHEMA_MISMATCH'],
     ['norm 1.0009 (within 0.001)', { embedScale: 1.0009 }, null],
     ['norm 0.9991 (within 0.001)', { embedScale: 0.9991 }, null],
-    ['an error member', { errorMember: { '/api/embed': 'model runner has unexpectedly stopped' } }, 'EMBEDDING_UNAVAILABLE'],
+    ['an error member', { errorMember: { '/api/embed': 'model runner has unexpectedly stopped' } },
+      'EMBEDDING_UNAVAILABLE'],
     ['a non-JSON body', { rawBody: { '/api/embed': 'Internal Server Error' } }, 'SCHEMA_MISMATCH'],
     ['embeddings missing', { rawBody: { '/api/embed': '{"model":"nomic-embed-text:latest"}' } }, 'SCHEMA_MISMATCH'],
-    ['a vector holding a string', { rawBody: { '/api/embed': `{"embeddings":[[${new Array(767).fill('0').join(',')},"1"]]}` } }, 'SCHEMA_MISMATCH'],
+    ['a vector holding a string',
+      { rawBody: { '/api/embed': `{"embeddings":[[${new Array(767).fill('0').join(',')},"1"]]}` } }, 'SCHEMA_MISMATCH'],
   ];
   for (const [name, patch, code] of rows) {
-    for (const [call, run] of [['documents', () => provider.embedDocuments(['first fact', 'second fact'])], ['query', () => provider.embedQuery('a query')]] as const) {
+    for (const [call, run] of [['documents', () => provider.embedDocuments(['first fact', 'second fact'])],
+      ['query', () => provider.embedQuery('a query')]] as const) {
       fake.reset();
       fake.set(patch);
       if (code === null) {
@@ -211,7 +241,8 @@ t.test('embed response checks: count and dimension SCHEMA_MISMATCH, non-finite o
   }
   // nomic-256 asks for 256 dimensions; a server that ignores `dimensions` answers 768: SCHEMA_MISMATCH.
   const small = await fakeFor(t, EMBEDDING_PROFILES['nomic-256']!, { embedDimension: 768 });
-  await failsWith(t, () => new OllamaProvider(EMBEDDING_PROFILES['nomic-256']!, small.url).embedQuery('q'), 'SCHEMA_MISMATCH', 'nomic-256 answered with 768 numbers');
+  await failsWith(t, () => new OllamaProvider(EMBEDDING_PROFILES['nomic-256']!, small.url).embedQuery('q'),
+    'SCHEMA_MISMATCH', 'nomic-256 answered with 768 numbers');
   t.equal((embedBodies(small)[0] as Json).dimensions, 256, 'nomic-256 asked for 256 dimensions');
 });
 
@@ -224,24 +255,31 @@ t.test('redirects are not followed: a loopback answer cannot send provider reque
     res.end();
   });
   await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', () => resolve()));
-  t.teardown(() => new Promise<void>((resolve) => { redirector.closeAllConnections(); redirector.close(() => resolve()); }));
+  t.teardown(() =>
+    new Promise<void>((resolve) => { redirector.closeAllConnections(); redirector.close(() => resolve()); }));
   const provider = new OllamaProvider(NOMIC, `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`);
-  for (const [name, run] of [['status check', () => provider.statusCheck()], ['embedQuery', () => provider.embedQuery('the deploy key rotates monthly')]] as const) {
+  for (const [name, run] of [['status check', () => provider.statusCheck()],
+    ['embedQuery', () => provider.embedQuery('the deploy key rotates monthly')]] as const) {
     const error = await run().then(() => undefined, (e: unknown) => e);
-    t.ok(error instanceof AdapterError && ['EMBEDDING_UNAVAILABLE', 'SCHEMA_MISMATCH'].includes(error.code), `${name}: a redirect fails closed (got ${error instanceof AdapterError ? error.code : 'success'})`);
+    t.ok(error instanceof AdapterError && ['EMBEDDING_UNAVAILABLE', 'SCHEMA_MISMATCH'].includes(error.code),
+      `${name}: a redirect fails closed (got ${error instanceof AdapterError ? error.code : 'success'})`);
   }
-  t.strictSame(target.received().map((r) => r.path), [], 'the redirect target received no request (no fact or query text followed the redirect)');
+  t.strictSame(target.received().map((r) => r.path), [],
+    'the redirect target received no request (no fact or query text followed the redirect)');
 });
 
 t.test('a provider rejection is never retried with truncation', async (t) => {
   const fake = await fakeFor(t, NOMIC, { embedMaxInputChars: 100 });
   const provider = new OllamaProvider(NOMIC, fake.url);
   const long = `${'the deployment pipeline runs '.repeat(20)}`.trim();
-  await failsWith(t, () => provider.embedDocuments([long]), 'EMBEDDING_UNAVAILABLE', 'Ollama refuses an input over its context');
-  t.strictSame(embedBodies(fake), [{ model: NOMIC.model, input: [`search_document: ${long}`], truncate: false, dimensions: 768 }], 'exactly one request, truncate false, the whole input');
+  await failsWith(t, () => provider.embedDocuments([long]), 'EMBEDDING_UNAVAILABLE',
+    'Ollama refuses an input over its context');
+  t.strictSame(embedBodies(fake), [{ model: NOMIC.model, input: [`search_document: ${long}`], truncate: false,
+    dimensions: 768 }], 'exactly one request, truncate false, the whole input');
 });
 
-t.test('input limits: empty → INVALID_ENVELOPE, over 2000 (document) or 512 (query) UTF-8 bytes → INVALID_ENVELOPE, no request sent', async (t) => {
+t.test('input limits: empty → INVALID_ENVELOPE, over 2000 (document) or 512 (query) UTF-8 bytes → ' +
+  'INVALID_ENVELOPE, no request sent', async (t) => {
   const fake = await fakeFor(t);
   const provider = new OllamaProvider(NOMIC, fake.url);
   const refusedWithoutRequest = async (run: () => Promise<unknown>, name: string) => {
@@ -253,17 +291,21 @@ t.test('input limits: empty → INVALID_ENVELOPE, over 2000 (document) or 512 (q
   await refusedWithoutRequest(() => provider.embedDocuments(['']), 'empty document');
   await refusedWithoutRequest(() => provider.embedDocuments(['a fact', '']), 'one empty document in a batch');
   await refusedWithoutRequest(() => provider.embedDocuments(['a'.repeat(2001)]), 'document of 2001 ASCII bytes');
-  await refusedWithoutRequest(() => provider.embedDocuments(['ب'.repeat(1001)]), 'document of 1001 Arabic letters (2002 bytes)');
-  await refusedWithoutRequest(() => provider.embedDocuments(['short', `${'€'.repeat(667)}`]), 'a 2001-byte document in a batch');
+  await refusedWithoutRequest(() => provider.embedDocuments(['ب'.repeat(1001)]),
+    'document of 1001 Arabic letters (2002 bytes)');
+  await refusedWithoutRequest(() => provider.embedDocuments(['short', `${'€'.repeat(667)}`]),
+    'a 2001-byte document in a batch');
   await refusedWithoutRequest(() => provider.embedQuery('q'.repeat(513)), 'query of 513 bytes');
   await refusedWithoutRequest(() => provider.embedQuery('ب'.repeat(257)), 'query of 257 Arabic letters (514 bytes)');
 
   fake.clearLog();
   const exact = ['a'.repeat(2000), 'ب'.repeat(1000), 'q'.repeat(513)];
-  t.equal((await provider.embedDocuments(exact)).length, 3, 'documents of exactly 2000 bytes (and a 513-byte document) pass');
+  t.equal((await provider.embedDocuments(exact)).length, 3,
+    'documents of exactly 2000 bytes (and a 513-byte document) pass');
   t.equal((await provider.embedQuery('q'.repeat(512))).length, 768, 'a query of exactly 512 bytes passes');
   t.equal((await provider.embedQuery('ب'.repeat(256))).length, 768, 'a query of 256 Arabic letters (512 bytes) passes');
-  t.strictSame(embedBodies(fake).map((b) => (b.input as string[]).map((s) => Buffer.byteLength(s))), [[2017, 2017, 530], [526], [526]], 'the limits apply to the text, the prefix comes on top');
+  t.strictSame(embedBodies(fake).map((b) => (b.input as string[]).map((s) => Buffer.byteLength(s))),
+    [[2017, 2017, 530], [526], [526]], 'the limits apply to the text, the prefix comes on top');
 });
 
 t.test('two concurrent embedQuery calls overlap their HTTP requests; the event loop keeps turning', async (t) => {
@@ -280,7 +322,9 @@ t.test('two concurrent embedQuery calls overlap their HTTP requests; the event l
   t.equal(fake.received('/api/embed').length, 2);
   t.equal(fake.maxConcurrent('/api/embed'), 2, 'both requests were open at the server at the same time');
   t.ok(ticks >= 5, `timers kept firing while the provider waited (${ticks} ticks of 10 ms)`);
-  t.comment(`two concurrent calls against a ${DELAY} ms server took ${Math.round(elapsed)} ms (sequential would be ≥ ${2 * DELAY} ms)`);
+  t.comment(
+    `two concurrent calls against a ${DELAY} ms server took ${Math.round(elapsed)} ms (sequential would be ` +
+      `≥ ${2 * DELAY} ms)`);
 });
 
 // ---------------------------------------------------------------------------------------------------
@@ -288,7 +332,8 @@ t.test('two concurrent embedQuery calls overlap their HTTP requests; the event l
 
 type Exit = { code: number | null; signal: NodeJS.Signals | null };
 const SCOPE = { scope: 'PROJECT', project_id: 'ollama-e2e' };
-const SOURCE = { source_class: 'repo_file', source_ref: 'package.json', source_hash: fakeDigest('src'), review_ref: 'review/1', extraction_method: 'manual_read' };
+const SOURCE = { source_class: 'repo_file', source_ref: 'package.json', source_hash: fakeDigest('src'),
+  review_ref: 'review/1', extraction_method: 'manual_read' };
 const FACT = 'The release pipeline publishes container images to the internal registry every night';
 const QUERY = 'where are container images published';
 
@@ -296,7 +341,8 @@ const QUERY = 'where are container images published';
 async function startLauncher(t: Test, dbPath: string, url: string, env: Record<string, string> = {}) {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e', '--profile', 'nomic-768', '--ollama-url', url, '--write-profile', 'owner-current'],
+    args: [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e', '--profile', 'nomic-768', '--ollama-url', url,
+      '--write-profile', 'owner-current'],
     env, stderr: 'pipe',
   });
   let stderr = '';
@@ -321,16 +367,19 @@ async function startLauncher(t: Test, dbPath: string, url: string, env: Record<s
 type Launcher = Awaited<ReturnType<typeof startLauncher>>;
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 const status = (l: Launcher) => l.call('memory_status', SCOPE);
-const search = (l: Launcher, kind: string, query = QUERY) => l.call('memory_search', { ...SCOPE, query, intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode_kind: kind });
+const search = (l: Launcher, kind: string, query = QUERY) =>
+  l.call('memory_search', { ...SCOPE, query, intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode_kind: kind });
 const store = (l: Launcher, fact: string) => {
   const now = nowText();
   return l.call('memory_store', {
     ...SCOPE, fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: SOURCE, freshness_policy: { kind: 'never' },
-    idempotency_key: `e2e-${fact.length}-${Math.random().toString(36).slice(2)}`, requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now,
+    idempotency_key: `e2e-${fact.length}-${Math.random().toString(36).slice(2)}`,
+    requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now,
   });
 };
 const reverify = (l: Launcher, record: Json) => l.call('memory_update', {
-  ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY', idempotency_key: `e2e-reverify-${Math.random().toString(36).slice(2)}`,
+  ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY',
+  idempotency_key: `e2e-reverify-${Math.random().toString(36).slice(2)}`,
   verification: { source_timestamp: nowText() },
 });
 const factsOf = (envelope: Json): string[] => (envelope.results ?? []).map((r: Json) => r.fact);
@@ -340,17 +389,21 @@ async function readsWork(t: Test, l: Launcher, record: Json, label: string) {
   const got = await l.call('memory_get', { ...SCOPE, memory_id: record.memory_id });
   t.match(got, { status: 'OK', results: [{ memory_id: record.memory_id, fact: FACT }] }, `${label}: memory_get works`);
   t.match(await search(l, 'EXACT', FACT), { status: 'OK', results: [{ fact: FACT }] }, `${label}: EXACT search works`);
-  t.match(await search(l, 'KEYWORD', 'container registry'), { status: 'OK', results: [{ fact: FACT }] }, `${label}: KEYWORD search works`);
+  t.match(await search(l, 'KEYWORD', 'container registry'), { status: 'OK', results: [{ fact: FACT }] },
+    `${label}: KEYWORD search works`);
 }
 
 /** Asserts that the semantic operations are BLOCKED with PROFILE_MISMATCH and nothing was written. */
 async function semanticBlocked(t: Test, l: Launcher, dbPath: string, record: Json, label: string) {
   const before = diskState(dbPath);
   for (const kind of ['SEMANTIC', 'HYBRID']) {
-    t.match(await search(l, kind), { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH', results: [] }, `${label}: ${kind} search → PROFILE_MISMATCH`);
+    t.match(await search(l, kind), { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH', results: [] },
+      `${label}: ${kind} search → PROFILE_MISMATCH`);
   }
-  t.match(await store(l, 'The nightly job also prunes images older than ninety days'), { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH' }, `${label}: store → PROFILE_MISMATCH`);
-  t.match(await reverify(l, record), { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH' }, `${label}: update → PROFILE_MISMATCH`);
+  t.match(await store(l, 'The nightly job also prunes images older than ninety days'),
+    { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH' }, `${label}: store → PROFILE_MISMATCH`);
+  t.match(await reverify(l, record), { status: 'BLOCKED', error_code: 'PROFILE_MISMATCH' },
+    `${label}: update → PROFILE_MISMATCH`);
   t.strictSame(diskState(dbPath), before, `${label}: nothing written`);
 }
 
@@ -359,7 +412,8 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   const dbPath = join(t.testdir(), 'nomic.sqlite3');
   // Proxy variables must not divert loopback calls (§14.4): point them at a refused port.
   const proxy = await refusedUrl();
-  const proxyEnv = { HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy, ALL_PROXY: proxy, NO_PROXY: '', no_proxy: '' };
+  const proxyEnv = { HTTP_PROXY: proxy, http_proxy: proxy, HTTPS_PROXY: proxy, https_proxy: proxy, ALL_PROXY: proxy,
+    NO_PROXY: '', no_proxy: '' };
   const digest = fakeDigest('fake-nomic-embed-text:latest');
 
   let l = await startLauncher(t, dbPath, fake.url, proxyEnv);
@@ -367,12 +421,17 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   const bound = await status(l);
   t.match(bound, {
     status: 'OK',
-    provider_status: { available: true, local_only: true, provider_kind: 'OLLAMA_LOCAL', model: 'nomic-embed-text:latest', digest, ollama_version: '0.23.0', size_bytes: 274302450, effective_context_window: 2048, truncate_policy: 'FAIL_CLOSED_PROVIDER_REJECTION' },
+    provider_status: { available: true, local_only: true, provider_kind: 'OLLAMA_LOCAL',
+      model: 'nomic-embed-text:latest', digest, ollama_version: '0.23.0', size_bytes: 274302450,
+      effective_context_window: 2048, truncate_policy: 'FAIL_CLOSED_PROVIDER_REJECTION' },
     backend_status: {
       profile: { profile_id: 'nomic-768', model_digest: digest, output_dimension: 768 },
       embedding_compatibility: {
-        state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH', store_key: 'nomic-768', vector_dimension: 768, runtime_fingerprint_matches_bound: true,
-        binding: { metadata_revision: 2, profile_id: 'nomic-768', vector_dimension: 768, compatibility_proof: { basis: 'FRESH_EMPTY_RUNTIME_BINDING' }, runtime_provenance: { digest, ollama_version: '0.23.0' } },
+        state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH', store_key: 'nomic-768', vector_dimension: 768,
+        runtime_fingerprint_matches_bound: true,
+        binding: { metadata_revision: 2, profile_id: 'nomic-768', vector_dimension: 768,
+          compatibility_proof: { basis: 'FRESH_EMPTY_RUNTIME_BINDING' },
+          runtime_provenance: { digest, ollama_version: '0.23.0' } },
       },
     },
   }, 'a new database is bound to nomic-768 with the fake runtime');
@@ -381,14 +440,18 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   const stored = await store(l, FACT);
   t.match(stored, { status: 'OK', results: [{ fact: FACT, lifecycle_state: 'VALIDATED_CURRENT' }] }, 'store works');
   const record = stored.results[0] as Json;
-  t.strictSame(embedBodies(fake), [{ model: 'nomic-embed-text:latest', input: [`search_document: ${FACT}`], truncate: false, dimensions: 768 }], 'store: one embed request, document prefix once');
+  t.strictSame(embedBodies(fake), [{ model: 'nomic-embed-text:latest', input: [`search_document: ${FACT}`],
+    truncate: false, dimensions: 768 }], 'store: one embed request, document prefix once');
   t.equal(fake.received('/api/version').length, 2, 'store: a status check before and after the embedding');
-  t.match(rawRecord(dbPath, record.record_id), { embedding_profile_id: 'nomic-768', embedding_model_digest: digest, embedding_output_dimension: 768 }, 'the record keeps the observed digest');
+  t.match(rawRecord(dbPath, record.record_id), { embedding_profile_id: 'nomic-768', embedding_model_digest: digest,
+    embedding_output_dimension: 768 }, 'the record keeps the observed digest');
 
   fake.clearLog();
   const semantic = await search(l, 'SEMANTIC');
-  t.match(semantic, { status: 'OK', results: [{ fact: FACT, retrieval_rank: 1 }], audit: { local_embedding_calls: 1 } }, 'SEMANTIC search works');
-  t.strictSame(embedBodies(fake), [{ model: 'nomic-embed-text:latest', input: [`search_query: ${QUERY}`], truncate: false, dimensions: 768 }], 'search: query prefix once');
+  t.match(semantic, { status: 'OK', results: [{ fact: FACT, retrieval_rank: 1 }], audit: { local_embedding_calls: 1 } },
+    'SEMANTIC search works');
+  t.strictSame(embedBodies(fake), [{ model: 'nomic-embed-text:latest', input: [`search_query: ${QUERY}`],
+    truncate: false, dimensions: 768 }], 'search: query prefix once');
   t.match(await search(l, 'HYBRID'), { status: 'OK', results: [{ fact: FACT }] }, 'HYBRID search works');
 
   // Two searches at once: their provider calls overlap in the one server process.
@@ -399,7 +462,8 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   const elapsed = performance.now() - started;
   fake.set({ delayMs: {} });
   t.strictSame(both.map((e) => e.status), ['OK', 'OK']);
-  t.equal(fake.maxConcurrent('/api/embed'), 2, 'two concurrent searches had their embed requests open at the same time');
+  t.equal(fake.maxConcurrent('/api/embed'), 2,
+    'two concurrent searches had their embed requests open at the same time');
   t.comment(`two concurrent SEMANTIC searches against a 300 ms embed took ${Math.round(elapsed)} ms`);
 
   // Outage after startup.
@@ -408,16 +472,21 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   t.match(down, {
     status: 'OK',
     provider_status: { available: false, error_code: 'EMBEDDING_UNAVAILABLE', message: String },
-    backend_status: { embedding_compatibility: { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE', store_key: 'nomic-768', runtime_fingerprint_matches_bound: false } },
+    backend_status: { embedding_compatibility: { state: 'UNPROVEN', reason: 'PROVIDER_UNAVAILABLE',
+      store_key: 'nomic-768', runtime_fingerprint_matches_bound: false } },
   }, 'outage: memory_status keeps working and reports the provider unavailable');
-  t.strictSame(Object.keys(down.provider_status).sort(), ['available', 'error_code', 'message'], 'outage: provider_status is exactly {available, error_code, message}');
-  t.equal(down.backend_status.profile.model_digest, fakeDigest(`fake-${EMBEDDING_PROFILES['nomic-768']!.model}`), 'outage: the last observed digest, not the reference digest');
+  t.strictSame(Object.keys(down.provider_status).sort(), ['available', 'error_code', 'message'],
+    'outage: provider_status is exactly {available, error_code, message}');
+  t.equal(down.backend_status.profile.model_digest, fakeDigest(`fake-${EMBEDDING_PROFILES['nomic-768']!.model}`),
+    'outage: the last observed digest, not the reference digest');
   await readsWork(t, l, record, 'outage');
   await semanticBlocked(t, l, dbPath, record, 'outage');
 
   // The provider comes back on the same address: COMPATIBLE again, without a restart.
   await fake.listen();
-  t.match(await status(l), { provider_status: { available: true }, backend_status: { embedding_compatibility: { state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH' } } }, 'provider back: COMPATIBLE');
+  t.match(await status(l), { provider_status: { available: true },
+    backend_status: { embedding_compatibility: { state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH' } } },
+    'provider back: COMPATIBLE');
   t.match(await search(l, 'SEMANTIC'), { status: 'OK', results: [{ fact: FACT }] }, 'provider back: SEMANTIC works');
   t.same(await l.stop(), { code: 0, signal: null });
 
@@ -428,7 +497,9 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
   t.match(await status(l), {
     status: 'OK',
     provider_status: { available: true, digest: newDigest },
-    backend_status: { profile: { model_digest: newDigest }, embedding_compatibility: { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED', runtime_fingerprint_matches_bound: false, binding: { runtime_provenance: { digest } } } },
+    backend_status: { profile: { model_digest: newDigest }, embedding_compatibility: { state: 'UNPROVEN',
+      reason: 'RUNTIME_PROVENANCE_CHANGED', runtime_fingerprint_matches_bound: false,
+      binding: { runtime_provenance: { digest } } } },
   }, 'digest changed: UNPROVEN RUNTIME_PROVENANCE_CHANGED');
   await readsWork(t, l, record, 'digest changed');
   fake.clearLog();
@@ -437,18 +508,22 @@ t.test('end to end: bound to nomic-768 at creation; outage after startup; runtim
 
   // A newer Ollama version is a runtime change too; the bound runtime coming back clears it.
   fake.set({ digest, version: '0.24.0' });
-  t.match(await status(l), { backend_status: { embedding_compatibility: { state: 'UNPROVEN', reason: 'RUNTIME_PROVENANCE_CHANGED' } } }, 'Ollama version changed: UNPROVEN');
+  t.match(await status(l), { backend_status: { embedding_compatibility: { state: 'UNPROVEN',
+    reason: 'RUNTIME_PROVENANCE_CHANGED' } } }, 'Ollama version changed: UNPROVEN');
   fake.set({ version: '0.23.0' });
-  t.match(await status(l), { backend_status: { embedding_compatibility: { state: 'COMPATIBLE', reason: 'BOUND_RUNTIME_MATCH' } } }, 'the bound runtime is back: COMPATIBLE');
+  t.match(await status(l), { backend_status: { embedding_compatibility: { state: 'COMPATIBLE',
+    reason: 'BOUND_RUNTIME_MATCH' } } }, 'the bound runtime is back: COMPATIBLE');
   t.match(await search(l, 'SEMANTIC'), { status: 'OK', results: [{ fact: FACT }] });
   t.same(await l.stop(), { code: 0, signal: null });
   t.equal(l.stderr(), '', 'nothing on stderr');
 });
 
 /** Runs the launcher on a new database to its exit, without blocking this process (the fake answers from it). */
-function runLauncher(args: string[], cwd: string, env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function runLauncher(args: string[], cwd: string,
+  env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [FACTLANE_BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [FACTLANE_BIN, ...args],
+      { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => { stdout += c; });
@@ -463,15 +538,19 @@ t.test('a new database is not created when the Ollama status check fails: exit 1
   const box = launchSandbox(t.testdir());
   const cases: [string, () => Promise<string>, string][] = [
     ['Ollama down', () => refusedUrl(), 'EMBEDDING_UNAVAILABLE'],
-    ['model not pulled', async () => { fake.reset(); fake.set({ models: [] }); return fake.url; }, 'EMBEDDING_UNAVAILABLE'],
-    ['Ollama too old', async () => { fake.reset(); fake.set({ version: '0.22.1-rc1' }); return fake.url; }, 'EMBEDDING_UNAVAILABLE'],
+    ['model not pulled', async () => { fake.reset(); fake.set({ models: [] }); return fake.url; },
+      'EMBEDDING_UNAVAILABLE'],
+    ['Ollama too old', async () => { fake.reset(); fake.set({ version: '0.22.1-rc1' }); return fake.url; },
+      'EMBEDDING_UNAVAILABLE'],
     ['wrong family', async () => { fake.reset(); fake.set({ family: 'bert' }); return fake.url; }, 'SCHEMA_MISMATCH'],
-    ['wrong embedding length', async () => { fake.reset(); fake.set({ modelInfo: info({ 'nomic-bert.embedding_length': 1024 }) }); return fake.url; }, 'SCHEMA_MISMATCH'],
+    ['wrong embedding length', async () => { fake.reset(); fake.set(
+      { modelInfo: info({ 'nomic-bert.embedding_length': 1024 }) }); return fake.url; }, 'SCHEMA_MISMATCH'],
   ];
   const before = box.tree();
   for (const [label, url, code] of cases) {
     const dbPath = join(box.root, 'new', `${label.replace(/ /g, '-')}.sqlite3`);
-    const run = await runLauncher(['--db', dbPath, '--host-id', 'h', '--profile', 'nomic-768', '--ollama-url', await url()], box.cwd, box.env);
+    const run = await runLauncher(
+      ['--db', dbPath, '--host-id', 'h', '--profile', 'nomic-768', '--ollama-url', await url()], box.cwd, box.env);
     t.equal(run.status, 1, `${label}: exit 1`);
     t.match(run.stderr, new RegExp(`^factlane: ${code}: \\S[^\\n]*\\n$`), `${label}: exactly one line naming ${code}`);
     t.equal(run.stdout, '', `${label}: no MCP output`);

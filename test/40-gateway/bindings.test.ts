@@ -12,18 +12,22 @@ t.test('a host binding: the labels, stdio, and a fresh 32-hex instance id', asyn
   t.match(binding.gateway_instance_id, /^[0-9a-f]{32}$/);
   t.ok(Object.isFrozen(binding), 'immutable');
   t.not(createHostBinding('codex').gateway_instance_id, binding.gateway_instance_id, 'one instance id per binding');
-  t.match(createHostBinding('claude.code:2', 'ide-config_1'), { host_id: 'claude.code:2', binding_source: 'ide-config_1' });
+  t.match(createHostBinding('claude.code:2', 'ide-config_1'),
+    { host_id: 'claude.code:2', binding_source: 'ide-config_1' });
   t.equal(createHostBinding('h'.repeat(128)).host_id.length, 128);
 });
 
-t.test('host labels that are not labels are INVALID_HOST_BINDING; secret-like ones RAW_OR_SENSITIVE_CONTENT', async (t) => {
+t.test('host labels that are not labels are INVALID_HOST_BINDING; secret-like ones RAW_OR_SENSITIVE_CONTENT',
+  async (t) => {
   for (const bad of ['org/codex', '', '-codex', '.codex', 'co dex', 'h'.repeat(129), 'cödex']) {
     t.throws(() => createHostBinding(bad), { code: 'INVALID_HOST_BINDING', message: /--host-id/ }, JSON.stringify(bad));
-    t.throws(() => createHostBinding('codex', bad), { code: 'INVALID_HOST_BINDING', message: /--binding-source/ }, `source ${JSON.stringify(bad)}`);
+    t.throws(() => createHostBinding('codex', bad), { code: 'INVALID_HOST_BINDING', message: /--binding-source/ },
+      `source ${JSON.stringify(bad)}`);
   }
   t.throws(() => createHostBinding(SECRET), { code: 'RAW_OR_SENSITIVE_CONTENT' });
   t.throws(() => createHostBinding('codex', SECRET), { code: 'RAW_OR_SENSITIVE_CONTENT' });
-  t.throws(() => createHostBinding(`token=${'x'.repeat(12)}`), { code: 'RAW_OR_SENSITIVE_CONTENT' }, 'secret check before the label format');
+  t.throws(() => createHostBinding(`token=${'x'.repeat(12)}`), { code: 'RAW_OR_SENSITIVE_CONTENT' },
+    'secret check before the label format');
   const error = t.throws(() => createHostBinding(SECRET)) as Error;
   t.notMatch(error.message, /sk-/, 'the secret is not echoed');
 });
@@ -34,15 +38,19 @@ t.test('no bound id: no context binding', async (t) => {
 });
 
 t.test('bound ids with their sources; per-id sources default to the binding source', async (t) => {
-  t.strictSame(createContextBinding({ projectId: 'p1' }), { binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher' });
-  const full = createContextBinding({ bindingSource: 'codex-config', projectId: 'org/p1', workflowId: 'release', agentId: 'agent:1', agentIdSource: 'env' });
+  t.strictSame(createContextBinding({ projectId: 'p1' }),
+    { binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher' });
+  const full = createContextBinding({ bindingSource: 'codex-config', projectId: 'org/p1', workflowId: 'release',
+    agentId: 'agent:1', agentIdSource: 'env' });
   t.strictSame(full, {
     binding_source: 'codex-config', project_id: 'org/p1', project_id_source: 'codex-config',
     workflow_id: 'release', workflow_id_source: 'codex-config', agent_id: 'agent:1', agent_id_source: 'env',
   });
   t.ok(Object.isFrozen(full), 'immutable');
-  t.strictSame(createContextBinding({ agentId: 'a1' }), { binding_source: 'explicit-launcher', agent_id: 'a1', agent_id_source: 'explicit-launcher' }, 'agent alone needs no project');
-  t.strictSame(Object.keys(createContextBinding({ projectId: 'p1', projectIdSource: 'cli' })!).sort(), ['binding_source', 'project_id', 'project_id_source']);
+  t.strictSame(createContextBinding({ agentId: 'a1' }), { binding_source: 'explicit-launcher', agent_id: 'a1',
+    agent_id_source: 'explicit-launcher' }, 'agent alone needs no project');
+  t.strictSame(Object.keys(createContextBinding({ projectId: 'p1', projectIdSource: 'cli' })!).sort(),
+    ['binding_source', 'project_id', 'project_id_source']);
 });
 
 t.test('invalid context bindings', async (t) => {
@@ -59,8 +67,11 @@ t.test('invalid context bindings', async (t) => {
     [{ projectId: 'p1', projectIdSource: 'a/b' }, /--project-id-source/],
     [{ projectId: 'p1', bindingSource: 'a/b' }, /--context-binding-source/],
   ];
-  for (const [input, message] of invalid) t.throws(() => createContextBinding(input), { code: 'INVALID_CONTEXT_BINDING', message }, JSON.stringify(input));
-  for (const input of [{ projectId: SECRET }, { projectId: 'p1', agentId: `password=${'y'.repeat(12)}` }, { projectId: 'p1', projectIdSource: SECRET }, { projectId: 'p1', bindingSource: SECRET }]) {
-    t.throws(() => createContextBinding(input), { code: 'RAW_OR_SENSITIVE_CONTENT' }, JSON.stringify(Object.keys(input)));
+  for (const [input, message] of invalid) t.throws(() => createContextBinding(input),
+    { code: 'INVALID_CONTEXT_BINDING', message }, JSON.stringify(input));
+  for (const input of [{ projectId: SECRET }, { projectId: 'p1', agentId: `password=${'y'.repeat(12)}` },
+    { projectId: 'p1', projectIdSource: SECRET }, { projectId: 'p1', bindingSource: SECRET }]) {
+    t.throws(() => createContextBinding(input), { code: 'RAW_OR_SENSITIVE_CONTENT' },
+      JSON.stringify(Object.keys(input)));
   }
 });

@@ -20,7 +20,8 @@ function setup(contextBinding: ContextBinding | null = fullBinding, fail?: () =>
     execute: async (operation: ToolName, request: Readonly<Record<string, unknown>>) => {
       calls.push({ operation, request: request as Json });
       if (fail) throw fail();
-      return { status: 'OK', scope: { scope: request.scope }, results: [], audit: { request_id: request.request_id, operation, host_binding: 'forged' } };
+      return { status: 'OK', scope: { scope: request.scope }, results: [],
+        audit: { request_id: request.request_id, operation, host_binding: 'forged' } };
     },
   };
   return { calls, gateway: new MemoryGateway({ adapter, hostBinding, contextBinding, transport: 'stdio' }) };
@@ -34,18 +35,22 @@ const failure = async (promise: Promise<unknown>): Promise<AdapterError> => {
 
 t.test('identity claims are HOST_IDENTITY_CLAIM_DENIED, even with the real values, before anything else', async (t) => {
   const real: Json = {
-    bound_agent_id: 'a1', bound_host_id: 'codex', bound_project_id: 'p1', bound_workflow_id: 'w1', context_binding: { ...fullBinding },
-    context_binding_source: 'explicit-launcher', gateway_instance_id: hostBinding.gateway_instance_id, host_id: 'codex', host_identity: { ...hostBinding },
+    bound_agent_id: 'a1', bound_host_id: 'codex', bound_project_id: 'p1', bound_workflow_id: 'w1',
+    context_binding: { ...fullBinding },
+    context_binding_source: 'explicit-launcher', gateway_instance_id: hostBinding.gateway_instance_id, host_id: 'codex',
+    host_identity: { ...hostBinding },
     runtime_agent_id: 'a1', session_context: null, transport_identity: 'stdio', transport_kind: 'stdio',
   };
   t.strictSame(Object.keys(real).sort(), [...IDENTITY_CLAIM_KEYS].sort(), 'every §9.1 key');
   const { calls, gateway } = setup();
   for (const operation of TOOL_NAMES) {
     for (const key of IDENTITY_CLAIM_KEYS) {
-      await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', [key]: real[key] }), { code: 'HOST_IDENTITY_CLAIM_DENIED', message: new RegExp(key) }, `${operation} ${key}`);
+      await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', [key]: real[key] }),
+        { code: 'HOST_IDENTITY_CLAIM_DENIED', message: new RegExp(key) }, `${operation} ${key}`);
     }
   }
-  await t.rejects(gateway.handle('memory_store', { scope: 'PROJECT', project_id: 'other', host_id: 'codex', authority_role: 'x', provenance: {} }), { code: 'HOST_IDENTITY_CLAIM_DENIED' }, 'step 3 first');
+  await t.rejects(gateway.handle('memory_store', { scope: 'PROJECT', project_id: 'other', host_id: 'codex',
+    authority_role: 'x', provenance: {} }), { code: 'HOST_IDENTITY_CLAIM_DENIED' }, 'step 3 first');
   t.equal(calls.length, 0, 'the adapter is never reached');
 });
 
@@ -53,14 +58,18 @@ t.test('top-level trust claims are WRITE_AUTHORIZATION_DENIED for every operatio
   const { calls, gateway } = setup();
   for (const operation of TOOL_NAMES) {
     for (const key of TRUST_CLAIM_KEYS) {
-      await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', [key]: null }), { code: 'WRITE_AUTHORIZATION_DENIED', message: 'the request cannot claim trusted or derived authority' }, `${operation} ${key}`);
+      await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', [key]: null }),
+        { code: 'WRITE_AUTHORIZATION_DENIED', message: 'the request cannot claim trusted or derived authority' },
+        `${operation} ${key}`);
     }
   }
-  await t.rejects(gateway.handle('memory_search', { scope: 'PROJECT', project_id: 'other', owner_authorized: true }), { code: 'WRITE_AUTHORIZATION_DENIED' }, 'step 4 before injection');
+  await t.rejects(gateway.handle('memory_search', { scope: 'PROJECT', project_id: 'other', owner_authorized: true }),
+    { code: 'WRITE_AUTHORIZATION_DENIED' }, 'step 4 before injection');
   t.equal(calls.length, 0);
 });
 
-t.test('bound context: missing is injected, equal is accepted, anything else conflicts, for all five operations', async (t) => {
+t.test('bound context: missing is injected, equal is accepted, anything else conflicts, for all five operations',
+  async (t) => {
   const governed: [string, Json, Json][] = [
     ['PROJECT', { project_id: 'p1' }, { project_id: 'other' }],
     ['WORKFLOW', { project_id: 'p1', workflow_id: 'w1' }, { workflow_id: 'other' }],
@@ -72,7 +81,8 @@ t.test('bound context: missing is injected, equal is accepted, anything else con
       const { calls, gateway } = setup();
       const key = Object.keys(conflict)[0]!;
       for (const value of [conflict[key], null, '', 'P1']) {
-        await t.rejects(gateway.handle(operation, { scope, [key]: value }), { code: 'BOUND_CONTEXT_IDENTITY_MISMATCH', message: new RegExp(key) }, `${operation} ${scope} ${key}=${JSON.stringify(value)}`);
+        await t.rejects(gateway.handle(operation, { scope, [key]: value }), { code: 'BOUND_CONTEXT_IDENTITY_MISMATCH',
+          message: new RegExp(key) }, `${operation} ${scope} ${key}=${JSON.stringify(value)}`);
       }
       t.equal(calls.length, 0, 'no conflicting request reaches the adapter');
       await gateway.handle(operation, { scope });
@@ -94,13 +104,15 @@ t.test('GLOBAL_USER and CROSS_PROJECT_WORKFLOW inherit nothing; ungoverned keys 
   await gateway.handle('memory_search', { scope: 'CROSS_PROJECT_WORKFLOW', project_id: 'elsewhere' });
   t.equal(calls.at(-1)!.request.project_id, 'elsewhere', 'left for the adapter to refuse');
   await gateway.handle('memory_search', { scope: 'PROJECT', agent_id: 'caller-agent' });
-  t.strictSame(calls.at(-1)!.request, { scope: 'PROJECT', agent_id: 'caller-agent', project_id: 'p1', request_id: calls.at(-1)!.request.request_id }, 'PROJECT keeps a caller agent_id; workflow_id not injected');
+  t.strictSame(calls.at(-1)!.request, { scope: 'PROJECT', agent_id: 'caller-agent', project_id: 'p1',
+    request_id: calls.at(-1)!.request.request_id }, 'PROJECT keeps a caller agent_id; workflow_id not injected');
   await gateway.handle('memory_search', { scope: 'TOOL_ENVIRONMENT' });
   t.notOk('project_id' in calls.at(-1)!.request, 'TOOL_ENVIRONMENT gets only agent_id');
 
   const projectOnly = setup(createContextBinding({ projectId: 'p1' }));
   await projectOnly.gateway.handle('memory_get', { scope: 'WORKFLOW', workflow_id: 'w9' });
-  t.match(projectOnly.calls[0]!.request, { project_id: 'p1', workflow_id: 'w9' }, 'a project-only binding leaves the caller workflow_id');
+  t.match(projectOnly.calls[0]!.request, { project_id: 'p1', workflow_id: 'w9' },
+    'a project-only binding leaves the caller workflow_id');
   const unbound = setup(null);
   await unbound.gateway.handle('memory_get', { scope: 'PROJECT', project_id: 'anything' });
   t.equal(unbound.calls[0]!.request.project_id, 'anything', 'no binding: nothing governed');
@@ -137,10 +149,13 @@ t.test('the copy takes any depth and keeps a __proto__ key as an ordinary key', 
 t.test('provenance is refused on store and update only', async (t) => {
   const { calls, gateway } = setup();
   for (const operation of ['memory_store', 'memory_update'] as const) {
-    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', provenance: { source_ref: 'x' } }), { code: 'INVALID_ENVELOPE', message: /source_provenance/ }, operation);
-    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', provenance: null }), { code: 'INVALID_ENVELOPE' }, `${operation} null`);
+    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', provenance: { source_ref: 'x' } }),
+      { code: 'INVALID_ENVELOPE', message: /source_provenance/ }, operation);
+    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER', provenance: null }), { code: 'INVALID_ENVELOPE' },
+      `${operation} null`);
   }
-  await t.rejects(gateway.handle('memory_store', { scope: 'PROJECT', project_id: 'other', provenance: {} }), { code: 'BOUND_CONTEXT_IDENTITY_MISMATCH' }, 'step 5 before 6');
+  await t.rejects(gateway.handle('memory_store', { scope: 'PROJECT', project_id: 'other', provenance: {} }),
+    { code: 'BOUND_CONTEXT_IDENTITY_MISMATCH' }, 'step 5 before 6');
   t.equal(calls.length, 0);
   await gateway.handle('memory_search', { scope: 'GLOBAL_USER', provenance: 'x' });
   t.equal(calls[0]!.request.provenance, 'x', 'search: left to the adapter');
@@ -149,59 +164,71 @@ t.test('provenance is refused on store and update only', async (t) => {
 t.test('unknown operations, non-object requests and other transports', async (t) => {
   const { calls, gateway } = setup();
   for (const operation of ['memory_delete', 'MEMORY_SEARCH', '', 'toString', '__proto__']) {
-    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER' }), { code: 'INVALID_OPERATION' }, JSON.stringify(operation));
+    await t.rejects(gateway.handle(operation, { scope: 'GLOBAL_USER' }), { code: 'INVALID_OPERATION' },
+      JSON.stringify(operation));
   }
   await t.rejects(gateway.handle('memory_delete', null), { code: 'INVALID_OPERATION' }, 'operation checked first');
   for (const request of [null, undefined, [], [{ scope: 'GLOBAL_USER' }], '{"scope":"GLOBAL_USER"}', 42, true]) {
-    await t.rejects(gateway.handle('memory_status', request), { code: 'INVALID_ENVELOPE' }, JSON.stringify(request) ?? 'undefined');
+    await t.rejects(gateway.handle('memory_status', request), { code: 'INVALID_ENVELOPE' },
+      JSON.stringify(request) ?? 'undefined');
   }
   t.equal(calls.length, 0);
   const adapter = { execute: async () => ({}) };
   for (const transport of ['sse', 'http', 'STDIO', '']) {
-    t.throws(() => new MemoryGateway({ adapter, hostBinding, contextBinding: null, transport }), { code: 'HOST_TRANSPORT_IDENTITY_MISMATCH' }, transport);
+    t.throws(() => new MemoryGateway({ adapter, hostBinding, contextBinding: null, transport }),
+      { code: 'HOST_TRANSPORT_IDENTITY_MISMATCH' }, transport);
   }
-  t.equal(new MemoryGateway({ adapter, hostBinding, contextBinding: null, transport: 'stdio' }).hostBinding, hostBinding);
+  t.equal(new MemoryGateway({ adapter, hostBinding, contextBinding: null, transport: 'stdio' }).hostBinding,
+    hostBinding);
 });
 
 t.test('the envelope carries the real host binding and, when bound, the context binding', async (t) => {
   const bound = await setup().gateway.handle('memory_status', { scope: 'GLOBAL_USER', request_id: 'req-1' }) as Json;
-  t.strictSame(bound.audit, { request_id: 'req-1', operation: 'memory_status', host_binding: { ...hostBinding }, context_binding: { ...fullBinding } });
+  t.strictSame(bound.audit, { request_id: 'req-1', operation: 'memory_status', host_binding: { ...hostBinding },
+    context_binding: { ...fullBinding } });
   t.strictSame(bound.scope, { scope: 'GLOBAL_USER' }, 'the rest of the envelope is kept');
-  const unbound = await setup(null).gateway.handle('memory_status', { scope: 'GLOBAL_USER', request_id: 'req-2' }) as Json;
+  const unbound = await setup(null).gateway.handle('memory_status',
+    { scope: 'GLOBAL_USER', request_id: 'req-2' }) as Json;
   t.strictSame(unbound.audit, { request_id: 'req-2', operation: 'memory_status', host_binding: { ...hostBinding } });
   t.notOk('context_binding' in unbound.audit, 'absent when not bound');
-  const forging = new MemoryGateway({ adapter: { execute: async () => ({ status: 'OK', audit: { request_id: 'r', context_binding: 'forged' } }) }, hostBinding, contextBinding: null, transport: 'stdio' });
+  const forging = new MemoryGateway({ adapter: { execute: async () => ({ status: 'OK', audit: { request_id: 'r',
+    context_binding: 'forged' } }) }, hostBinding, contextBinding: null, transport: 'stdio' });
   const forged = await forging.handle('memory_status', { scope: 'GLOBAL_USER' }) as Json;
   t.notOk('context_binding' in forged.audit, 'an adapter-set context_binding never survives when nothing is bound');
   const minted = await setup().gateway.handle('memory_status', { scope: 'GLOBAL_USER', request_id: null }) as Json;
   t.match(minted.audit.request_id, UUID_V4, 'a minted v4 UUID reaches the adapter when none was sent');
 });
 
-t.test('stamping never mutates the adapter\'s envelope, and no envelope can alter the bindings of another', async (t) => {
+t.test('stamping never mutates the adapter\'s envelope, and no envelope can alter the bindings of another',
+  async (t) => {
   // The adapter builds a fresh envelope per call; the gateway copies only what it changes (the top level
   // and audit) instead of cloning the whole envelope, which cost about a fifth of a memory_status call.
   // The binding objects are copied once and deep-frozen, so every envelope can share them.
   const shared = { status: 'OK', results: [{ fact: 'a' }], audit: { request_id: 'r' } };
-  const gateway = new MemoryGateway({ adapter: { execute: async () => shared }, hostBinding, contextBinding: fullBinding, transport: 'stdio' });
+  const gateway = new MemoryGateway(
+    { adapter: { execute: async () => shared }, hostBinding, contextBinding: fullBinding, transport: 'stdio' });
   const first = await gateway.handle('memory_status', { scope: 'GLOBAL_USER' }) as Json;
   t.not(first, shared, 'a new top-level object');
   t.not(first.audit, shared.audit, 'a new audit object');
   t.throws(() => { first.audit.host_binding.host_id = 'forged'; }, TypeError, 'the host binding is frozen');
   t.throws(() => { first.audit.context_binding.project_id = 'forged'; }, TypeError, 'the context binding is frozen');
   t.not(first.audit.host_binding, hostBinding, 'a copy of the launcher binding, not the binding itself');
-  t.strictSame(shared, { status: 'OK', results: [{ fact: 'a' }], audit: { request_id: 'r' } }, "the adapter's object is untouched");
+  t.strictSame(shared, { status: 'OK', results: [{ fact: 'a' }], audit: { request_id: 'r' } },
+    "the adapter's object is untouched");
   const second = await gateway.handle('memory_status', { scope: 'GLOBAL_USER' }) as Json;
   t.equal(second.audit.host_binding.host_id, 'codex');
   t.equal(second.audit.context_binding.project_id, 'p1');
   t.equal(hostBinding.host_id, 'codex');
 });
 
-t.test('a governed failure carries the BLOCKED audit: request_id echoed, null or minted; retryable per code', async (t) => {
+t.test('a governed failure carries the BLOCKED audit: request_id echoed, null or minted; retryable per code',
+  async (t) => {
   const blocked = setup(fullBinding, () => new AdapterError('VERSION_CONFLICT', 'stale revision'));
   const echoed = await failure(blocked.gateway.handle('memory_update', { scope: 'GLOBAL_USER', request_id: 'req-7' }));
   t.equal(echoed.code, 'VERSION_CONFLICT');
   t.equal(echoed.message, 'stale revision');
-  t.strictSame(echoed.audit, { host_binding: { ...hostBinding }, context_binding: { ...fullBinding }, raw_content_logged: false, request_id: 'req-7', retryable: false });
+  t.strictSame(echoed.audit, { host_binding: { ...hostBinding }, context_binding: { ...fullBinding },
+    raw_content_logged: false, request_id: 'req-7', retryable: false });
 
   for (const bad of ['bad id!', SECRET, '', 12]) {
     const error = await failure(blocked.gateway.handle('memory_update', { scope: 'GLOBAL_USER', request_id: bad }));
@@ -213,13 +240,18 @@ t.test('a governed failure carries the BLOCKED audit: request_id echoed, null or
   t.equal(minted.audit!.request_id, blocked.calls.at(-1)!.request.request_id, 'the id the adapter saw');
   const early = await failure(setup().gateway.handle('memory_get', { scope: 'GLOBAL_USER', host_id: 'codex' }));
   t.match(early.audit!.request_id, UUID_V4, 'gateway refusals mint one too');
-  t.match((await failure(setup().gateway.handle('memory_get', 'not an object'))).audit!.request_id, UUID_V4, 'also for a non-object request');
-  t.equal((await failure(setup().gateway.handle('memory_get', { scope: 'GLOBAL_USER', host_id: 'x', request_id: 'ok-1' }))).audit!.request_id, 'ok-1');
-  const unbound = await failure(setup(null, () => new AdapterError('NOT_FOUND', 'no such memory')).gateway.handle('memory_get', { scope: 'GLOBAL_USER' }));
+  t.match((await failure(setup().gateway.handle('memory_get', 'not an object'))).audit!.request_id, UUID_V4,
+    'also for a non-object request');
+  t.equal((await failure(setup().gateway.handle('memory_get',
+    { scope: 'GLOBAL_USER', host_id: 'x', request_id: 'ok-1' }))).audit!.request_id, 'ok-1');
+  const unbound = await failure(setup(null,
+    () => new AdapterError('NOT_FOUND', 'no such memory')).gateway.handle('memory_get', { scope: 'GLOBAL_USER' }));
   t.notOk('context_binding' in unbound.audit!, 'no context binding when unbound');
 
-  for (const [code, retryable] of [['BACKEND_BUSY', true], ['BACKEND_UNAVAILABLE', true], ['TIMEOUT', true], ['BACKEND_CORRUPT', false], ['PROFILE_MISMATCH', false]] as const) {
-    const error = await failure(setup(null, () => new AdapterError(code, 'x')).gateway.handle('memory_search', { scope: 'GLOBAL_USER' }));
+  for (const [code, retryable] of [['BACKEND_BUSY', true], ['BACKEND_UNAVAILABLE', true], ['TIMEOUT', true],
+    ['BACKEND_CORRUPT', false], ['PROFILE_MISMATCH', false]] as const) {
+    const error = await failure(
+      setup(null, () => new AdapterError(code, 'x')).gateway.handle('memory_search', { scope: 'GLOBAL_USER' }));
     t.equal(error.code, code);
     t.equal(error.audit!.retryable, retryable, `${code} retryable ${retryable}`);
   }

@@ -13,7 +13,8 @@ const sqliteVec = require('sqlite-vec') as { load(connection: BetterSqlite3.Data
 export function openBenchEngine(dbPath: string): Promise<SQLiteVecEngine> {
   return SQLiteVecEngine.open({
     dbPath,
-    newDatabaseBinding: async () => ({ vectorDimension: BENCH_VECTOR_DIMENSION, bindingJson: `{"vector_dimension":${BENCH_VECTOR_DIMENSION}}` }),
+    newDatabaseBinding: async () =>
+      ({ vectorDimension: BENCH_VECTOR_DIMENSION, bindingJson: `{"vector_dimension":${BENCH_VECTOR_DIMENSION}}` }),
   });
 }
 

@@ -24,7 +24,8 @@ export function fileSystemType(path: string): string {
 }
 
 /** Machine facts that change what the numbers mean: Node, CPU, memory, temp file system, SQLite builds. */
-export function describeEnvironment(tempDir: string, runtime: { sqliteVersion: string; sqliteVecVersion: string }): Record<string, unknown> {
+export function describeEnvironment(tempDir: string,
+  runtime: { sqliteVersion: string; sqliteVecVersion: string }): Record<string, unknown> {
   const processors = cpus();
   return {
     node: process.version,

@@ -43,7 +43,8 @@ const sha256Hex = (text: string) => createHash('sha256').update(text).digest('he
  * only the CHECK constraints apply at this layer; a VALIDATED_CURRENT row carries OWNER verification as
  * the adapter would write it, a CANDIDATE row is unverified.
  */
-export function makeBenchRecord(rng: SeededRandom, scope: BenchScope, fact: string, isCurrent: boolean, createdAt: string): BenchRecord {
+export function makeBenchRecord(rng: SeededRandom, scope: BenchScope, fact: string, isCurrent: boolean,
+  createdAt: string): BenchRecord {
   const vector = rng.unitVector(BENCH_VECTOR_DIMENSION);
   const contentHash = sha256Hex(`${scope.scope_key}\n${fact}`);
   const row: Insertable<AdapterRecords> = {
@@ -80,7 +81,8 @@ export function makeBenchRecord(rng: SeededRandom, scope: BenchScope, fact: stri
     embedding_model_digest: 'sha256:bench',
     embedding_output_dimension: BENCH_VECTOR_DIMENSION,
   };
-  return { row, searchText: fact.toLowerCase(), isCurrent, embedding: Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength) };
+  return { row, searchText: fact.toLowerCase(), isCurrent,
+    embedding: Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength) };
 }
 
 /** The columns makeBenchRecord fills (row_id is assigned by SQLite). */
@@ -89,11 +91,13 @@ const RECORD_COLUMNS = [
   'agent_id', 'scope_key', 'memory_type', 'fact', 'source_provenance', 'source_timestamp', 'created_at',
   'last_verified_at', 'verified_by', 'authority_role', 'contribution_origin', 'freshness_policy', 'supersedes',
   'contradiction_key', 'contradiction_state', 'confidence', 'tags', 'lifecycle_state', 'native_content_hash',
-  'payload_fingerprint', 'idempotency_key', 'embedding_profile_id', 'embedding_model_digest', 'embedding_output_dimension',
+  'payload_fingerprint', 'idempotency_key', 'embedding_profile_id', 'embedding_model_digest',
+  'embedding_output_dimension',
 ] as const;
 
 /** The three inserts of one record, shared by the raw baseline and the engine's prepared-statement paths. */
-export const INSERT_RECORD_SQL = `insert into adapter_records (${RECORD_COLUMNS.join(', ')}) values (${RECORD_COLUMNS.map((c) => `@${c}`).join(', ')})`;
+export const INSERT_RECORD_SQL = `insert into adapter_records ` +
+  `(${RECORD_COLUMNS.join(', ')}) values (${RECORD_COLUMNS.map((c) => `@${c}`).join(', ')})`;
 export const INSERT_FTS_SQL = 'insert into fact_fts (rowid, search_text) values (?, ?)';
 export const INSERT_VEC_SQL = 'insert into fact_vec (rowid, scope_key, is_current, embedding) values (?, ?, ?, ?)';
 

@@ -25,7 +25,8 @@ export function factlaneArgs(...launcherArgs: string[]): string[] {
  * A client connected over stdio to `node args…` (server stderr ignored, `env` added to the SDK's default
  * environment), and the time to the initialize response.
  */
-export async function connectBenchClient(name: string, args: string[], env: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
+export async function connectBenchClient(name: string, args: string[],
+  env: Record<string, string> = {}): Promise<{ client: Client; transport: StdioClientTransport; startupMs: number }> {
   const started = performance.now();
   const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'ignore', env });
   const client = new Client({ name, version: '1.0.0' });

@@ -6,7 +6,8 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 
 const server = new Server({ name: 'echo', version: '1.0.0' }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
-  tools: [{ name: 'echo', description: 'echoes its request', inputSchema: { type: 'object', properties: { request: { type: 'object' } } } }],
+  tools: [{ name: 'echo', description: 'echoes its request',
+    inputSchema: { type: 'object', properties: { request: { type: 'object' } } } }],
 }));
 server.setRequestHandler(CallToolRequestSchema, async (call) => {
   const text = JSON.stringify(call.params.arguments ?? {});

@@ -27,7 +27,8 @@ const WARM_UP_STORES = 100;
 const SCOPE = { scope: 'PROJECT', project_id: 'embed-bench' } as const;
 
 const ENGLISH = [
-  'the', 'build', 'uses', 'node', 'release', 'pipeline', 'publishes', 'container', 'images', 'to', 'internal', 'registry',
+  'the', 'build', 'uses', 'node', 'release', 'pipeline', 'publishes', 'container', 'images', 'to',
+  'internal', 'registry',
   'every', 'night', 'staging', 'cluster', 'pulls', 'from', 'mirror', 'in', 'Frankfurt', 'deploy', 'key', 'rotates',
   'monthly', 'database', 'migrations', 'run', 'before', 'service', 'starts', 'cache', 'eviction', 'policy', 'is', 'LRU',
   'with', 'a', 'ceiling', 'of', '512', 'MiB', 'tests', 'require', 'Postgres', '15', 'and', 'Redis', 'feature', 'flag',
@@ -62,7 +63,8 @@ function factTexts(rng: SeededRandom, words: readonly string[], count: number): 
  */
 function measureEmbeddings(texts: readonly string[]) {
   let checksum = 0;
-  for (let pass = 0; pass < WARM_UP_PASSES; pass += 1) for (const text of texts) checksum += localHashEmbedding(text)[0]!;
+  for (let pass = 0; pass < WARM_UP_PASSES; pass += 1)
+    for (const text of texts) checksum += localHashEmbedding(text)[0]!;
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
   let count = 0;
@@ -132,8 +134,10 @@ class TimedProvider implements EmbeddingProvider {
 /** A delegated-candidate store request with its own fact (never DUPLICATE) and key. */
 function storeRequest(fact: string, n: number, label: string): Record<string, unknown> {
   return {
-    ...SCOPE, fact: `${fact} #${label}${n}`, memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `${label}-${n}`, freshness_policy: { kind: 'never' },
-    source_provenance: { source_class: 'repo', source_ref: `notes/${label}/${n}.md`, source_hash: 'ab'.repeat(32), review_ref: 'bench', extraction_method: 'manual' },
+    ...SCOPE, fact: `${fact} #${label}${n}`, memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `${label}-${n}`,
+    freshness_policy: { kind: 'never' },
+    source_provenance: { source_class: 'repo', source_ref: `notes/${label}/${n}.md`, source_hash: 'ab'.repeat(32),
+      review_ref: 'bench', extraction_method: 'manual' },
   };
 }
 
@@ -145,7 +149,8 @@ async function inProcessStoreShare(dir: string, facts: readonly string[]) {
   const provider = new TimedProvider();
   const engine = await SQLiteVecEngine.open({
     dbPath: join(dir, 'in-process.sqlite3'),
-    newDatabaseBinding: async () => ({ vectorDimension: provider.profile.outputDimension, bindingJson: freshBindingJson(provider.profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    newDatabaseBinding: async () => ({ vectorDimension: provider.profile.outputDimension,
+      bindingJson: freshBindingJson(provider.profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
   });
   try {
     const adapter = new MemoryAdapter({ engine, provider, writeProfile: 'delegated-candidate', hostId: 'bench' });
@@ -158,7 +163,8 @@ async function inProcessStoreShare(dir: string, facts: readonly string[]) {
         const embedBefore = provider.embedMs;
         const statusBefore = provider.statusMs;
         const started = performance.now();
-        const envelope = (await adapter.execute('memory_store', storeRequest(facts[n % facts.length]!, n, label))) as { status: string };
+        const envelope = (await adapter.execute('memory_store',
+          storeRequest(facts[n % facts.length]!, n, label))) as { status: string };
         storeSamples.push(performance.now() - started);
         embedSamples.push(provider.embedMs - embedBefore);
         statusSamples.push(provider.statusMs - statusBefore);
@@ -184,19 +190,22 @@ async function inProcessStoreShare(dir: string, facts: readonly string[]) {
 
 /** memory_store over stdio against the built launcher (delegated-candidate): the MCP round trip a host sees. */
 async function stdioStoreLatency(dir: string, facts: readonly string[]) {
-  const { client } = await connectBenchClient('factlane-embed-bench', factlaneArgs('--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'));
+  const { client } = await connectBenchClient('factlane-embed-bench',
+    factlaneArgs('--db', join(dir, 'stdio.sqlite3'), '--host-id', 'bench', '--write-profile', 'delegated-candidate'));
   try {
     const outcomes: Record<string, number> = {};
     const samples: number[] = [];
     for (let n = 0; n < WARM_UP_STORES + STDIO_STORES; n += 1) {
       const started = performance.now();
-      const result = (await client.callTool({ name: 'memory_store', arguments: { request: storeRequest(facts[n % facts.length]!, n, 'stdio') } })) as CallToolResult;
+      const result = (await client.callTool({ name: 'memory_store',
+        arguments: { request: storeRequest(facts[n % facts.length]!, n, 'stdio') } })) as CallToolResult;
       if (n < WARM_UP_STORES) continue;
       samples.push(performance.now() - started);
       const status = result.isError ? 'isError' : (result.structuredContent as { status: string }).status;
       outcomes[status] = (outcomes[status] ?? 0) + 1;
     }
-    return { stores: STDIO_STORES, outcomes, latency: summarizeLatencies(samples, 'ms'), mean_ms: samples.reduce((a, b) => a + b, 0) / samples.length };
+    return { stores: STDIO_STORES, outcomes, latency: summarizeLatencies(samples, 'ms'),
+      mean_ms: samples.reduce((a, b) => a + b, 0) / samples.length };
   } finally {
     await client.close();
   }

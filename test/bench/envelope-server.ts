@@ -10,8 +10,10 @@ if (text === undefined) throw new Error('FACTLANE_BENCH_ENVELOPE is not set');
 const envelope = JSON.parse(text) as Record<string, unknown>;
 const server = new Server({ name: 'envelope', version: '1.0.0' }, { capabilities: { tools: {} } });
 server.setRequestHandler(ListToolsRequestSchema, async () => ({
-  tools: [{ name: 'envelope', description: 'answers with a fixed envelope', inputSchema: { type: 'object', properties: { request: { type: 'object' } } } }],
+  tools: [{ name: 'envelope', description: 'answers with a fixed envelope',
+    inputSchema: { type: 'object', properties: { request: { type: 'object' } } } }],
 }));
-server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: 'text', text }], structuredContent: envelope }));
+server.setRequestHandler(CallToolRequestSchema,
+  async () => ({ content: [{ type: 'text', text }], structuredContent: envelope }));
 await server.connect(new StdioServerTransport());
 process.stdin.on('end', () => process.exit(0));

@@ -26,7 +26,8 @@ async function main(argv: readonly string[]): Promise<number> {
   const names = argv.length > 0 ? argv : [...SUITES.keys()];
   const unknown = names.filter((name) => !SUITES.has(name));
   if (unknown.length > 0) {
-    process.stderr.write(`unknown bench suite: ${unknown.join(', ')}; known suites: ${[...SUITES.keys()].join(', ')}\n`);
+    process.stderr.write(
+      `unknown bench suite: ${unknown.join(', ')}; known suites: ${[...SUITES.keys()].join(', ')}\n`);
     return 2;
   }
   let exitCode = 0;
@@ -37,7 +38,8 @@ async function main(argv: readonly string[]): Promise<number> {
       const elapsedSeconds = Math.round((performance.now() - started) / 100) / 10;
       process.stdout.write(`${JSON.stringify({ suite: name, elapsed_s: elapsedSeconds, result }, null, 2)}\n`);
     } catch (error) {
-      process.stderr.write(`bench suite ${name} failed:\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(
+        `bench suite ${name} failed:\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
       exitCode = 1;
     }
   }

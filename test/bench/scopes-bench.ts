@@ -30,15 +30,20 @@ async function build(dir: string, current: boolean, log: (m: string) => void): P
   for (let s = 0; s < SCOPES; s += 50) {
     const batch: BenchRecord[] = [];
     for (let scope = s; scope < s + 50; scope += 1) {
-      const tuple = benchScope({ scope: 'PROJECT', project_id: `project-${scope}`, worktree_id: null, workflow_id: null, agent_id: null });
-      for (let i = 0; i < FACTS_PER_SCOPE; i += 1) batch.push(makeBenchRecord(rng, tuple, vocabulary.factText(rng), current, benchTimestamp((sequence += 1))));
+      const tuple = benchScope(
+        { scope: 'PROJECT', project_id: `project-${scope}`, worktree_id: null, workflow_id: null, agent_id: null });
+      for (let i = 0; i < FACTS_PER_SCOPE; i += 1) batch.push(
+        makeBenchRecord(rng, tuple, vocabulary.factText(rng), current, benchTimestamp((sequence += 1))));
     }
     // Each record's token count, as a writer stores it beside the record (decision 0036).
-    const fixedTokens = await Promise.all(batch.map((record) => fixedTokensOfRow({ ...record.row, row_id: 0 } as RecordRow)));
+    const fixedTokens = await Promise.all(
+      batch.map((record) => fixedTokensOfRow({ ...record.row, row_id: 0 } as RecordRow)));
     await engine.write(async (trx) => {
       for (const [i, record] of batch.entries()) {
-        const embedding = new Float32Array(record.embedding.buffer.slice(record.embedding.byteOffset, record.embedding.byteOffset + record.embedding.byteLength));
-        await insertRecordUnchecked(trx, record.row as NewRecordRow, { searchText: record.searchText, embedding, fixedTokens: fixedTokens[i] });
+        const embedding = new Float32Array(record.embedding.buffer.slice(record.embedding.byteOffset,
+          record.embedding.byteOffset + record.embedding.byteLength));
+        await insertRecordUnchecked(trx, record.row as NewRecordRow,
+          { searchText: record.searchText, embedding, fixedTokens: fixedTokens[i] });
       }
     });
   }
@@ -63,7 +68,8 @@ export async function runScopesBench(): Promise<Record<string, unknown>> {
   const log = progressLogger('scopes');
   const dir = mkdtempSync(join(tmpdir(), 'factlane-scopes-bench-'));
   try {
-    return { scopes: SCOPES, facts_per_scope: FACTS_PER_SCOPE, all_current: await build(dir, true, log), all_candidates: await build(dir, false, log) };
+    return { scopes: SCOPES, facts_per_scope: FACTS_PER_SCOPE, all_current: await build(dir, true, log),
+      all_candidates: await build(dir, false, log) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -11,7 +11,8 @@ const COLD_STARTS = 10;
 const SETTLING_CALLS = 6000;
 
 /** Sequential tools/call round trips; returns per-call milliseconds. */
-async function roundTrips(client: Client, name: string, request: Record<string, unknown>, count: number): Promise<number[]> {
+async function roundTrips(client: Client, name: string, request: Record<string, unknown>,
+  count: number): Promise<number[]> {
   const samples: number[] = [];
   for (let i = 0; i < count; i += 1) {
     const started = performance.now();
@@ -23,7 +24,8 @@ async function roundTrips(client: Client, name: string, request: Record<string, 
 }
 
 /** p50s of one measuring window (interleaved blocks, so machine noise hits every server alike). */
-async function measureWindow(clients: { factlane: Client; echo: Client; floor: Client }, request: Record<string, unknown>, callsEach: number) {
+async function measureWindow(clients: { factlane: Client; echo: Client; floor: Client },
+  request: Record<string, unknown>, callsEach: number) {
   const status: number[] = [];
   const echo: number[] = [];
   const floor: number[] = [];
@@ -32,7 +34,8 @@ async function measureWindow(clients: { factlane: Client; echo: Client; floor: C
     echo.push(...(await roundTrips(clients.echo, 'echo', request, 100)));
     floor.push(...(await roundTrips(clients.floor, 'envelope', request, 100)));
   }
-  return { status: summarizeLatencies(status, 'ms'), echo: summarizeLatencies(echo, 'ms'), floor: summarizeLatencies(floor, 'ms') };
+  return { status: summarizeLatencies(status, 'ms'), echo: summarizeLatencies(echo, 'ms'),
+    floor: summarizeLatencies(floor, 'ms') };
 }
 
 const ratio = (a: Record<string, number>, b: Record<string, number>) => roundTo(a.p50_ms! / b.p50_ms!, 2);
@@ -62,7 +65,8 @@ export async function runServerBench(): Promise<Record<string, unknown>> {
     const first = await factlane.callTool({ name: 'memory_status', arguments: { request: statusRequest } });
     const envelopeText = (first.content as { text: string }[])[0]!.text;
     const echo = (await connectBenchClient('factlane-bench', [ECHO_SERVER])).client;
-    const floor = (await connectBenchClient('factlane-bench', [ENVELOPE_SERVER], { FACTLANE_BENCH_ENVELOPE: envelopeText })).client;
+    const floor = (await connectBenchClient('factlane-bench', [ENVELOPE_SERVER],
+      { FACTLANE_BENCH_ENVELOPE: envelopeText })).client;
     const clients = { factlane, echo, floor };
     await roundTrips(factlane, 'memory_status', statusRequest, 100);
     await roundTrips(echo, 'echo', statusRequest, 100);

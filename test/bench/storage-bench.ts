@@ -58,10 +58,13 @@ export async function runStorageBench(): Promise<Record<string, unknown>> {
       return {
         environment,
         write_transactions: writes,
-        dataset: { ...dataset.report, ...sizes, db_mib: roundTo(sizes.db_bytes / 2 ** 20, 1), size_breakdown: breakdown },
-        knn: { scope_10k: knn10k, scope_100k: knn100k, target_met: knn10k.target_met === true && knn100k.target_met === true },
+        dataset: { ...dataset.report, ...sizes, db_mib: roundTo(sizes.db_bytes / 2 ** 20, 1),
+          size_breakdown: breakdown },
+        knn: { scope_10k: knn10k, scope_100k: knn100k,
+          target_met: knn10k.target_met === true && knn100k.target_met === true },
         fts_current_keyword: fts,
-        targets_met: { write_overhead: writes.target_met, knn_filtered_not_slower: knn10k.target_met === true && knn100k.target_met === true },
+        targets_met: { write_overhead: writes.target_met,
+          knn_filtered_not_slower: knn10k.target_met === true && knn100k.target_met === true },
       };
     } finally {
       await engine.close();

@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
-import { BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord, type BenchRecord, type BenchScope } from './bench-records.js';
+import {
+  BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord, type BenchRecord, type BenchScope,
+} from './bench-records.js';
 import { FactVocabulary } from './fact-vocabulary.js';
 import { roundTo } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
@@ -22,11 +24,16 @@ export interface DatasetScopeSpec {
  * three small scopes of other kinds, so partitions and the scope filter have neighbours to skip.
  */
 export const QUERY_DATASET_SPECS: readonly DatasetScopeSpec[] = Object.freeze([
-  { label: 'workflow_2k', scope: benchScope({ scope: 'WORKFLOW', project_id: null, worktree_id: null, workflow_id: 'wf-bench', agent_id: null }), rows: 2000, currentFraction: 0.5 },
-  { label: 'tool_env_2k', scope: benchScope({ scope: 'TOOL_ENVIRONMENT', project_id: null, worktree_id: null, workflow_id: null, agent_id: 'agent-bench' }), rows: 2000, currentFraction: 0.5 },
-  { label: 'global_user_2k', scope: benchScope({ scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null }), rows: 2000, currentFraction: 0.5 },
-  { label: 'project_10k', scope: benchScope({ scope: 'PROJECT', project_id: 'bench-10k', worktree_id: null, workflow_id: null, agent_id: null }), rows: 10_000, currentFraction: 0.1 },
-  { label: 'project_100k', scope: benchScope({ scope: 'PROJECT', project_id: 'bench-100k', worktree_id: 'wt-main', workflow_id: null, agent_id: null }), rows: 100_000, currentFraction: 0.1 },
+  { label: 'workflow_2k', scope: benchScope({ scope: 'WORKFLOW', project_id: null, worktree_id: null,
+    workflow_id: 'wf-bench', agent_id: null }), rows: 2000, currentFraction: 0.5 },
+  { label: 'tool_env_2k', scope: benchScope({ scope: 'TOOL_ENVIRONMENT', project_id: null, worktree_id: null,
+    workflow_id: null, agent_id: 'agent-bench' }), rows: 2000, currentFraction: 0.5 },
+  { label: 'global_user_2k', scope: benchScope({ scope: 'GLOBAL_USER', project_id: null, worktree_id: null,
+    workflow_id: null, agent_id: null }), rows: 2000, currentFraction: 0.5 },
+  { label: 'project_10k', scope: benchScope({ scope: 'PROJECT', project_id: 'bench-10k', worktree_id: null,
+    workflow_id: null, agent_id: null }), rows: 10_000, currentFraction: 0.1 },
+  { label: 'project_100k', scope: benchScope({ scope: 'PROJECT', project_id: 'bench-100k', worktree_id: 'wt-main',
+    workflow_id: null, agent_id: null }), rows: 100_000, currentFraction: 0.1 },
 ]);
 
 /** A populated scope: its spec, the row ids that are CURRENT, and what building it cost. */
@@ -49,7 +56,8 @@ export interface QueryDataset {
  * re-prepare 3 statements per row). Records are generated before each transaction, as embeddings are in
  * production; `insert_s` is the time inside transactions, `build_s` includes generation.
  */
-export async function buildQueryDataset(engine: SQLiteVecEngine, log: (message: string) => void): Promise<QueryDataset> {
+export async function buildQueryDataset(engine: SQLiteVecEngine,
+  log: (message: string) => void): Promise<QueryDataset> {
   const rng = new SeededRandom(0x5eed0002);
   const vocabulary = new FactVocabulary(rng);
   const scopes = new Map<string, BuiltScope>();
@@ -65,7 +73,8 @@ export async function buildQueryDataset(engine: SQLiteVecEngine, log: (message: 
       const batch: BenchRecord[] = [];
       for (let i = done; i < Math.min(spec.rows, done + POPULATE_BATCH_ROWS); i += 1) {
         sequence += 1;
-        batch.push(makeBenchRecord(rng, spec.scope, vocabulary.factText(rng), rng.next() < spec.currentFraction, benchTimestamp(sequence)));
+        batch.push(makeBenchRecord(rng, spec.scope, vocabulary.factText(rng), rng.next() < spec.currentFraction,
+          benchTimestamp(sequence)));
       }
       const writeStarted = performance.now();
       await engine.write(async (_trx, connection) => {
@@ -76,7 +85,8 @@ export async function buildQueryDataset(engine: SQLiteVecEngine, log: (message: 
         }
       });
       insertMs += performance.now() - writeStarted;
-      if (spec.rows >= 50_000 && (done + POPULATE_BATCH_ROWS) % 20_000 === 0) log(`dataset: ${spec.label} ${done + POPULATE_BATCH_ROWS}/${spec.rows}`);
+      if (spec.rows >= 50_000 && (done + POPULATE_BATCH_ROWS) % 20_000 === 0) log(
+        `dataset: ${spec.label} ${done + POPULATE_BATCH_ROWS}/${spec.rows}`);
     }
     const buildMs = performance.now() - started;
     const report = {

@@ -27,7 +27,8 @@ const CURRENT_KEYWORD_QUERY = (match: string, scope: BenchScope) => sql<RowIdRow
     and r.lifecycle_state = 'VALIDATED_CURRENT'
   order by bm25(fact_fts) limit ${BigInt(FTS_LIMIT)}`;
 
-const MATCHED_COUNT = (match: string) => sql<{ n: number }>`select count(*) as n from fact_fts where fact_fts match ${match}`;
+const MATCHED_COUNT = (match: string) =>
+  sql<{ n: number }>`select count(*) as n from fact_fts where fact_fts match ${match}`;
 
 const ELIGIBLE_COUNT = (match: string, scope: BenchScope) => sql<{ n: number }>`
   select count(*) as n from fact_fts f join adapter_records r on r.row_id = f.rowid
@@ -52,7 +53,8 @@ function distribution(values: readonly number[]): Record<string, number> {
  * of thousands of rows, as popular words do. Match counts (whole index, and eligible after the filters)
  * are taken outside the timed query so the report says how much work each query had.
  */
-export async function measureFts(engine: SQLiteVecEngine, built: BuiltScope, vocabulary: FactVocabulary, rng: SeededRandom): Promise<Record<string, unknown>> {
+export async function measureFts(engine: SQLiteVecEngine, built: BuiltScope, vocabulary: FactVocabulary,
+  rng: SeededRandom): Promise<Record<string, unknown>> {
   const scope = built.spec.scope;
   const oneTermMs: number[] = [];
   const twoTermMs: number[] = [];
@@ -74,11 +76,13 @@ export async function measureFts(engine: SQLiteVecEngine, built: BuiltScope, voc
     matched.push(await count(engine, MATCHED_COUNT(match)));
     eligible.push(eligibleRows);
     // Fewer than FTS_LIMIT rows is only right when fewer are eligible; anything else is a bench bug.
-    if (rows.length !== Math.min(FTS_LIMIT, eligibleRows)) throw new Error(`keyword query returned ${rows.length} rows, expected ${Math.min(FTS_LIMIT, eligibleRows)}`);
+    if (rows.length !== Math.min(FTS_LIMIT, eligibleRows)) throw new Error(
+      `keyword query returned ${rows.length} rows, expected ${Math.min(FTS_LIMIT, eligibleRows)}`);
     returnedMin = Math.min(returnedMin, rows.length);
   }
 
-  const plan = await engine.read((db) => sql<{ detail: string }>`explain query plan ${CURRENT_KEYWORD_QUERY('"x"', scope)}`.execute(db));
+  const plan = await engine.read((db) =>
+    sql<{ detail: string }>`explain query plan ${CURRENT_KEYWORD_QUERY('"x"', scope)}`.execute(db));
   return {
     rows_in_scope: built.spec.rows,
     current_in_scope: built.currentRowIds.size,
@@ -88,7 +92,8 @@ export async function measureFts(engine: SQLiteVecEngine, built: BuiltScope, voc
     two_terms: summarizeLatencies(twoTermMs, 'ms'),
     matched_rows_whole_index: distribution(matched),
     eligible_rows_after_filter: distribution(eligible),
-    eligible_share_of_matched: roundTo(eligible.reduce((a, b) => a + b, 0) / Math.max(1, matched.reduce((a, b) => a + b, 0)), 3),
+    eligible_share_of_matched: roundTo(
+      eligible.reduce((a, b) => a + b, 0) / Math.max(1, matched.reduce((a, b) => a + b, 0)), 3),
     returned_rows_min: returnedMin,
     query_plan: plan.rows.map((row) => row.detail),
   };

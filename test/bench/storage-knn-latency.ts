@@ -28,7 +28,8 @@ const UNFILTERED: KnnQuery = (vector, scopeKey) =>
 const FULL_SCAN_CURRENT: KnnQuery = (vector, scopeKey) =>
   sql<Neighbour>`select rowid, vec_distance_cosine(embedding, ${vector}) as distance from fact_vec where scope_key = ${scopeKey} and is_current = 1 order by distance limit ${BigInt(KNN_K)}`;
 
-async function timedQuery(engine: SQLiteVecEngine, query: RawBuilder<Neighbour>): Promise<{ rows: Neighbour[]; ms: number }> {
+async function timedQuery(engine: SQLiteVecEngine,
+  query: RawBuilder<Neighbour>): Promise<{ rows: Neighbour[]; ms: number }> {
   const started = performance.now();
   const { rows } = await engine.read((db) => query.execute(db));
   return { rows, ms: performance.now() - started };
@@ -41,7 +42,8 @@ async function timedQuery(engine: SQLiteVecEngine, query: RawBuilder<Neighbour>)
  * filtered result equals the full scan's (eligibility applied before k, nothing lost) and counts how many
  * unfiltered neighbours are CURRENT (what post-filtering would keep).
  */
-export async function measureKnn(engine: SQLiteVecEngine, built: BuiltScope, rng: SeededRandom): Promise<Record<string, unknown>> {
+export async function measureKnn(engine: SQLiteVecEngine, built: BuiltScope,
+  rng: SeededRandom): Promise<Record<string, unknown>> {
   const scopeKey = built.spec.scope.scope_key;
   const filteredMs: number[] = [];
   const unfilteredMs: number[] = [];
@@ -68,13 +70,15 @@ export async function measureKnn(engine: SQLiteVecEngine, built: BuiltScope, rng
       const fullScan = await timedQuery(engine, FULL_SCAN_CURRENT(vector, scopeKey));
       fullScanMs.push(fullScan.ms);
       const expected = new Set(fullScan.rows.map((row) => row.rowid));
-      if (filtered.rows.length === expected.size && filtered.rows.every((row) => expected.has(row.rowid))) fullScanAgreements += 1;
+      if (filtered.rows.length === expected.size &&
+        filtered.rows.every((row) => expected.has(row.rowid))) fullScanAgreements += 1;
     }
   }
 
   const filteredSummary = summarizeLatencies(filteredMs, 'ms');
   const unfilteredSummary = summarizeLatencies(unfilteredMs, 'ms');
-  const plan = await engine.read((db) => sql<{ detail: string }>`explain query plan ${CURRENT_FILTERED(Buffer.alloc(0), scopeKey)}`.execute(db));
+  const plan = await engine.read((db) =>
+    sql<{ detail: string }>`explain query plan ${CURRENT_FILTERED(Buffer.alloc(0), scopeKey)}`.execute(db));
   return {
     vectors_in_scope: built.spec.rows,
     current_in_scope: built.currentRowIds.size,

@@ -3,7 +3,9 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { openBenchEngine, openRawBaselineConnection } from './bench-engine.js';
-import { BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord, type BenchRecord } from './bench-records.js';
+import {
+  BenchRecordStatements, benchScope, benchTimestamp, makeBenchRecord, type BenchRecord,
+} from './bench-records.js';
 import { FactVocabulary } from './fact-vocabulary.js';
 import { mean, roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
@@ -38,10 +40,13 @@ async function engineKyselyVariant(dbPath: string): Promise<WriteVariant> {
       const isCurrent = record.isCurrent ? 1n : 0n;
       await sql`insert into fact_vec (rowid, scope_key, is_current, embedding) values (${insertId}, ${record.row.scope_key}, ${isCurrent}, ${record.embedding})`.execute(trx);
     });
-  return { name: 'engine_kysely', writeOne, countRows: () => countEngineRows(engine), close: () => engine.close(), samplesMs: [] };
+  return { name: 'engine_kysely', writeOne, countRows: () => countEngineRows(engine), close: () => engine.close(),
+    samplesMs: [] };
 }
 
-/** The engine's transaction (gate, IMMEDIATE, busy retry, Kysely mutex) around the raw baseline's prepared statements. */
+/**
+ * The engine's transaction (gate, IMMEDIATE, busy retry, Kysely mutex) around the raw baseline's prepared statements.
+ */
 async function enginePreparedVariant(dbPath: string): Promise<WriteVariant> {
   const engine = await openBenchEngine(dbPath);
   let statements: BenchRecordStatements | undefined;
@@ -50,7 +55,8 @@ async function enginePreparedVariant(dbPath: string): Promise<WriteVariant> {
       statements ??= new BenchRecordStatements(connection);
       statements.insert(record);
     });
-  return { name: 'engine_prepared_statements', writeOne, countRows: () => countEngineRows(engine), close: () => engine.close(), samplesMs: [] };
+  return { name: 'engine_prepared_statements', writeOne, countRows: () => countEngineRows(engine),
+    close: () => engine.close(), samplesMs: [] };
 }
 
 /** better-sqlite3 alone: same schema, pragmas and statements, BEGIN IMMEDIATE/COMMIT by hand, synchronous. */
@@ -72,17 +78,20 @@ async function rawVariant(dbPath: string): Promise<WriteVariant> {
       throw error;
     }
   };
-  const countRows = async () => (connection.prepare('select count(*) as n from adapter_records').get() as { n: number }).n;
+  const countRows = async () =>
+    (connection.prepare('select count(*) as n from adapter_records').get() as { n: number }).n;
   return { name: 'raw_better_sqlite3', writeOne, countRows, close: async () => void connection.close(), samplesMs: [] };
 }
 
 async function countEngineRows(engine: SQLiteVecEngine): Promise<number> {
-  const row = await engine.read((db) => db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow());
+  const row = await engine.read((db) =>
+    db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow());
   return Number(row.n);
 }
 
 /** Runs `count` transactions of one variant; records each latency unless warming up. */
-async function runBlock(variant: WriteVariant, count: number, nextRecord: () => BenchRecord, record: boolean): Promise<void> {
+async function runBlock(variant: WriteVariant, count: number, nextRecord: () => BenchRecord,
+  record: boolean): Promise<void> {
   for (let i = 0; i < count; i += 1) {
     // The record (vector, hashes) is made outside the timed span: embeddings are computed before the transaction.
     const input = nextRecord();
@@ -95,7 +104,8 @@ async function runBlock(variant: WriteVariant, count: number, nextRecord: () => 
 }
 
 function variantReport(variant: WriteVariant, rowsOnDisk: number): Record<string, number> {
-  return { ...summarizeLatencies(variant.samplesMs, 'us'), ops_per_s: roundTo(1000 / mean(variant.samplesMs), 1), rows_on_disk: rowsOnDisk };
+  return { ...summarizeLatencies(variant.samplesMs, 'us'), ops_per_s: roundTo(1000 / mean(variant.samplesMs), 1),
+    rows_on_disk: rowsOnDisk };
 }
 
 /**
@@ -103,10 +113,12 @@ function variantReport(variant: WriteVariant, rowsOnDisk: number): Record<string
  * and through raw better-sqlite3 with the same pragmas, on three fresh databases in `dir`. Variants run
  * in blocks whose order rotates every round, so drift (WAL growth, checkpoints, disk cache) hits all alike.
  */
-export async function measureWriteTransactions(dir: string, log: (message: string) => void): Promise<Record<string, unknown>> {
+export async function measureWriteTransactions(dir: string,
+  log: (message: string) => void): Promise<Record<string, unknown>> {
   const rng = new SeededRandom(0x5eed0001);
   const vocabulary = new FactVocabulary(rng);
-  const scope = benchScope({ scope: 'PROJECT', project_id: 'bench-writes', worktree_id: null, workflow_id: null, agent_id: null });
+  const scope = benchScope(
+    { scope: 'PROJECT', project_id: 'bench-writes', worktree_id: null, workflow_id: null, agent_id: null });
   let sequence = 0;
   const nextRecord = () => {
     sequence += 1;

@@ -30,17 +30,21 @@ type Envelope = { status: string; error_code?: string; results: { memory_id: str
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 async function connect(dbPath: string, hostId: string, writeProfile: string): Promise<Client> {
-  return (await connectBenchClient('factlane-write-bench', factlaneArgs('--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile))).client;
+  return (await connectBenchClient('factlane-write-bench',
+    factlaneArgs('--db', dbPath, '--host-id', hostId, '--write-profile', writeProfile))).client;
 }
 
 /** A store request with its own fact (so never DUPLICATE or CONTRADICTION) and key. */
 function storeRequest(label: string, n: number, current: boolean): Record<string, unknown> {
   const now = nowText();
   return {
-    ...SCOPE, fact: `${label} ${n}: the ingest job of shard ${n} writes to bucket ${label}-${n % 97}`, memory_type: 'PROJECT_LEARNED_FACT',
+    ...SCOPE, fact: `${label} ${n}: the ingest job of shard ${n} writes to bucket ${label}-${n % 97}`,
+    memory_type: 'PROJECT_LEARNED_FACT',
     idempotency_key: `${label}-${n}`, freshness_policy: { kind: 'never' },
-    source_provenance: { source_class: 'repo', source_ref: `jobs/${label}/${n}.yaml`, source_hash: 'ef'.repeat(32), review_ref: 'bench', extraction_method: 'manual' },
-    ...(current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now } : {}),
+    source_provenance: { source_class: 'repo', source_ref: `jobs/${label}/${n}.yaml`, source_hash: 'ef'.repeat(32),
+      review_ref: 'bench', extraction_method: 'manual' },
+    ...(current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now,
+      last_verified_at: now } : {}),
   };
 }
 
@@ -53,7 +57,8 @@ class Tally {
     const started = performance.now();
     const result = (await client.callTool({ name, arguments: { request } })) as CallToolResult;
     this.samples.push(performance.now() - started);
-    if (result.isError) throw new Error(`${name} returned a tool error during the bench: ${JSON.stringify(result.content)}`);
+    if (result.isError) throw new Error(
+      `${name} returned a tool error during the bench: ${JSON.stringify(result.content)}`);
     const envelope = result.structuredContent as Envelope;
     const outcome = envelope.status === 'BLOCKED' ? envelope.error_code ?? 'BLOCKED' : envelope.status;
     this.outcomes[outcome] = (this.outcomes[outcome] ?? 0) + 1;
@@ -84,13 +89,15 @@ async function sequentialStores(client: Client, label: string, count: number, cu
  * from above before any of FactLane's own work (CONTRACT.md §13.1: validation, pre-checks, embedding,
  * the checks repeated under the lock, read-back, the contradiction summary, budgets).
  */
-async function measureFloors(dir: string, request: Record<string, unknown>, envelope: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function measureFloors(dir: string, request: Record<string, unknown>,
+  envelope: Record<string, unknown>): Promise<Record<string, unknown>> {
   const dbPath = join(dir, 'floor.sqlite3');
   await (await openBenchEngine(dbPath)).close();
   const connection = openRawBaselineConnection(dbPath);
   const rng = new SeededRandom(0x5eed0004);
   const vocabulary = new FactVocabulary(rng);
-  const scope = benchScope({ scope: 'PROJECT', project_id: 'write-bench-floor', worktree_id: null, workflow_id: null, agent_id: null });
+  const scope = benchScope(
+    { scope: 'PROJECT', project_id: 'write-bench-floor', worktree_id: null, workflow_id: null, agent_id: null });
   const statements = new BenchRecordStatements(connection);
   const transaction = connection.transaction((record: ReturnType<typeof makeBenchRecord>) => statements.insert(record));
   const transactionSamples: number[] = [];
@@ -128,7 +135,8 @@ async function measureFloors(dir: string, request: Record<string, unknown>, enve
 
 function report(tally: Tally, elapsedMs: number, rateKey: string) {
   const perSecond = rate(tally.samples.length, elapsedMs);
-  return { [rateKey]: perSecond, latency: summarizeLatencies(tally.samples, 'ms'), outcomes: tally.outcomes, target_per_s: TARGET_PER_S, target_met: perSecond >= TARGET_PER_S };
+  return { [rateKey]: perSecond, latency: summarizeLatencies(tally.samples, 'ms'), outcomes: tally.outcomes,
+    target_per_s: TARGET_PER_S, target_met: perSecond >= TARGET_PER_S };
 }
 
 /**
@@ -154,7 +162,8 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     const delegated = await connect(candidateDb, 'bench-delegated', 'delegated-candidate');
     await sequentialStores(delegated, 'warm', WARM_UP, false);
     const candidates = await sequentialStores(delegated, 'candidate', CANDIDATE_STORES, false);
-    const sampleEnvelope = (await delegated.callTool({ name: 'memory_store', arguments: { request: storeRequest('sample', 0, false) } })).structuredContent as Record<string, unknown>;
+    const sampleEnvelope = (await delegated.callTool({ name: 'memory_store',
+      arguments: { request: storeRequest('sample', 0, false) } })).structuredContent as Record<string, unknown>;
     await delegated.close();
 
     log('floors: raw store transaction, SDK echo of a store request and envelope');
@@ -164,8 +173,10 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     const currentDb = join(dir, 'current.sqlite3');
     const owner = await connect(currentDb, 'bench-owner', 'owner-current');
     const warmCurrent = await sequentialStores(owner, 'warm', WARM_UP, true);
-    const reverify = (tally: Tally, record: Envelope['results'][number], n: number, label: string) => tally.call(owner, 'memory_update', {
-      ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY', idempotency_key: `${label}-reverify-${n}`,
+    const reverify = (tally: Tally, record: Envelope['results'][number], n: number,
+      label: string) => tally.call(owner, 'memory_update', {
+      ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY',
+      idempotency_key: `${label}-reverify-${n}`,
       verification: { source_timestamp: nowText() },
     });
     const warmTally = new Tally();
@@ -180,15 +191,18 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
     log(`measurement 3: ${CONCURRENT_PROCESSES} server processes × ${CONCURRENT_STORES_EACH} Candidate stores at once`);
     const sharedDb = join(dir, 'shared.sqlite3');
     const clients: Client[] = [];
-    for (let p = 0; p < CONCURRENT_PROCESSES; p += 1) clients.push(await connect(sharedDb, `bench-p${p}`, 'delegated-candidate'));
+    for (let p = 0; p < CONCURRENT_PROCESSES; p += 1) clients.push(
+      await connect(sharedDb, `bench-p${p}`, 'delegated-candidate'));
     await Promise.all(clients.map((client, p) => sequentialStores(client, `warm-p${p}`, WARM_UP / 4, false)));
     const concurrentStarted = performance.now();
-    const perProcess = await Promise.all(clients.map((client, p) => sequentialStores(client, `shared-p${p}`, CONCURRENT_STORES_EACH, false)));
+    const perProcess = await Promise.all(
+      clients.map((client, p) => sequentialStores(client, `shared-p${p}`, CONCURRENT_STORES_EACH, false)));
     const concurrentMs = performance.now() - concurrentStarted;
     await Promise.all(clients.map((client) => client.close()));
     const allSamples = perProcess.flatMap((run) => run.tally.samples);
     const outcomes: Record<string, number> = {};
-    for (const run of perProcess) for (const [key, n] of Object.entries(run.tally.outcomes)) outcomes[key] = (outcomes[key] ?? 0) + n;
+    for (const run of perProcess) for (const [key, n] of Object.entries(
+      run.tally.outcomes)) outcomes[key] = (outcomes[key] ?? 0) + n;
     const busy = outcomes.BACKEND_BUSY ?? 0;
     const totalRate = rate(allSamples.length, concurrentMs);
 
@@ -199,9 +213,12 @@ export async function runWriteBench(): Promise<Record<string, unknown>> {
       environment,
       synchronous: 'FULL',
       floors,
-      candidate_store_sequential: { count: CANDIDATE_STORES, ...report(candidates.tally, candidates.elapsedMs, 'stores_per_s'), ...databaseBytes(candidateDb) },
-      current_store_sequential: { count: CURRENT_STORES, ...report(currents.tally, currents.elapsedMs, 'stores_per_s') },
-      reverify_sequential: { count: reverifyTally.samples.length, ...report(reverifyTally, reverifyMs, 'reverify_per_s') },
+      candidate_store_sequential: { count: CANDIDATE_STORES,
+        ...report(candidates.tally, candidates.elapsedMs, 'stores_per_s'), ...databaseBytes(candidateDb) },
+      current_store_sequential: { count: CURRENT_STORES,
+        ...report(currents.tally, currents.elapsedMs, 'stores_per_s') },
+      reverify_sequential: { count: reverifyTally.samples.length,
+        ...report(reverifyTally, reverifyMs, 'reverify_per_s') },
       concurrent_processes: {
         processes: CONCURRENT_PROCESSES,
         stores_per_process: CONCURRENT_STORES_EACH,

@@ -76,11 +76,13 @@ type Layout = 'queue' | 'no_queue' | 'separate_databases';
 async function runOnce(dir: string, layout: Layout, inFlight: number, round: number) {
   const label = `r${round}-${layout}-f${inFlight}`;
   const own = layout === 'separate_databases';
-  const dbPaths = Array.from({ length: PROCESSES }, (_, p) => join(dir, own ? `${label}-p${p}.sqlite3` : `${label}.sqlite3`));
+  const dbPaths = Array.from({ length: PROCESSES },
+    (_, p) => join(dir, own ? `${label}-p${p}.sqlite3` : `${label}.sqlite3`));
   const env: Record<string, string> = layout === 'no_queue' ? { [QUEUE_ENV]: 'off' } : {};
   const clients: Client[] = [];
   for (let p = 0; p < PROCESSES; p += 1) {
-    const args = factlaneArgs('--db', dbPaths[p]!, '--host-id', `bench-p${p}`, '--write-profile', 'delegated-candidate');
+    const args = factlaneArgs('--db', dbPaths[p]!, '--host-id', `bench-p${p}`, '--write-profile',
+      'delegated-candidate');
     clients.push((await connectBenchClient(CLIENT_NAME, args, env)).client);
   }
   const storeAll = (label: string, count: number) =>
@@ -94,7 +96,8 @@ async function runOnce(dir: string, layout: Layout, inFlight: number, round: num
   // A fresh process reads every acknowledged memory back: a write it cannot find was lost.
   let found = 0;
   for (const dbPath of new Set(dbPaths)) {
-    const reader = (await connectBenchClient(CLIENT_NAME, factlaneArgs('--db', dbPath, '--host-id', 'bench-reader'))).client;
+    const reader = (await connectBenchClient(CLIENT_NAME,
+      factlaneArgs('--db', dbPath, '--host-id', 'bench-reader'))).client;
     for (const [p, run] of runs.entries()) {
       if (dbPaths[p] !== dbPath) continue;
       for (const memoryId of run.acknowledged) {
@@ -140,7 +143,8 @@ function summarise(runs: readonly Run[]) {
     backend_busy: busy,
     lost_writes: lost,
     audit_findings: runs.flatMap((run) => run.auditFindings),
-    fresh_process_read_back: `${sum(runs.map((run) => run.found))} of ${sum(runs.map((run) => run.acknowledged))} acknowledged`,
+    fresh_process_read_back: `${sum(runs.map((run) => run.found))} of ` +
+      `${sum(runs.map((run) => run.acknowledged))} acknowledged`,
     outcomes: runs.reduce<Record<string, number>>((all, run) => {
       for (const [key, n] of Object.entries(run.outcomes)) all[key] = (all[key] ?? 0) + n;
       return all;
@@ -165,7 +169,8 @@ export async function runWriterQueueBench(): Promise<Record<string, unknown>> {
     for (let round = 0; round < ROUNDS; round += 1) {
       for (const inFlight of IN_FLIGHT) {
         for (const layout of LAYOUTS) {
-          log(`round ${round + 1}/${ROUNDS}: ${PROCESSES} processes × ${WRITES_PER_PROCESS} stores, ${inFlight} in flight, `
+          log(`round ${round + 1}/${ROUNDS}: ${PROCESSES} processes × ${WRITES_PER_PROCESS} stores, `
+            + `${inFlight} in flight, `
             + layout);
           (results[`in_flight_${inFlight}_${layout}`] ??= []).push(await runOnce(dir, layout, inFlight, round));
         }
