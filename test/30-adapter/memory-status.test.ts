@@ -259,7 +259,7 @@ t.test('a failing provider check: provider_status unavailable, compatibility UNP
   const down = Object.assign(new LocalHashProvider(), {
     statusCheck: async () => { throw new AdapterError('EMBEDDING_UNAVAILABLE', 'the provider did not answer'); },
   });
-  const envelope = (await new MemoryAdapter({ engine, provider: down, writeProfile: 'read-only' })
+  const envelope = (await new MemoryAdapter({ engine, provider: down, writeProfile: 'read-only', hostId: 'h' })
     .execute('memory_status', { scope: 'GLOBAL_USER' })) as Json;
   t.strictSame(envelope.provider_status,
     { available: false, error_code: 'EMBEDDING_UNAVAILABLE', message: 'the provider did not answer' });
@@ -268,7 +268,7 @@ t.test('a failing provider check: provider_status unavailable, compatibility UNP
   t.equal(envelope.backend_status.profile.model_digest, LOCAL_HASH_DIGEST,
     'reference digest when nothing was observed');
   const broken = Object.assign(new LocalHashProvider(), { statusCheck: async () => { throw new TypeError('bug'); } });
-  await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only' })
+  await t.rejects(new MemoryAdapter({ engine, provider: broken, writeProfile: 'read-only', hostId: 'h' })
     .execute('memory_status', { scope: 'GLOBAL_USER' }), TypeError, 'an unexpected fault is not relabelled');
 });
 

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import type { ToolName } from '@factlane/schema';
 import type { CompiledQuery, Kysely } from 'kysely';
 import { join } from 'node:path';
 import type { DB } from '../../generated/db.js';
@@ -66,10 +67,10 @@ async function twoServers(t: Test) {
   /**
    * `first` runs `request` while `other` commits `concurrent` right after its first read statement matching `after`.
    */
-  const race = async (tool: string, request: Json, after: RegExp, concurrent: () => Promise<unknown>) => {
+  const race = async (tool: ToolName, request: Json, after: RegExp, concurrent: () => Promise<unknown>) => {
     const hooked = committingDuringReads(engine, after, concurrent);
     const outcome = await adapter(hooked.engine).execute(tool, request)
-      .then((envelope) => envelope as Json, (error) => ({ refused: (error as { code?: string }).code }));
+      .then((envelope) => envelope as Json, (error): Json => ({ refused: (error as { code?: string }).code }));
     t.ok(hooked.committed(), 'the other server committed during the pre-check');
     return outcome;
   };

@@ -67,7 +67,7 @@ async function everyWrite(t: Test, bench: ReadBench): Promise<void> {
     verification: { source_timestamp: '2026-11-30T00:00:00Z' } }))) as Json;
   t.equal(promoted.status, 'OK', `the Candidate is promoted (${JSON.stringify(promoted.degradation)})`);
   const replaced = (await bench.owner.execute('memory_update',
-    replaceRequest(stored[2], { fact: 'The fleet build uses Node 22' }))) as Json;
+    replaceRequest(stored[2]!, { fact: 'The fleet build uses Node 22' }))) as Json;
   t.equal(replaced.status, 'OK', 'a fact is replaced');
 }
 
