@@ -16,8 +16,10 @@ import {
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
 /** A database with a real lineage: a promoted Candidate, a REPLACE, a contradiction Candidate, a REVERIFY. */
+type LineageRecord = 'candidate' | 'promoted' | 'replaced' | 'conflicting' | 'shell' | 'reverified';
+
 async function lineage(t: Test): Promise<{ dbPath: string; close: () => Promise<void>;
-  records: Record<string, Json>; }> {
+  records: Record<LineageRecord, Json>; }> {
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
   const delegated = bench.adapter('delegated-candidate');
@@ -103,7 +105,7 @@ t.test('a database without the eligible vector layout (schema 1) is audited with
 t.test('each broken invariant fails its check and names the records', async (t) => {
   const { dbPath, close, records } = await lineage(t);
   await close();
-  const { shell, reverified, replaced, promoted } = records as Record<string, Json>;
+  const { shell, reverified, replaced, promoted } = records;
   tamper(dbPath, (db) => {
     // L8: a current record that claims no verifier.
     db.prepare("UPDATE adapter_records SET verified_by = 'UNVERIFIED' WHERE record_id = ?").run(reverified.record_id);
@@ -130,7 +132,7 @@ t.test('each broken invariant fails its check and names the records', async (t) 
 t.test('forks, successors, revisions and contradictions', async (t) => {
   const { dbPath, close, records } = await lineage(t);
   await close();
-  const { shell, reverified, conflicting, replaced } = records as Record<string, Json>;
+  const { shell, reverified, conflicting, replaced } = records;
   tamper(dbPath, (db) => {
     db.exec('DROP INDEX ux_adapter_live_memory');
     // L2 and L7: the superseded revision of `shell` comes back to life beside its successor.

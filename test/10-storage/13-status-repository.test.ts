@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type {
   KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryResult, RootOperationNode, UnknownRow,
 } from 'kysely';
+import type { ScopeColumns } from '../../src/storage/record-repository.js';
 import { countScope, readCapacity, ScopeCounter } from '../../src/storage/status-repository.js';
 import { capacityBlock } from '../../src/adapter/memory-status.js';
 import { candidateRow, openEngine, storeRow, withRaw } from '../helpers/storage.js';
@@ -11,7 +12,9 @@ import { candidateRow, openEngine, storeRow, withRaw } from '../helpers/storage.
 // a failed page reading leaves capacity UNKNOWN without losing the counts. ScopeCounter serves a reading
 // again only while neither this connection nor another one has committed since it was counted.
 
-const SCOPE = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null };
+const SCOPE: ScopeColumns = {
+  scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null,
+};
 
 /** Makes every statement that reads the page pragmas fail with `code`, as a broken build of SQLite would. */
 function failingPragmas(code: string): KyselyPlugin {
@@ -56,7 +59,7 @@ t.test('failed page pragmas leave the counts and make capacity UNKNOWN; busy is 
   t.match(block, { observation: 'UNKNOWN', page_size_bytes: null, database_allocated_bytes: null,
     mutation_preflight: 'BLOCKED_UNKNOWN_CAPACITY',
     next_action: 'RESTORE_CAPACITY_OBSERVABILITY_BEFORE_MEMORY_MUTATION' });
-  t.ok(block.database_file_bytes > 0, 'the file size is still observed');
+  t.ok(Number(block.database_file_bytes) > 0, 'the file size is still observed');
   await t.rejects(engine.db.connection()
     .execute((db) => countScope(db.withPlugin(failingPragmas('SQLITE_BUSY')), SCOPE)), { code: 'SQLITE_BUSY' });
 });

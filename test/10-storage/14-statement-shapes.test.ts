@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
 import {
   contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope,
-  memoryPresence, scopeArgs, scopeSlots, supersedeRecord,
+  memoryPresence, scopeArgs, scopeSlots, supersedeRecord, type ScopeColumns,
 } from '../../src/storage/record-repository.js';
 import {
   exactHits, keywordHits, memoryRecords, scopeHasHistorical, semanticHits,
@@ -15,7 +15,9 @@ import { candidateRow, openEngine, queryPlan, storeRow, unitVector, withRaw } fr
 // Statements compiled once per shape (docs/decisions/0012): later calls bind new arguments to the SQL of the
 // first and must read exactly what the Kysely builder would.
 
-const GLOBAL = { scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null };
+const GLOBAL: ScopeColumns = {
+  scope: 'GLOBAL_USER', project_id: null, worktree_id: null, workflow_id: null, agent_id: null,
+};
 
 t.test('a shape compiled once answers later calls with their own arguments, as the builder does', async (t) => {
   const engine = await openEngine(join(t.testdir(), 'shapes.sqlite3'));
