@@ -29,12 +29,12 @@ import { purgeRecord } from '../../src/storage/recovery-repository.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { LOCAL_HASH } from '../helpers/mcp.js';
 import {
-  factsOf, fixtureRow, insertFixtures, movableClock, padScope, queryVector, scopeRequest, scopeTuple, search, vectorAtDistance,
-  type Json,
+  factsOf, fixtureRow, insertFixtures, movableClock, padScope, queryVector, scopeRequest, scopeTuple, search,
+  vectorAtDistance, type Json,
 } from '../helpers/reads.js';
 import {
-  candidateRow, downgradeToSchemaFour, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo, inGatedTransaction,
-  openEngine, queryPlan, RawDatabase,
+  candidateRow, downgradeToSchemaFour, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo,
+  inGatedTransaction, openEngine, queryPlan, RawDatabase,
   REPO_ROOT, sqliteVec, storeRow, withRaw,
 } from '../helpers/storage.js';
 import { fixture as reembedFixture } from '../helpers/reembed.js';
@@ -55,7 +55,10 @@ const PROVIDER = new LocalHashProvider();
 async function openLocalHash(dbPath: string, migrationsDir?: string): Promise<SQLiteVecEngine> {
   return SQLiteVecEngine.open({
     dbPath, migrationsDir,
-    newDatabaseBinding: async () => ({ vectorDimension: LOCAL_HASH.outputDimension, bindingJson: freshBindingJson(LOCAL_HASH, await PROVIDER.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    newDatabaseBinding: async () => ({
+      vectorDimension: LOCAL_HASH.outputDimension,
+      bindingJson: freshBindingJson(LOCAL_HASH, await PROVIDER.statusCheck(), formatTimestamp(SYSTEM_CLOCK())),
+    }),
   });
 }
 
@@ -67,7 +70,9 @@ function schemaOneDir(dir: string): string {
   return target;
 }
 
-const adapterOn = (engine: SQLiteVecEngine, writeProfile: 'owner-current' | 'delegated-candidate' | 'read-only', clock = movableClock()) =>
+const adapterOn = (
+  engine: SQLiteVecEngine, writeProfile: 'owner-current' | 'delegated-candidate' | 'read-only', clock = movableClock(),
+) =>
   new MemoryAdapter({ engine, provider: PROVIDER, writeProfile, hostId: 'h', clock });
 
 async function ok(adapter: MemoryAdapter, tool: 'memory_store' | 'memory_update', request: Json): Promise<Json> {
@@ -76,7 +81,8 @@ async function ok(adapter: MemoryAdapter, tool: 'memory_store' | 'memory_update'
   return envelope.results[0];
 }
 
-const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL').map((c) => `${c.name}: ${c.samples.join(' ')}`);
+const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL')
+  .map((c) => `${c.name}: ${c.samples.join(' ')}`);
 
 t.test('the shipped schema has the eligible tables, fenced, and a new database starts with them empty', async (t) => {
   const dbPath = join(t.testdir(), 'new.sqlite3');
@@ -85,10 +91,12 @@ t.test('the shipped schema has the eligible tables, fenced, and a new database s
   await engine.close();
   const raw = new RawDatabase(dbPath);
   sqliteVec.load(raw);
-  const names = raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'eligible_%' AND type IN ('table', 'trigger') ORDER BY name").pluck().all();
+  const names = raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'eligible_%' "
+    + "AND type IN ('table', 'trigger') ORDER BY name").pluck().all();
   t.ok(names.includes('eligible_vectors') && names.includes('eligible_shards') && names.includes('eligible_codes'));
   for (const table of ['eligible_vectors', 'eligible_shards']) {
-    t.throws(() => raw.prepare(`DELETE FROM ${table}`).run(), /no such function: factlane_contract_v2_writer/, `${table} is fenced against raw writers`);
+    t.throws(() => raw.prepare(`DELETE FROM ${table}`).run(), /no such function: factlane_contract_v2_writer/,
+      `${table} is fenced against raw writers`);
   }
   raw.close();
   t.strictSame(readVectorForms(dbPath), { records: [], shards: [] });
@@ -101,7 +109,8 @@ t.test('the shipped schema has the eligible tables, fenced, and a new database s
 });
 
 for (const coded of [false, true]) {
-  t.test(`every lifecycle move keeps the vector forms exactly as the lifecycle table says, ${coded ? 'in a coded scope' : 'in a small scope'}`, async (t) => {
+  t.test(`every lifecycle move keeps the vector forms exactly as the lifecycle table says, `
+    + `${coded ? 'in a coded scope' : 'in a small scope'}`, async (t) => {
     const dbPath = join(t.testdir(), 'moves.sqlite3');
     const engine = await openLocalHash(dbPath);
     t.teardown(() => engine.close());
@@ -111,17 +120,24 @@ for (const coded of [false, true]) {
     const project = { scope: 'PROJECT', project_id: 'p1' };
     const formsOf = () => readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId).sort();
 
-    const candidate = await ok(delegate, 'memory_store', storeRequest({ ...project, fact: 'The ingest job writes to bucket raw-events', memory_type: 'PROJECT_LEARNED_FACT' }));
+    const candidate = await ok(delegate, 'memory_store', storeRequest({ ...project,
+      fact: 'The ingest job writes to bucket raw-events', memory_type: 'PROJECT_LEARNED_FACT' }));
     assertLifecycleTable(t, dbPath, 'store of a Candidate');
-    const current = await ok(owner, 'memory_store', currentRequest({ ...project, fact: 'The exporter serves metrics on port 9464', memory_type: 'PROJECT_LEARNED_FACT' }));
+    const current = await ok(owner, 'memory_store', currentRequest({ ...project,
+      fact: 'The exporter serves metrics on port 9464', memory_type: 'PROJECT_LEARNED_FACT' }));
     assertLifecycleTable(t, dbPath, 'store of a current fact');
-    t.strictSame(formsOf(), coded ? [current.record_id] : [], coded ? 'the current fact has eligible forms' : 'no eligible forms in a small scope');
+    t.strictSame(formsOf(), coded ? [current.record_id] : [],
+      coded ? 'the current fact has eligible forms' : 'no eligible forms in a small scope');
 
-    const promoted = await ok(owner, 'memory_update', reverifyRequest(candidate, { expected_record_id: candidate.record_id, verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
+    const promoted = await ok(owner, 'memory_update', reverifyRequest(candidate, {
+      expected_record_id: candidate.record_id,
+      verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' },
+    }));
     assertLifecycleTable(t, dbPath, 'Candidate promotion');
     const reverified = await ok(owner, 'memory_update', reverifyRequest(current));
     assertLifecycleTable(t, dbPath, 'REVERIFY');
-    const replaced = await ok(owner, 'memory_update', replaceRequest(reverified, { fact: 'The exporter serves metrics on port 9100' }));
+    const replaced = await ok(owner, 'memory_update',
+      replaceRequest(reverified, { fact: 'The exporter serves metrics on port 9100' }));
     assertLifecycleTable(t, dbPath, 'REPLACE');
     t.strictSame(formsOf(), coded ? [promoted.record_id, replaced.record_id].sort() : [],
       coded ? 'exactly the two current records have eligible forms' : 'still none');
@@ -131,73 +147,96 @@ for (const coded of [false, true]) {
     t.strictSame(auditFailures(dbPath), [], 'audit passes after every move');
 
     // The searches see exactly the current facts.
-    const hits = await search(owner, { ...project, query: 'which port do metrics use', intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600 });
-    t.strictSame(factsOf(hits).sort(), ['The exporter serves metrics on port 9100', 'The ingest job writes to bucket raw-events'].sort());
+    const hits = await search(owner, { ...project, query: 'which port do metrics use',
+      intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600 });
+    t.strictSame(factsOf(hits).sort(),
+      ['The exporter serves metrics on port 9100', 'The ingest job writes to bucket raw-events'].sort());
   });
 }
 
-t.test('the record that takes a scope past the threshold codes it: forms for every current record, then one by one', async (t) => {
+t.test('the record that takes a scope past the threshold codes it: forms for every current record, '
+  + 'then one by one', async (t) => {
   const dbPath = join(t.testdir(), 'threshold.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
   const below = Array.from({ length: UNCODED_SCOPE_MAX_RECORDS }, (_, i) => ({
-    row: fixtureRow(SCOPE, `fact ${i} below the threshold`, { lifecycle: i % 3 === 0 ? 'VALIDATED_CURRENT' : 'CANDIDATE' }),
+    row: fixtureRow(SCOPE, `fact ${i} below the threshold`,
+      { lifecycle: i % 3 === 0 ? 'VALIDATED_CURRENT' : 'CANDIDATE' }),
     vector: vectorAtDistance(q, 0.2 + (i % 97) * 0.005, i + 1),
   }));
   await insertFixtures(engine, below);
   t.strictSame(readVectorForms(dbPath).shards, [], `${UNCODED_SCOPE_MAX_RECORDS} records: not coded`);
   const beforeCoding = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20));
   // The next record is a Candidate: it codes the scope without being eligible itself.
-  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the record past the threshold', { lifecycle: 'CANDIDATE' }) }]);
+  await insertFixtures(engine,
+    [{ row: fixtureRow(SCOPE, 'the record past the threshold', { lifecycle: 'CANDIDATE' }) }]);
   const currents = below.filter((f) => f.row.lifecycle_state === 'VALIDATED_CURRENT').map((f) => f.row.record_id);
   t.strictSame(readVectorForms(dbPath).records.filter((r) => r.eligible).map((r) => r.recordId), currents,
     'every current record got its forms, in row id order');
   assertLifecycleTable(t, dbPath, 'coded by a Candidate');
   t.strictSame(await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20)), beforeCoding,
     'the coded scope answers exactly as it did on fact_vec');
-  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'a current fact after coding'), vector: vectorAtDistance(q, 0.01, 9999) }]);
-  t.equal(readVectorForms(dbPath).records.filter((r) => r.eligible).length, currents.length + 1, 'a later current record gets its forms');
-  t.equal((await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 1)))[0]!.distance.toFixed(2), '0.01');
+  await insertFixtures(engine,
+    [{ row: fixtureRow(SCOPE, 'a current fact after coding'), vector: vectorAtDistance(q, 0.01, 9999) }]);
+  t.equal(readVectorForms(dbPath).records.filter((r) => r.eligible).length, currents.length + 1,
+    'a later current record gets its forms');
+  t.equal((await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 1)))[0]!.distance.toFixed(2),
+    '0.01');
   t.strictSame(auditFailures(dbPath), []);
 });
 
-t.test('a scope coded without a current record keeps an empty shard, and its first current record fills it', async (t) => {
+t.test('a scope coded without a current record keeps an empty shard, '
+  + 'and its first current record fills it', async (t) => {
   const dbPath = join(t.testdir(), 'empty-coded.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   await padScope(engine, SCOPE);
-  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 0]], 'one empty shard marks the scope coded');
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 0]],
+    'one empty shard marks the scope coded');
   t.strictSame(auditFailures(dbPath), []);
-  t.strictSame(await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), queryVector('padding candidate'), 8)), [],
+  t.strictSame(
+    await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), queryVector('padding candidate'), 8)), [],
     'no Candidate is ever a CURRENT neighbour');
   await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the first current fact') }]);
   t.strictSame(readVectorForms(dbPath).shards.map((s) => [s.shard, s.size]), [[0, 1]]);
   assertLifecycleTable(t, dbPath, 'first current record of a coded scope');
 });
 
-t.test('eight nearer Candidates never hide a farther validated fact, in a small scope and in coded ones below and above the exact threshold', async (t) => {
+t.test('eight nearer Candidates never hide a farther validated fact, '
+  + 'in a small scope and in coded ones below and above the exact threshold', async (t) => {
   const query = 'which port does the metrics exporter listen on';
   const q = queryVector(query);
-  for (const [farCurrent, farCandidates] of [[0, 0], [0, UNCODED_SCOPE_MAX_RECORDS], [EXACT_SCOPE_ROWS + 40, 0], [1200, 0]] as const) {
+  for (const [farCurrent, farCandidates] of
+    [[0, 0], [0, UNCODED_SCOPE_MAX_RECORDS], [EXACT_SCOPE_ROWS + 40, 0], [1200, 0]] as const) {
     const dbPath = join(t.testdir(), `threshold-${farCurrent}-${farCandidates}.sqlite3`);
     const engine = await openLocalHash(dbPath);
     const fixtures = [];
-    for (let i = 0; i < 8; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `near candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.05 + i * 0.01, i + 1) });
-    for (let i = 0; i < farCandidates; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `far candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.9, 3000 + i) });
-    for (let i = 0; i < farCurrent; i += 1) fixtures.push({ row: fixtureRow(SCOPE, `far current fact ${i}`), vector: vectorAtDistance(q, 0.95 + (i % 50) * 0.002, 1000 + i) });
+    for (let i = 0; i < 8; i += 1) fixtures.push({
+      row: fixtureRow(SCOPE, `near candidate ${i}`, { lifecycle: 'CANDIDATE' }),
+      vector: vectorAtDistance(q, 0.05 + i * 0.01, i + 1),
+    });
+    for (let i = 0; i < farCandidates; i += 1) fixtures.push({
+      row: fixtureRow(SCOPE, `far candidate ${i}`, { lifecycle: 'CANDIDATE' }),
+      vector: vectorAtDistance(q, 0.9, 3000 + i),
+    });
+    for (let i = 0; i < farCurrent; i += 1) fixtures.push({
+      row: fixtureRow(SCOPE, `far current fact ${i}`), vector: vectorAtDistance(q, 0.95 + (i % 50) * 0.002, 1000 + i),
+    });
     fixtures.push({ row: fixtureRow(SCOPE, 'the validated fact'), vector: vectorAtDistance(q, 0.6, 999) });
     await insertFixtures(engine, fixtures);
     const reader = adapterOn(engine, 'read-only');
     const label = `${farCurrent + 1} current facts and ${8 + farCandidates} Candidates in the scope`;
     for (const kind of ['SEMANTIC', 'HYBRID']) {
-      const envelope = await search(reader, { ...scopeRequest(SCOPE), query, intent_class: 'CURRENT_PROJECT_STATE', top_k: 1, max_memories: 1, retrieval_mode_kind: kind });
+      const envelope = await search(reader, { ...scopeRequest(SCOPE), query, intent_class: 'CURRENT_PROJECT_STATE',
+        top_k: 1, max_memories: 1, retrieval_mode_kind: kind });
       t.strictSame(factsOf(envelope), ['the validated fact'], `${label}, ${kind} top_k 1: the validated fact`);
       t.equal(envelope.results[0].relevance_score, 0.7, `${label}: the exact score (cosine distance 0.6)`);
     }
     const shards = readVectorForms(dbPath).shards;
     const coded = fixtures.length > UNCODED_SCOPE_MAX_RECORDS;
-    t.strictSame(shards.map((s) => s.size), coded ? expectedShards(farCurrent + 1) : [], `${label}: ${shards.length} shard(s)`);
+    t.strictSame(shards.map((s) => s.size), coded ? expectedShards(farCurrent + 1) : [],
+      `${label}: ${shards.length} shard(s)`);
     await engine.close();
     t.strictSame(auditFailures(dbPath), [], `${label}: audit passes`);
   }
@@ -219,13 +258,15 @@ t.test('shard capacity grows with the scope in whole chunks, as 8·√total with
   t.equal(CODE_CHUNK_ROWS, 512, 'the chunk size of eligible_codes (migration 0004)');
   t.strictSame([0, 1, 1000, 2000, 9215, 9216, 10_000, 100_000, 1_000_000, 100_000_000].map(shardCapacity),
     [512, 512, 512, 512, 512, 1024, 1024, 2560, 8192, 250_368]);
-  t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400), 'at most 400 shards: one UNION ALL arm each');
-  t.strictSame(expectedShards(2053), [512, 512, 512, 512, 5], '2,053 vectors: one shard filled at a time, each a whole chunk');
+  t.ok([1e5, 1e7, 1e8, 1e9].every((total) => Math.ceil(total / shardCapacity(total)) <= 400),
+    'at most 400 shards: one UNION ALL arm each');
+  t.strictSame(expectedShards(2053), [512, 512, 512, 512, 5],
+    '2,053 vectors: one shard filled at a time, each a whole chunk');
   // Past 9,216 the capacity doubles: the newest shard fills to two chunks first, then the one before it, and so on.
   // (shardsOfNewScope, not expectedShards: below 9,217 vectors newest-first and least-filled-first lay out alike.)
   const sizes = [...shardsOfNewScope(10_000).sizes];
-  t.strictSame([sizes.length, sizes.at(-1), sizes.at(-2), sizes.slice(0, -2).every((size) => size === 512)], [18, 1024, 784, true],
-    `10,000 vectors: ${sizes.length} shards, every one but the filling one in whole chunks`);
+  t.strictSame([sizes.length, sizes.at(-1), sizes.at(-2), sizes.slice(0, -2).every((size) => size === 512)],
+    [18, 1024, 784, true], `10,000 vectors: ${sizes.length} shards, every one but the filling one in whole chunks`);
   t.equal(nextShard([]), 0, 'a scope without shards opens shard 0');
   t.equal(nextShard([0]), 0, 'the empty shard of a coded scope is filled');
   t.equal(nextShard([2, 512, 512, 512, 5]), 4, 'a place freed in an older shard waits while a newer shard has room');
@@ -237,7 +278,8 @@ t.test('shard capacity grows with the scope in whole chunks, as 8·√total with
 /** Each code's place in vec0: its partition, the rank of its chunk among the partition's chunks, its offset there. */
 function codePlaces(dbPath: string): string[] {
   return withRaw(dbPath, (db) => (db.prepare(`SELECT r.rowid, c.partition00 AS part, r.chunk_offset,
-      (SELECT count(*) FROM eligible_codes_chunks o WHERE o.partition00 = c.partition00 AND o.chunk_id < c.chunk_id) AS rank
+      (SELECT count(*) FROM eligible_codes_chunks o WHERE o.partition00 = c.partition00 `
+    + `AND o.chunk_id < c.chunk_id) AS rank
     FROM eligible_codes_rowids r JOIN eligible_codes_chunks c ON c.chunk_id = r.chunk_id ORDER BY r.rowid`).all() as
     { rowid: number; part: string; chunk_offset: number; rank: number }[])
     .map((p) => `${p.rowid} ${p.part} ${p.rank} ${p.chunk_offset}`));
@@ -248,7 +290,8 @@ t.test('coding a scope in batches puts every vector where adding them one at a t
     t.strictSame([...shardsOfNewScope(count).sizes], expectedShards(count), `${count} vectors: the sizes of the rule`);
   }
   const shards = shardsOfNewScope(600).shards;
-  t.ok(shards.slice(0, CODE_CHUNK_ROWS).every((shard) => shard === 0) && shards[CODE_CHUNK_ROWS] === 1, 'shard 0 fills to capacity, then shard 1 opens');
+  t.ok(shards.slice(0, CODE_CHUNK_ROWS).every((shard) => shard === 0) && shards[CODE_CHUNK_ROWS] === 1,
+    'shard 0 fills to capacity, then shard 1 opens');
   // The record past the threshold codes 257 current records in batches; the next 1,796 are added one at a time. A
   // rebuild then codes all 2,053 in batches: each form, its shard and its place in vec0 come out the same.
   const dbPath = join(t.testdir(), 'batches.sqlite3');
@@ -277,7 +320,8 @@ t.test('an insert at a capacity step goes to the newest shard, as the batched co
   raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
   raw.prepare('UPDATE eligible_shards SET size = ?').run(CODE_CHUNK_ROWS);
   for (let shard = 1; shard < 18; shard += 1) {
-    raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, ?, ?)').run(scopeDigest(SCOPE), shard, CODE_CHUNK_ROWS);
+    raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, ?, ?)')
+      .run(scopeDigest(SCOPE), shard, CODE_CHUNK_ROWS);
   }
   raw.close();
   await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'the 9,217th current fact') }]);
@@ -291,7 +335,8 @@ t.test('shards fill the newest first and shrink when records stop being current'
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const total = 2053;
-  const fixtures = Array.from({ length: total }, (_, i) => ({ row: fixtureRow(SCOPE, `fact number ${i} of the shard test` ) }));
+  const fixtures = Array.from({ length: total },
+    (_, i) => ({ row: fixtureRow(SCOPE, `fact number ${i} of the shard test` ) }));
   await insertFixtures(engine, fixtures);
   const before = readVectorForms(dbPath).shards.map((s) => s.size);
   t.strictSame(before, expectedShards(total), 'the sizes the rule gives');
@@ -305,22 +350,27 @@ t.test('shards fill the newest first and shrink when records stop being current'
   const shardZero = readVectorForms(dbPath).records.filter((r) => r.eligible?.shard === 0).slice(0, 10);
   for (const record of shardZero) {
     const row = fixtures.find((f) => f.row.record_id === record.recordId)!.row;
-    await ok(owner, 'memory_update', reverifyRequest({ scope: { ...SCOPE }, memory_id: row.memory_id, revision: row.revision }));
+    await ok(owner, 'memory_update',
+      reverifyRequest({ scope: { ...SCOPE }, memory_id: row.memory_id, revision: row.revision }));
   }
-  t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [before[0]! - 10, ...before.slice(1, -1), before.at(-1)! + 10],
-    'shard 0 lost ten, the newest shard took them');
-  const successors = readVectorForms(dbPath).records.filter((r) => r.eligible && !fixtures.some((f) => f.row.record_id === r.recordId));
+  t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size),
+    [before[0]! - 10, ...before.slice(1, -1), before.at(-1)! + 10], 'shard 0 lost ten, the newest shard took them');
+  const successors = readVectorForms(dbPath).records
+    .filter((r) => r.eligible && !fixtures.some((f) => f.row.record_id === r.recordId));
   t.equal(successors.length, 10);
   assertLifecycleTable(t, dbPath, 'after REVERIFY across shards');
 });
 
-t.test('a coded scope of few current vectors is searched whole even when its shard sizes were read before another commit', async (t) => {
+t.test('a coded scope of few current vectors is searched whole '
+  + 'even when its shard sizes were read before another commit', async (t) => {
   const dbPath = join(t.testdir(), 'stale-sizes.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
   await padScope(engine, SCOPE);
-  await insertFixtures(engine, Array.from({ length: 20 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.1 + i * 0.02, i + 1) })));
+  await insertFixtures(engine, Array.from({ length: 20 }, (_, i) => ({
+    row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.1 + i * 0.02, i + 1),
+  })));
   // The sizes as a search would have read them before 17 of the vectors were committed by another process.
   const raw = new RawDatabase(dbPath);
   raw.function('factlane_contract_v2_writer', { deterministic: false }, () => 1);
@@ -328,8 +378,8 @@ t.test('a coded scope of few current vectors is searched whole even when its sha
   raw.close();
   const neighbours = await engine.read((db) => eligibleNeighbours(db, scopeDigest(SCOPE), q, 20));
   t.equal(neighbours.length, 20, 'every vector of the shard is re-scored, not the 3 the sizes said');
-  t.strictSame(neighbours.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 20 }, (_, i) => Number((0.1 + i * 0.02).toFixed(2))),
-    'nearest first, exact distances');
+  t.strictSame(neighbours.map((n) => Number(n.distance.toFixed(2))),
+    Array.from({ length: 20 }, (_, i) => Number((0.1 + i * 0.02).toFixed(2))), 'nearest first, exact distances');
 });
 
 /**
@@ -343,7 +393,8 @@ function committingAfterShardRead(db: Kysely<DB>, commit: () => Promise<void>): 
     get(inner, property) {
       const value: unknown = Reflect.get(inner, property, inner);
       if (property === 'connection') {
-        return () => ({ execute: <T>(work: (held: Kysely<DB>) => Promise<T>) => inner.connection().execute((held) => work(watched(held))) });
+        return () => ({ execute: <T>(work: (held: Kysely<DB>) => Promise<T>) =>
+          inner.connection().execute((held) => work(watched(held))) });
       }
       if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(inner) : value;
       return async (query: CompiledQuery) => {
@@ -363,7 +414,8 @@ function committingAfterShardRead(db: Kysely<DB>, commit: () => Promise<void>): 
 async function reverify(writer: SQLiteVecEngine, record: NewRecordRow, vector: Float32Array): Promise<void> {
   await writer.write(async (trx) => {
     await supersedeRecord(trx, (await findRecord(trx, record.record_id))!);
-    const successor = fixtureRow(SCOPE, record.fact, { memoryId: record.memory_id, revision: 2, parentRecordId: record.record_id });
+    const successor = fixtureRow(SCOPE, record.fact,
+      { memoryId: record.memory_id, revision: 2, parentRecordId: record.record_id });
     await insertRecordUnchecked(trx, successor, { searchText: successor.fact, embedding: vector });
   });
 }
@@ -372,7 +424,10 @@ async function reverify(writer: SQLiteVecEngine, record: NewRecordRow, vector: F
  * The neighbours of `q` in SCOPE, with `commits` made between the search's two statements (the shard read and the
  * KNN) through a second engine on the same file: another server's connection.
  */
-async function searchAcross(t: Test, engine: SQLiteVecEngine, dbPath: string, q: Float32Array, commits: (writer: SQLiteVecEngine) => Promise<void>) {
+async function searchAcross(
+  t: Test, engine: SQLiteVecEngine, dbPath: string, q: Float32Array,
+  commits: (writer: SQLiteVecEngine) => Promise<void>,
+) {
   const writer = await openLocalHash(dbPath);
   t.teardown(() => writer.close());
   let committed = false;
@@ -386,18 +441,22 @@ async function searchAcross(t: Test, engine: SQLiteVecEngine, dbPath: string, q:
 
 t.test('a REVERIFY committed between the shard sizes and the KNN never hides the record it moves', async (t) => {
   const q = queryVector('which port does the metrics exporter listen on');
-  const far = (i: number) => ({ row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i) });
+  const far = (i: number) => ({
+    row: fixtureRow(SCOPE, `far fact ${i}`), vector: vectorAtDistance(q, 0.6 + (i % 50) * 0.005, 100 + i),
+  });
   await t.test('first pass: the successor goes to a shard read with one vector', async (t) => {
     const dbPath = join(t.testdir(), 'moved.sqlite3');
     const engine = await openLocalHash(dbPath);
     t.teardown(() => engine.close());
     // 513 current records: X and 511 far ones fill shard 0; Y, the query's own vector, opens shard 1.
     const x = { row: fixtureRow(SCOPE, 'X second nearest'), vector: vectorAtDistance(q, 0.05, 1) };
-    const fixtures = [x, ...Array.from({ length: CODE_CHUNK_ROWS - 1 }, (_, i) => far(i)), { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }];
+    const fixtures = [x, ...Array.from({ length: CODE_CHUNK_ROWS - 1 }, (_, i) => far(i)),
+      { row: fixtureRow(SCOPE, 'Y nearest'), vector: q }];
     await insertFixtures(engine, fixtures);
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [CODE_CHUNK_ROWS, 1]);
     const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
-    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [CODE_CHUNK_ROWS - 1, 2], 'the successor went to shard 1');
+    t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [CODE_CHUNK_ROWS - 1, 2],
+      'the successor went to shard 1');
     t.strictSame(found.map((n) => n.distance.toFixed(2)), ['0.00', '0.05', '0.60'], 'Y, then X (or its successor)');
   });
   await t.test('exact: the successor goes to a shard read empty', async (t) => {
@@ -411,7 +470,8 @@ t.test('a REVERIFY committed between the shard sizes and the KNN never hides the
     // Recovery purges Z and 257 far facts (their records stay, as tombstones): 255 current vectors, few enough for the
     // exact path, and shard 1 empty.
     await engine.write(async (trx) => {
-      for (const f of [z, ...fixtures.slice(1, 258)]) await purgeRecord(trx, (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
+      for (const f of [z, ...fixtures.slice(1, 258)]) await purgeRecord(trx,
+        (await findRecord(trx, f.row.record_id))!.row_id, tombstoneColumns('op', f.row.record_id));
     });
     t.strictSame(readVectorForms(dbPath).shards.map((s) => s.size), [255, 0]);
     const found = await searchAcross(t, engine, dbPath, q, (writer) => reverify(writer, x.row, x.vector));
@@ -500,14 +560,20 @@ t.test('the first pass asks each shard for its share of FIRST_PASS rows; the ben
     'a first pass of every vector re-scores them all: exact');
 });
 
-t.test('a small scope is searched exactly on fact_vec, with the columns, in one statement that reads records by row id', async (t) => {
+t.test('a small scope is searched exactly on fact_vec, with the columns, '
+  + 'in one statement that reads records by row id', async (t) => {
   const dbPath = join(t.testdir(), 'uncoded.sqlite3');
   const engine = await openLocalHash(dbPath);
   t.teardown(() => engine.close());
   const q = queryVector('cache eviction policy');
   const rows = await insertFixtures(engine, [
-    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.3 + i * 0.01, i + 1) })),
-    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i) })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, 0.3 + i * 0.01, i + 1),
+    })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }),
+      vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i),
+    })),
   ]);
   t.strictSame(readVectorForms(dbPath).shards, [], 'the scope is not coded');
   const columns = ['record_id', 'lifecycle_state'] as const;
@@ -515,8 +581,10 @@ t.test('a small scope is searched exactly on fact_vec, with the columns, in one 
   const byId = new Map(rows.map((row) => [row.record_id, row]));
   t.strictSame(joined.map((n) => byId.get(n.record_id)?.fact), Array.from({ length: 12 }, (_, i) => `current ${i}`),
     'the twelve nearest current facts, nearest first: thirty nearer Candidates are never returned');
-  t.strictSame(joined.map((n) => Number(n.distance.toFixed(2))), Array.from({ length: 12 }, (_, i) => Number((0.3 + i * 0.01).toFixed(2))));
-  const shape = [...compiledShapes()].find(([name]) => name.startsWith('uncodedNeighbours:') && name.includes('record_id'));
+  t.strictSame(joined.map((n) => Number(n.distance.toFixed(2))),
+    Array.from({ length: 12 }, (_, i) => Number((0.3 + i * 0.01).toFixed(2))));
+  const shape = [...compiledShapes()]
+    .find(([name]) => name.startsWith('uncodedNeighbours:') && name.includes('record_id'));
   t.ok(shape, 'the exact statement is a shape of its own');
   const raw = new RawDatabase(dbPath);
   sqliteVec.load(raw);
@@ -528,12 +596,16 @@ t.test('a small scope is searched exactly on fact_vec, with the columns, in one 
   t.notMatch(plan, /eligible_/, 'no eligible table is read');
 });
 
-t.test('vec0 applies the is_current filter before k: the small-scope path relies on it (STORAGE.md §4.5 rule 1)', async (t) => {
+t.test('vec0 applies the is_current filter before k: '
+  + 'the small-scope path relies on it (STORAGE.md §4.5 rule 1)', async (t) => {
   const dbPath = join(t.testdir(), 'filter-before-k.sqlite3');
   const engine = await openLocalHash(dbPath);
   const q = queryVector('cache eviction policy');
   await insertFixtures(engine, [
-    ...Array.from({ length: 30 }, (_, i) => ({ row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }), vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i) })),
+    ...Array.from({ length: 30 }, (_, i) => ({
+      row: fixtureRow(SCOPE, `candidate ${i}`, { lifecycle: 'CANDIDATE' }),
+      vector: vectorAtDistance(q, 0.01 + i * 0.001, 100 + i),
+    })),
     { row: fixtureRow(SCOPE, 'the one current fact'), vector: vectorAtDistance(q, 0.7, 1) },
   ]);
   await engine.close();
@@ -551,7 +623,8 @@ t.test('audit L10 names eligible forms that are missing, extra, wrong or miscoun
   const dbPath = join(dir, 'audit.sqlite3');
   const engine = await openLocalHash(dbPath);
   const rows = await insertFixtures(engine, [
-    { row: fixtureRow(SCOPE, 'current one') }, { row: fixtureRow(SCOPE, 'current two') }, { row: fixtureRow(SCOPE, 'current three') },
+    { row: fixtureRow(SCOPE, 'current one') }, { row: fixtureRow(SCOPE, 'current two') },
+    { row: fixtureRow(SCOPE, 'current three') },
     { row: fixtureRow(SCOPE, 'a candidate', { lifecycle: 'CANDIDATE' }) },
   ]);
   await padScope(engine, SCOPE);
@@ -574,31 +647,39 @@ t.test('audit L10 names eligible forms that are missing, extra, wrong or miscoun
   const rowIdOf = (recordId: string) => {
     const raw = new RawDatabase(dbPath, { readonly: true });
     try {
-      return (raw.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').get(recordId) as { row_id: number }).row_id;
+      return (raw.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?')
+        .get(recordId) as { row_id: number }).row_id;
     } finally {
       raw.close();
     }
   };
   const one = rowIdOf(rows[0]!.record_id);
   const candidate = rowIdOf(rows[3]!.record_id);
-  tamper('missing-code', `DELETE FROM eligible_codes WHERE rowid = ${one}`, new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
+  tamper('missing-code', `DELETE FROM eligible_codes WHERE rowid = ${one}`,
+    new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
   // sqlite-vec 0.1.9 refuses an UPDATE of a bit column, so the wrong code is written as delete + insert.
   tamper('wrong-code', `DELETE FROM eligible_codes WHERE rowid = ${one};
-    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${one}, scope_key || '/' || shard, vec_bit(randomblob(96))
+    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${one}, `
+    + `scope_key || '/' || shard, vec_bit(randomblob(96))
     FROM eligible_vectors WHERE row_id = ${one}`, new RegExp(`eligible_forms: eligible_codes:${one}`));
-  tamper('candidate-eligible', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) SELECT ${candidate}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${candidate};
+  tamper('candidate-eligible', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) `
+    + `SELECT ${candidate}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${candidate};
     UPDATE eligible_shards SET size = size + 1 WHERE shard = 0`, new RegExp(`eligible_forms: .*${rows[3]!.record_id}`));
   tamper('miscounted', 'UPDATE eligible_shards SET size = size + 1', /eligible_forms: eligible_shards:/);
-  tamper('other-bytes', `UPDATE eligible_vectors SET embedding = (SELECT embedding FROM eligible_vectors WHERE row_id <> ${one} LIMIT 1) WHERE row_id = ${one}`,
+  tamper('other-bytes', `UPDATE eligible_vectors SET embedding = (SELECT embedding FROM eligible_vectors `
+    + `WHERE row_id <> ${one} LIMIT 1) WHERE row_id = ${one}`,
     new RegExp(`eligible_forms: .*${rows[0]!.record_id}`));
   // The coded-scope rule of schema 3: a small scope has no eligible row of any kind, a coded one keeps its shards.
   const smallRow = rowIdOf(smallCurrent!.record_id);
   const smallKey = scopeDigest(small);
-  tamper('small-scope-forms', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) SELECT ${smallRow}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${smallRow};
+  tamper('small-scope-forms', `INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) `
+    + `SELECT ${smallRow}, scope_key, 0, embedding FROM fact_vec WHERE rowid = ${smallRow};
     INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('${smallKey}', 0, 1);
-    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${smallRow}, '${smallKey}/0', vec_bit(randomblob(96))`,
+    INSERT INTO eligible_codes (rowid, shard_key, simhash_v1) SELECT ${smallRow}, '${smallKey}/0', `
+    + `vec_bit(randomblob(96))`,
   new RegExp(`^eligible_forms: (?=.*${smallCurrent!.record_id})(?=.*eligible_shards:${smallKey}/0)`));
-  tamper('coded-scope-without-forms', 'DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards',
+  tamper('coded-scope-without-forms',
+    'DELETE FROM eligible_codes; DELETE FROM eligible_vectors; DELETE FROM eligible_shards',
     new RegExp(`^eligible_forms: (?=.*${rows[0]!.record_id})(?=.*eligible_shards:${scopeDigest(SCOPE)}( |$))`));
 });
 
@@ -607,21 +688,24 @@ async function everyLifecycle(engine: SQLiteVecEngine): Promise<void> {
   const owner = adapterOn(engine, 'owner-current');
   const delegate = adapterOn(engine, 'delegated-candidate');
   const project = { scope: 'PROJECT', project_id: 'p1', memory_type: 'PROJECT_LEARNED_FACT' };
-  const facts = ['The build uses Node 20', 'Deploys run at noon', 'The cache evicts least recently used keys', 'Metrics are on port 9464',
-    'The ingest job writes to bucket raw-events', 'Releases are tagged vX.Y.Z'];
+  const facts = ['The build uses Node 20', 'Deploys run at noon', 'The cache evicts least recently used keys',
+    'Metrics are on port 9464', 'The ingest job writes to bucket raw-events', 'Releases are tagged vX.Y.Z'];
   const stored: Json[] = [];
   for (const [i, fact] of facts.entries()) {
-    stored.push(await ok(i % 2 === 0 ? owner : delegate, 'memory_store', (i % 2 === 0 ? currentRequest : storeRequest)({ ...project, fact, idempotency_key: `k-${i}` })));
+    stored.push(await ok(i % 2 === 0 ? owner : delegate, 'memory_store',
+      (i % 2 === 0 ? currentRequest : storeRequest)({ ...project, fact, idempotency_key: `k-${i}` })));
   }
   const reverified = await ok(owner, 'memory_update', reverifyRequest(stored[0]!, { idempotency_key: 'u-0' }));
   await ok(owner, 'memory_update', reverifyRequest(reverified, { idempotency_key: 'u-1' }));
-  await ok(owner, 'memory_update', reverifyRequest(stored[1]!, { expected_record_id: stored[1]!.record_id, idempotency_key: 'u-2', verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
-  await ok(owner, 'memory_update', replaceRequest(stored[2]!, { fact: 'The cache evicts the oldest keys first' }, { idempotency_key: 'u-3' }));
+  await ok(owner, 'memory_update', reverifyRequest(stored[1]!, { expected_record_id: stored[1]!.record_id,
+    idempotency_key: 'u-2', verification: { source_timestamp: '2026-11-28T00:00:00Z', verified_by: 'OWNER' } }));
+  await ok(owner, 'memory_update',
+    replaceRequest(stored[2]!, { fact: 'The cache evicts the oldest keys first' }, { idempotency_key: 'u-3' }));
   await engine.write((trx) => compactRecord(trx, stored[0]!.record_id));
   // A second scope large enough to be coded, with current facts among its Candidates.
   await padScope(engine, CODED_SCOPE);
-  await insertFixtures(engine, ['The coded scope builds with Node 22', 'Its cache keeps keys for an hour', 'Its metrics are on port 9100']
-    .map((fact) => ({ row: fixtureRow(CODED_SCOPE, fact) })));
+  await insertFixtures(engine, ['The coded scope builds with Node 22', 'Its cache keeps keys for an hour',
+    'Its metrics are on port 9100'].map((fact) => ({ row: fixtureRow(CODED_SCOPE, fact) })));
 }
 
 const CODED_SCOPE = scopeTuple('PROJECT', { project_id: 'p2' });
@@ -631,11 +715,13 @@ async function answers(engine: SQLiteVecEngine): Promise<Json[]> {
   const reader = adapterOn(engine, 'read-only');
   const out: Json[] = [];
   for (const project_id of ['p1', 'p2']) {
-    for (const query of ['which node version does the build use', 'cache eviction', 'metrics port', 'bucket for ingest']) {
+    for (const query of
+      ['which node version does the build use', 'cache eviction', 'metrics port', 'bucket for ingest']) {
       for (const kind of ['SEMANTIC', 'HYBRID', 'KEYWORD']) {
         for (const mode of ['CURRENT', 'REVIEW_HISTORY']) {
-          const { audit: _audit, ...envelope } = await search(reader, { scope: 'PROJECT', project_id, query, intent_class: 'CURRENT_PROJECT_STATE',
-            top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600, retrieval_mode_kind: kind, retrieval_mode: mode });
+          const { audit: _audit, ...envelope } = await search(reader, { scope: 'PROJECT', project_id, query,
+            intent_class: 'CURRENT_PROJECT_STATE', top_k: 8, max_memories: 8, max_bytes: 8000, max_tokens: 1600,
+            retrieval_mode_kind: kind, retrieval_mode: mode });
           out.push(envelope);
         }
       }
@@ -648,7 +734,9 @@ async function answers(engine: SQLiteVecEngine): Promise<Json[]> {
  * The same records (same ids, timestamps and vectors) twice in `dir`: stored fresh by this release, and a copy of them
  * taken back to an older schema by `downgrade`.
  */
-async function freshAndOlder(dir: string, downgrade: (dbPath: string) => void): Promise<{ freshPath: string; oldPath: string }> {
+async function freshAndOlder(
+  dir: string, downgrade: (dbPath: string) => void,
+): Promise<{ freshPath: string; oldPath: string }> {
   const freshPath = join(dir, 'fresh.sqlite3');
   const fresh = await openLocalHash(freshPath);
   await everyLifecycle(fresh);
@@ -679,13 +767,15 @@ async function assertAnswersAlike(t: Test, oldPath: string, freshPath: string): 
   await again.close();
 }
 
-t.test('a schema-1 database with records in every lifecycle migrates and answers searches as the same records stored fresh', async (t) => {
+t.test('a schema-1 database with records in every lifecycle migrates '
+  + 'and answers searches as the same records stored fresh', async (t) => {
   const dir = t.testdir();
   const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaOne);
   const reopened = await openLocalHash(oldPath, schemaOneDir(dir));
   t.equal(reopened.findings.schemaVersion, 1, 'a schema-1 database, as an older release opens it');
   await reopened.close();
-  await t.rejects(openLocalHash(oldPath), { code: 'SCHEMA_MISMATCH', message: /factlane-migrate up/ }, 'this release asks for the migration');
+  await t.rejects(openLocalHash(oldPath), { code: 'SCHEMA_MISMATCH', message: /factlane-migrate up/ },
+    'this release asks for the migration');
 
   const report = await migrateWithBackup(dir, oldPath);
   t.same(report.applied.map((step) => step.version), SHIPPED.filter((f) => f.version > 1).map((f) => f.version));
@@ -694,8 +784,10 @@ t.test('a schema-1 database with records in every lifecycle migrates and answers
   assertLifecycleTable(t, oldPath, 'migrated');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   const lifecycles = readVectorForms(oldPath).records.map((r) => r.lifecycle);
-  t.strictSame([...new Set(lifecycles)].sort(), ['CANDIDATE', 'HISTORICAL', 'SUPERSEDED', 'VALIDATED_CURRENT'], 'records in every stored lifecycle');
-  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the rebuilt forms equal those written fresh, shard for shard');
+  t.strictSame([...new Set(lifecycles)].sort(), ['CANDIDATE', 'HISTORICAL', 'SUPERSEDED', 'VALIDATED_CURRENT'],
+    'records in every stored lifecycle');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath),
+    'the rebuilt forms equal those written fresh, shard for shard');
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 
@@ -713,7 +805,8 @@ t.test('a schema-2 database migrates: fact_vec re-chunked, only coded scopes kee
   const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaTwo);
   t.equal(chunkOf(oldPath), '16', 'schema 2 kept fact_vec at chunk size 16');
   const oldForms = readVectorForms(oldPath).records.filter((r) => r.eligible);
-  t.ok(oldForms.some((r) => !r.scopeCoded) && oldForms.some((r) => r.scopeCoded), 'schema 2 gave forms to small and coded scopes alike');
+  t.ok(oldForms.some((r) => !r.scopeCoded) && oldForms.some((r) => r.scopeCoded),
+    'schema 2 gave forms to small and coded scopes alike');
   t.match(auditFile(oldPath, SHIPPED).checks.find((c) => c.name === 'eligible_forms'), { status: 'PASS' },
     'audit reads a schema-2 database by the schema-2 rule');
 
@@ -724,7 +817,8 @@ t.test('a schema-2 database migrates: fact_vec re-chunked, only coded scopes kee
   t.equal(chunkOf(oldPath, 'eligible_codes'), '512', 'and so are the codes');
   assertLifecycleTable(t, oldPath, 'migrated from schema 2');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
-  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms equal those written fresh, shard for shard');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath),
+    'the forms equal those written fresh, shard for shard');
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 
@@ -740,8 +834,10 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   t.strictSame(report.applied.map((step) => step.version), [4, 5]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath, 'eligible_codes'), '512');
-  t.strictSame(chunkLookups(oldPath), ['SEARCH fact_vec_chunks USING INDEX idx_fact_vec_chunks_partition (partition00=?)',
-    'SEARCH eligible_codes_chunks USING INDEX idx_eligible_codes_chunks_partition (partition00=?)'], 'now by index');
+  t.strictSame(chunkLookups(oldPath), [
+    'SEARCH fact_vec_chunks USING INDEX idx_fact_vec_chunks_partition (partition00=?)',
+    'SEARCH eligible_codes_chunks USING INDEX idx_eligible_codes_chunks_partition (partition00=?)',
+  ], 'now by index');
   assertLifecycleTable(t, oldPath, 'migrated from schema 3');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
@@ -749,15 +845,18 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   await assertAnswersAlike(t, oldPath, freshPath);
 });
 
-t.test('a schema-4 database migrates to schema 5: its eligible forms laid out again in the shards of 0035', async (t) => {
+t.test('a schema-4 database migrates to schema 5: '
+  + 'its eligible forms laid out again in the shards of 0035', async (t) => {
   const dir = t.testdir();
   const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaFour);
   // A layout the rule of schema 4's release could leave (decision 0035: shards filled least first): the coded scope's
   // last current vector in a shard of its own.
   const scopeKey = scopeDigest(CODED_SCOPE);
   inGatedTransaction(oldPath, (raw) => {
-    const moved = raw.prepare('SELECT max(row_id) FROM eligible_vectors WHERE scope_key = ?').pluck().get(scopeKey) as number;
-    const code = raw.prepare('SELECT simhash_v1 FROM eligible_codes WHERE rowid = ?').pluck().get(BigInt(moved)) as Buffer;
+    const moved = raw.prepare('SELECT max(row_id) FROM eligible_vectors WHERE scope_key = ?')
+      .pluck().get(scopeKey) as number;
+    const code = raw.prepare('SELECT simhash_v1 FROM eligible_codes WHERE rowid = ?')
+      .pluck().get(BigInt(moved)) as Buffer;
     raw.prepare('UPDATE eligible_vectors SET shard = 1 WHERE row_id = ?').run(moved);
     raw.prepare('UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ? AND shard = 0').run(scopeKey);
     raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 1, 1)').run(scopeKey);
@@ -785,16 +884,18 @@ t.test('migrate up drops the work table of a reembed that did not finish, which 
   sqliteVec.load(raw);
   const definition = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'fact_vec'").pluck().get() as string;
   raw.exec(definition.replace(/^CREATE VIRTUAL TABLE fact_vec\b/, 'CREATE VIRTUAL TABLE fact_vec_next'));
-  raw.exec('INSERT INTO fact_vec_next (rowid, scope_key, is_current, embedding) SELECT rowid, scope_key, is_current, embedding FROM fact_vec LIMIT 5');
+  raw.exec('INSERT INTO fact_vec_next (rowid, scope_key, is_current, embedding) '
+    + 'SELECT rowid, scope_key, is_current, embedding FROM fact_vec LIMIT 5');
   raw.close();
   const report = await migrateWithBackup(dir, oldPath);
   t.strictSame(report.applied.map((step) => step.version), [4, 5]);
   t.equal(report.reembed_work_discarded, true, 'the report says so');
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
-  t.strictSame(withRaw(oldPath, (db) => db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fact_vec_next%'").pluck().all()), [],
-    'no table or index of it is left');
+  t.strictSame(withRaw(oldPath, (db) => db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fact_vec_next%'")
+    .pluck().all()), [], 'no table or index of it is left');
   t.strictSame(auditFailures(oldPath), [], 'audit passes');
-  const cli = spawnSync(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', oldPath, '--no-backup'], { encoding: 'utf8' });
+  const cli = spawnSync(process.execPath,
+    [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', oldPath, '--no-backup'], { encoding: 'utf8' });
   t.equal(cli.status, 0, cli.stderr);
   t.notMatch(cli.stdout, /fact_vec_next/, 'nothing left to drop on a second run');
 });
@@ -804,7 +905,9 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
   const dbPath = join(dir, 'kill.sqlite3');
   const old = await openLocalHash(dbPath);
   // Enough current vectors that the rebuild outlasts the first WAL write.
-  await insertFixtures(old, Array.from({ length: 3000 }, (_, i) => ({ row: fixtureRow(SCOPE, `a current fact about service ${i} and its port ${i + 1000}`) })));
+  await insertFixtures(old, Array.from({ length: 3000 }, (_, i) => ({
+    row: fixtureRow(SCOPE, `a current fact about service ${i} and its port ${i + 1000}`),
+  })));
   await old.close();
   downgradeToSchemaOne(dbPath);
   const versionOf = () => {
@@ -817,7 +920,8 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
   };
   let killedMidway = 0;
   for (let attempt = 0; attempt < 4 && killedMidway === 0; attempt += 1) {
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', dbPath, '--no-backup'], { stdio: 'ignore' });
+    const child = spawn(process.execPath,
+      [join(REPO_ROOT, 'dist/bin/factlane-migrate.js'), 'up', '--db', dbPath, '--no-backup'], { stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     // Kill as soon as the transaction has begun writing (the WAL grows), well before the rebuild ends.
     const started = Date.now();
@@ -828,7 +932,8 @@ t.test('a migration killed midway leaves the schema-1 database usable, and a rer
     child.kill('SIGKILL');
     await exited;
     const version = versionOf();
-    t.ok(version === 1 || version === SHIPPED.at(-1)!.version, `attempt ${attempt}: the schema is whole (version ${version})`);
+    t.ok(version === 1 || version === SHIPPED.at(-1)!.version,
+      `attempt ${attempt}: the schema is whole (version ${version})`);
     if (version === 1) killedMidway += 1;
   }
   t.ok(killedMidway > 0, 'at least one kill landed before the commit');
@@ -864,14 +969,17 @@ t.test('reembed rebuilds the eligible forms from the new float vectors in its sw
   t.ok(before.every((r) => r.eligible!.bytes.length === 8 * 4));
   const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
   t.equal(report.switched, true);
-  t.match(chunkLookups(dbPath)[0], /USING INDEX idx_fact_vec_chunks_partition/, 'the new fact_vec keeps its chunk index');
+  t.match(chunkLookups(dbPath)[0], /USING INDEX idx_fact_vec_chunks_partition/,
+    'the new fact_vec keeps its chunk index');
   const after = readVectorForms(dbPath).records.filter((r) => r.eligible);
   t.strictSame(after.map((r) => r.recordId), before.map((r) => r.recordId), 'the same records keep eligible forms');
   t.ok(after.every((r) => r.eligible!.bytes.length === 384 * 4), 'now of the new dimension, equal to fact_vec');
-  t.ok(after.every((r) => r.eligible!.bytes.equals(r.vector!.bytes) && r.code !== null), 'each holds its new float vector and a code');
+  t.ok(after.every((r) => r.eligible!.bytes.equals(r.vector!.bytes) && r.code !== null),
+    'each holds its new float vector and a code');
   // The reembed fixture is not a lineage (rows written directly in every state), so only the vector checks apply.
   const eligibleForms = auditFile(dbPath, SHIPPED).checks.find((check) => check.name === 'eligible_forms');
-  t.match(eligibleForms, { status: 'PASS', count: 0 }, 'audit eligible_forms passes after reembed (codes recomputed from the new floats)');
+  t.match(eligibleForms, { status: 'PASS', count: 0 },
+    'audit eligible_forms passes after reembed (codes recomputed from the new floats)');
 });
 
 t.test('a code is computed ahead of a write only in a scope this process has seen coded', async (t) => {

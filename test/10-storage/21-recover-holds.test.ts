@@ -443,8 +443,10 @@ t.test('check 10: a schema other than this release\'s holds with HOLD_SCHEMA_MIS
     });
     const verify = runBin(ADMIN_BIN, ['verify', '--db', s.dbPath]);
     t.equal(verify.status, 0, 'verify accepts the work table');
-    const outcome = await assertHeld(t, s, 'HOLD_SCHEMA_MISMATCH_NO_MUTATION', () => recover(s.dir, s.dbPath, planPath));
-    t.match(outcome.message, /fact_vec_next is the work table of a reembed that did not finish: run factlane-admin reembed to completion/);
+    const outcome = await assertHeld(t, s, 'HOLD_SCHEMA_MISMATCH_NO_MUTATION',
+      () => recover(s.dir, s.dbPath, planPath));
+    t.match(outcome.message,
+      /fact_vec_next is the work table of a reembed that did not finish: run factlane-admin reembed to completion/);
   });
   t.test('a schema older than the release', async (t) => {
     const s = await scenario(t);

@@ -33,20 +33,22 @@ t.test('a current record: forms exactly in a coded scope', async (t) => {
     'small scope, no forms: fully materialised');
   t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { ...FORMS })), 'PM4_UNEXPECTED_DERIVED_STATE',
     'small scope with forms: unexpected');
-  t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { ...FORMS, scopeCoded: true })), 'PM1_FULL_MATERIALIZATION',
-    'coded scope with its forms: fully materialised');
-  t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { scopeCoded: true })), 'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED',
-    'coded scope without forms: a derived row is missing');
-  t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { ...FORMS, eligibleCode: null, scopeCoded: true })),
+  t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { ...FORMS, scopeCoded: true })),
+    'PM1_FULL_MATERIALIZATION', 'coded scope with its forms: fully materialised');
+  t.equal(materializationOf(row('VALIDATED_CURRENT'), derived(true, { scopeCoded: true })),
+    'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED', 'coded scope without forms: a derived row is missing');
+  t.equal(
+    materializationOf(row('VALIDATED_CURRENT'), derived(true, { ...FORMS, eligibleCode: null, scopeCoded: true })),
     'PM2_DERIVED_ROW_MISSING_OR_MISMATCHED', 'coded scope with half its forms: missing');
 });
 
 t.test('a Candidate or SUPERSEDED record never has forms, coded scope or not', async (t) => {
   for (const lifecycle of ['CANDIDATE', 'SUPERSEDED']) {
     for (const scopeCoded of [false, true]) {
-      t.equal(materializationOf(row(lifecycle), derived(false, { scopeCoded })), 'PM1_FULL_MATERIALIZATION', `${lifecycle}, coded ${scopeCoded}`);
-      t.equal(materializationOf(row(lifecycle), derived(false, { ...FORMS, scopeCoded })), 'PM4_UNEXPECTED_DERIVED_STATE',
-        `${lifecycle} with forms, coded ${scopeCoded}: unexpected`);
+      t.equal(materializationOf(row(lifecycle), derived(false, { scopeCoded })), 'PM1_FULL_MATERIALIZATION',
+        `${lifecycle}, coded ${scopeCoded}`);
+      t.equal(materializationOf(row(lifecycle), derived(false, { ...FORMS, scopeCoded })),
+        'PM4_UNEXPECTED_DERIVED_STATE', `${lifecycle} with forms, coded ${scopeCoded}: unexpected`);
     }
   }
 });

@@ -71,7 +71,10 @@ export function unitVector(hot: number, dimension = TEST_DIMENSION): Float32Arra
   return v.map((x) => x / norm);
 }
 
-/** Stores one fixture record (any lifecycle) with its FTS and vector rows through the engine's gated write; returns its row_id. */
+/**
+ * Stores one fixture record (any lifecycle) with its FTS and vector rows through the engine's gated write; returns
+ * its row_id.
+ */
 export function storeRow(engine: SQLiteVecEngine, row: NewRecordRow, hot = 0): Promise<bigint> {
   return engine.write((trx) => insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
 }
@@ -88,10 +91,15 @@ export function withRaw<T>(dbPath: string, read: (db: InstanceType<typeof RawDat
 }
 
 /** Row counts of the record, FTS and vector tables, read on a raw read-only connection. */
-export function tableCounts(dbPath: string): { records: number; fts: number; vec: number; meta: number; migrations: number } {
+export function tableCounts(
+  dbPath: string,
+): { records: number; fts: number; vec: number; meta: number; migrations: number } {
   return withRaw(dbPath, (db) => {
     const count = (table: string) => (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
-    return { records: count('adapter_records'), fts: count('fact_fts'), vec: count('fact_vec'), meta: count('adapter_meta'), migrations: count('schema_migrations') };
+    return {
+      records: count('adapter_records'), fts: count('fact_fts'), vec: count('fact_vec'), meta: count('adapter_meta'),
+      migrations: count('schema_migrations'),
+    };
   });
 }
 
@@ -99,7 +107,8 @@ const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/
 
 /** Spawns a TypeScript helper script from test/helpers with the tap TypeScript loader. */
 export function spawnTsHelper(script: string, args: string[]): ChildProcess {
-  return spawn(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers', script), ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  return spawn(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers', script), ...args],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
 /** Resolves with the first stdout line of `child` that matches `pattern`; rejects if it exits first. */
@@ -129,9 +138,13 @@ export const SHIPPED_MIGRATIONS = loadMigrationFiles(MIGRATIONS_DIR);
 /** The newest shipped schema version: a database the engine creates is at this version. */
 export const SHIPPED_VERSION = SHIPPED_MIGRATIONS.at(-1)!.version;
 
-/** The file name of the migration `step` versions after the shipped ones: nextMigration('add_note') is e.g. '0003_add_note.sql'. */
+/**
+ * The file name of the migration `step` versions after the shipped ones: nextMigration('add_note') is e.g.
+ * '0003_add_note.sql'.
+ */
 export function nextMigration(name: string, step = 1): string {
-  if (!Number.isInteger(step) || step < 1) throw new RangeError('a next migration comes at least one step after the shipped ones');
+  if (!Number.isInteger(step) || step < 1) throw new RangeError(
+    'a next migration comes at least one step after the shipped ones');
   return `${String(SHIPPED_VERSION + step).padStart(4, '0')}_${name}.sql`;
 }
 
@@ -149,7 +162,8 @@ export function migrationsDir(dir: string, name: string, extra: Record<string, s
   }
   for (const [file, sql] of Object.entries(extra)) {
     const version = Number(/^(\d{4})_/.exec(file)?.[1]);
-    if (version <= SHIPPED_VERSION) throw new Error(`extra migration ${file} reuses shipped version ${version}; name it with nextMigration()`);
+    if (version <= SHIPPED_VERSION) throw new Error(
+      `extra migration ${file} reuses shipped version ${version}; name it with nextMigration()`);
     writeFileSync(join(target, file), sql);
   }
   return target;
@@ -229,8 +243,8 @@ const SCHEMA_TWO_SHARD_ROWS = 256;
 /**
  * Turns a database of this release back into what schema 2 made: `fact_vec` back at chunk size 16, `eligible_codes` at
  * 128, the eligible forms of every VALIDATED_CURRENT record, whatever its scope's size, each scope's in shard 0 (what
- * schema 2 wrote for a scope of at most SCHEMA_TWO_SHARD_ROWS current records; a larger one is refused), and the ledger back
- * at version 2.
+ * schema 2 wrote for a scope of at most SCHEMA_TWO_SHARD_ROWS current records; a larger one is refused), and the
+ * ledger back at version 2.
  */
 export function downgradeToSchemaTwo(dbPath: string): void {
   inGatedTransaction(dbPath, (raw) => {
@@ -251,7 +265,8 @@ export function downgradeToSchemaTwo(dbPath: string): void {
         .run(BigInt(row.row_id), `${row.scope_key}/0`, simhashCode(floatVector(row.embedding)));
     }
     for (const [scopeKey, size] of sizes) {
-      if (size > SCHEMA_TWO_SHARD_ROWS) throw new Error(`downgradeToSchemaTwo keeps one shard per scope: at most ${SCHEMA_TWO_SHARD_ROWS} current records`);
+      if (size > SCHEMA_TWO_SHARD_ROWS) throw new Error(
+        `downgradeToSchemaTwo keeps one shard per scope: at most ${SCHEMA_TWO_SHARD_ROWS} current records`);
       raw.prepare('INSERT INTO eligible_shards (scope_key, shard, size) VALUES (?, 0, ?)').run(scopeKey, size);
     }
     raw.exec('DELETE FROM schema_migrations WHERE version > 2');

@@ -23,7 +23,9 @@ export interface RecordForms {
 }
 
 /** Every record's forms and the shard table, read on a read-only connection with sqlite-vec loaded. */
-export function readVectorForms(dbPath: string): { records: RecordForms[]; shards: { scope_key: string; shard: number; size: number }[] } {
+export function readVectorForms(
+  dbPath: string,
+): { records: RecordForms[]; shards: { scope_key: string; shard: number; size: number }[] } {
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
     sqliteVec.load(db);
@@ -31,8 +33,8 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
     const vec = db.prepare('SELECT is_current, embedding FROM fact_vec WHERE rowid = ?');
     const eligible = db.prepare('SELECT scope_key, shard, embedding FROM eligible_vectors WHERE row_id = ?');
     const code = db.prepare('SELECT shard_key, simhash_v1 FROM eligible_codes WHERE rowid = ?');
-    const rows = db.prepare('SELECT row_id, record_id, lifecycle_state, scope_key FROM adapter_records ORDER BY row_id').all() as
-      { row_id: number; record_id: string; lifecycle_state: string; scope_key: string }[];
+    const rows = db.prepare('SELECT row_id, record_id, lifecycle_state, scope_key FROM adapter_records ORDER BY row_id')
+      .all() as { row_id: number; record_id: string; lifecycle_state: string; scope_key: string }[];
     const recordsOf = new Map<string, number>();
     for (const row of rows) recordsOf.set(row.scope_key, (recordsOf.get(row.scope_key) ?? 0) + 1);
     const records = rows.map((row) => {
@@ -40,17 +42,21 @@ export function readVectorForms(dbPath: string): { records: RecordForms[]; shard
       const e = eligible.get(row.row_id) as { scope_key: string; shard: number; embedding: Buffer } | undefined;
       const c = code.get(BigInt(row.row_id)) as { shard_key: string; simhash_v1: Buffer } | undefined;
       return {
-        recordId: row.record_id, lifecycle: row.lifecycle_state, scopeKey: row.scope_key, fts: fts.get(row.row_id) !== undefined,
+        recordId: row.record_id, lifecycle: row.lifecycle_state, scopeKey: row.scope_key,
+        fts: fts.get(row.row_id) !== undefined,
         vector: v ? { isCurrent: Number(v.is_current), bytes: v.embedding } : null,
         eligible: e ? { scopeKey: e.scope_key, shard: e.shard, bytes: e.embedding } : null,
         code: c ? { shardKey: c.shard_key, bits: c.simhash_v1 } : null,
         scopeCoded: recordsOf.get(row.scope_key)! > UNCODED_SCOPE_MAX_RECORDS,
       };
     });
-    const counts = (table: string) => Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n);
-    const shards = db.prepare('SELECT scope_key, shard, size FROM eligible_shards ORDER BY scope_key, shard').all() as { scope_key: string; shard: number; size: number }[];
+    const counts = (table: string) =>
+      Number((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n);
+    const shards = db.prepare('SELECT scope_key, shard, size FROM eligible_shards ORDER BY scope_key, shard').all() as
+      { scope_key: string; shard: number; size: number }[];
     // Rows of a vector table that belong to no record would not show above.
-    const orphans = counts('eligible_vectors') + counts('eligible_codes') - records.filter((r) => r.eligible).length - records.filter((r) => r.code).length;
+    const orphans = counts('eligible_vectors') + counts('eligible_codes') - records.filter((r) => r.eligible).length
+      - records.filter((r) => r.code).length;
     if (orphans !== 0) throw new Error(`${orphans} eligible row(s) without a record`);
     return { records, shards };
   } finally {
@@ -76,10 +82,12 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
     if (!formsExpected) return false;
     const bytesMatch = r.eligible!.bytes.equals(r.vector!.bytes);
     const vector = floatVector(r.vector!.bytes);
-    return !bytesMatch || r.eligible!.scopeKey !== r.scopeKey || r.code!.shardKey !== `${r.scopeKey}/${r.eligible!.shard}`
+    return !bytesMatch || r.eligible!.scopeKey !== r.scopeKey
+      || r.code!.shardKey !== `${r.scopeKey}/${r.eligible!.shard}`
       || !Buffer.from(simhashCode(vector)).equals(r.code!.bits);
   });
-  t.strictSame(wrong.map((r) => `${r.recordId} ${r.lifecycle}`), [], `${label}: every record's vector forms follow the lifecycle table`);
+  t.strictSame(wrong.map((r) => `${r.recordId} ${r.lifecycle}`), [],
+    `${label}: every record's vector forms follow the lifecycle table`);
   const counted = new Map<string, number>();
   for (const r of records) {
     if (!r.eligible) continue;
@@ -88,7 +96,8 @@ export function assertLifecycleTable(t: Test, dbPath: string, label: string): vo
   }
   t.strictSame(shards.filter((s) => s.size !== (counted.get(`${s.scope_key}/${s.shard}`) ?? 0) ), [],
     `${label}: shard sizes count their vectors`);
-  t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)), `${label}: every shard in use is listed`);
+  t.ok([...counted.keys()].every((key) => shards.some((s) => `${s.scope_key}/${s.shard}` === key)),
+    `${label}: every shard in use is listed`);
   const coded = new Set(records.filter((r) => r.scopeCoded).map((r) => r.scopeKey));
   t.strictSame([...new Set(shards.map((s) => s.scope_key))].sort(), [...coded].sort(),
     `${label}: exactly the scopes of more than ${UNCODED_SCOPE_MAX_RECORDS} records have shards`);
