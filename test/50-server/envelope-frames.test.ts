@@ -8,9 +8,14 @@ import { EnvelopeStdioTransport } from '../../src/server/stdio-transport.js';
 
 const BLOCK = freezeCanonical({ available: true, counts: { CANDIDATE: 1, VALIDATED_CURRENT: 0 } });
 
-/** An envelope in insertion order that is not the canonical order, with a fresh audit object as the gateway stamps it. */
+/**
+ * An envelope in insertion order that is not the canonical order, with a fresh audit object as the gateway stamps it.
+ */
 function envelope(): Record<string, unknown> {
-  return { status: 'OK', results: [], degradation: null, backend_status: BLOCK, note: 'quote " backslash \\ é 😀 \u2028', audit: { request_id: 'r1', operation: 'memory_status' } };
+  return {
+    status: 'OK', results: [], degradation: null, backend_status: BLOCK, note: 'quote " backslash \\ é 😀 \u2028',
+    audit: { request_id: 'r1', operation: 'memory_status' },
+  };
 }
 
 /** The response the SDK sends: the handler's result after its CallToolResultSchema check (a copy one level deep). */
@@ -34,16 +39,25 @@ t.test('an envelope result is framed with its canonical text as structuredConten
 
 t.test('anything that is not exactly an envelope result is framed as the SDK frames it', async (t) => {
   const cases: [string, (result: Record<string, any>) => unknown][] = [
-    ['an envelope value replaced after the result was built', (r) => ({ ...r, structuredContent: { ...r.structuredContent, status: 'BLOCKED' } })],
+    ['an envelope value replaced after the result was built', (r) => ({
+      ...r, structuredContent: { ...r.structuredContent, status: 'BLOCKED' },
+    })],
     ['an envelope key added', (r) => ({ ...r, structuredContent: { ...r.structuredContent, extra: 1 } })],
-    ['an envelope key removed', (r) => { const { degradation: _d, ...rest } = r.structuredContent; return { ...r, structuredContent: rest }; }],
-    ['an envelope key renamed with the same count', (r) => { const { degradation, ...rest } = r.structuredContent; return { ...r, structuredContent: { ...rest, other: degradation } }; }],
+    ['an envelope key removed', (r) => {
+      const { degradation: _d, ...rest } = r.structuredContent; return { ...r, structuredContent: rest };
+    }],
+    ['an envelope key renamed with the same count', (r) => {
+      const { degradation, ...rest } = r.structuredContent;
+      return { ...r, structuredContent: { ...rest, other: degradation } };
+    }],
     ['another text', (r) => ({ ...r, content: [{ type: 'text', text: `${r.content[0].text} ` }] })],
     ['a second content item', (r) => ({ ...r, content: [...r.content, { type: 'text', text: 'x' }] })],
     ['a content item with more keys', (r) => ({ ...r, content: [{ ...r.content[0], annotations: { priority: 1 } }] })],
     ['isError beside the envelope', (r) => ({ ...r, isError: false })],
     ['_meta beside the envelope', (r) => ({ ...r, _meta: { a: 1 } })],
-    ['an audit object of another envelope', (r) => ({ ...r, structuredContent: { ...r.structuredContent, audit: { ...r.structuredContent.audit } } })],
+    ['an audit object of another envelope', (r) => ({
+      ...r, structuredContent: { ...r.structuredContent, audit: { ...r.structuredContent.audit } },
+    })],
   ];
   for (const [name, alter] of cases) {
     const message = response(alter(envelopeResult(envelope()) as Record<string, any>));
@@ -54,9 +68,11 @@ t.test('anything that is not exactly an envelope result is framed as the SDK fra
   const { absent: _absent, ...kept } = withUndefined.structuredContent;
   const swapped = response({ ...withUndefined, structuredContent: { ...kept, present: 'x' } });
   t.equal(stdioFrame(swapped), serializeMessage(swapped), 'an undefined envelope key swapped for a present one');
-  const byHand = response({ content: [{ type: 'text', text: canonicalJson(envelope()) }], structuredContent: envelope() });
+  const byHand =
+    response({ content: [{ type: 'text', text: canonicalJson(envelope()) }], structuredContent: envelope() });
   t.equal(stdioFrame(byHand), serializeMessage(byHand), 'a result not built by envelopeResult');
-  const schemaError = response({ isError: true, content: [{ type: 'text', text: 'memory_status: invalid arguments' }] });
+  const schemaError =
+    response({ isError: true, content: [{ type: 'text', text: 'memory_status: invalid arguments' }] });
   t.equal(stdioFrame(schemaError), serializeMessage(schemaError), 'an isError result');
   const others: JSONRPCMessage[] = [
     { jsonrpc: '2.0', id: 1, result: { tools: [] } },

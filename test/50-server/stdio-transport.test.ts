@@ -64,7 +64,11 @@ t.test('a frame that is no JSON-RPC message is answered -32700 or -32600, withou
   const answers = String(output.read()).trim().split('\n');
   t.same(answers.map((line) => JSON.parse(line)), cases.map(([, id, code]) => ({
     jsonrpc: '2.0', id,
-    error: { code, message: id === 9 ? 'Parse error: a line over 256 bytes is not read' : code === -32700 ? 'Parse error' : 'Invalid Request' },
+    error: {
+      code,
+      message: id === 9
+        ? 'Parse error: a line over 256 bytes is not read' : code === -32700 ? 'Parse error' : 'Invalid Request',
+    },
   })), 'one answer per frame, in order; a malformed response (id 12) is not answered');
   t.notOk(answers.join('').includes('QQ_'), 'no content is repeated');
   t.same(received.map((m) => (m as { id: number }).id), [13], 'the next good frame is delivered');
@@ -163,9 +167,12 @@ t.test('a long line: an id that is no JSON value or no UTF-8 gives null, a respo
     `{"jsonrpc":"2.0","id":5,"result":{"x":"${q}"}}`,
     `{"result":{"x":"${q}"},"jsonrpc":"2.0","id":5}`]) input.write(`${line}\n`);
   // Bytes that are no UTF-8 in the id: not repaired into an id of another call.
-  input.write(Buffer.concat([Buffer.from('{"id":"a'), Buffer.from([0xff]), Buffer.from(`b","method":"ping","params":{"x":"${q}"}}\n`)]));
+  input.write(Buffer.concat(
+    [Buffer.from('{"id":"a'), Buffer.from([0xff]), Buffer.from(`b","method":"ping","params":{"x":"${q}"}}\n`)],
+  ));
   // Characters cut at either end of the 256 bytes looked at do not hide the id.
-  for (const pad of ['', 'a']) input.write(`{"method":"m","params":{"x":"${pad}${'é'.repeat(200)}"},"jsonrpc":"2.0","id":9}\n`);
+  for (const pad of ['', 'a'])
+    input.write(`{"method":"m","params":{"x":"${pad}${'é'.repeat(200)}"},"jsonrpc":"2.0","id":9}\n`);
   input.write(PING(2));
   await tick();
   const answers = String(output.read()).trim().split('\n').map((line) => JSON.parse(line));
@@ -193,7 +200,8 @@ t.test('a long line gives the same answer whatever chunks it arrives in', async 
           input.write('\n');
           await tick();
           const answer = JSON.parse(String(output.read()).trim());
-          if (answer.id !== id) wrong.push(`${name}, limit ${max}, ${line.length} bytes in chunks of ${size}: ${answer.id}`);
+          if (answer.id !== id)
+            wrong.push(`${name}, limit ${max}, ${line.length} bytes in chunks of ${size}: ${answer.id}`);
           await transport.close();
         }
       }

@@ -26,18 +26,24 @@ t.test('tools/list advertises exactly the five tools with their closed request s
       const reads = ['memory_search', 'memory_get', 'memory_status'].includes(tool.name);
       t.same(tool.annotations, reads ? { readOnlyHint: true, openWorldHint: false }
         : { readOnlyHint: false, idempotentHint: true }, 'annotations');
-      const input = tool.inputSchema as unknown as Record<string, unknown> & { properties: Record<string, unknown>; $defs: Record<string, Record<string, unknown>> };
+      const input = tool.inputSchema as unknown as Record<string, unknown> & {
+        properties: Record<string, unknown>; $defs: Record<string, Record<string, unknown>>;
+      };
       t.equal(input.type, 'object');
       t.same(input.required, ['request'], 'only request is required');
       t.same(Object.keys(input.properties), ['request'], 'request is the only property');
-      t.same(input.properties.request, { $ref: `#/$defs/${REQUEST_DEFINITION[tool.name]}` }, 'request refers into $defs');
+      t.same(
+        input.properties.request, { $ref: `#/$defs/${REQUEST_DEFINITION[tool.name]}` }, 'request refers into $defs',
+      );
       t.same(Object.keys(input.$defs).sort(), [...DEFINITIONS].sort(), 'the nine definitions');
       for (const [name, definition] of Object.entries(input.$defs)) {
         t.equal(definition.type, 'object', `${name} is an object`);
         t.equal(definition.additionalProperties, false, `${name} is closed`);
         t.equal(definition['x-factlane-public-contract-revision'], 2, `${name} carries contract revision 2`);
       }
-      t.same(tool.outputSchema, { type: 'object', 'x-factlane-public-contract-revision': 2 }, 'generic object outputSchema');
+      t.same(
+        tool.outputSchema, { type: 'object', 'x-factlane-public-contract-revision': 2 }, 'generic object outputSchema',
+      );
       const text = JSON.stringify(tool);
       for (const retired of RETIRED) t.notOk(text.includes(retired), `no ${retired} anywhere`);
     });
@@ -47,15 +53,24 @@ t.test('tools/list advertises exactly the five tools with their closed request s
 t.test('request definitions carry the contract required keys, enums, defaults and bounds', async (t) => {
   const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
   const { tools } = await client.listTools();
-  const defs = (tools[0]!.inputSchema as unknown as { $defs: Record<string, { required?: string[]; properties: Record<string, Record<string, unknown>> }> }).$defs;
+  const defs = (tools[0]!.inputSchema as unknown as {
+    $defs: Record<string, { required?: string[]; properties: Record<string, Record<string, unknown>> }>,
+  }).$defs;
   t.same(defs.MemorySearchRequest!.required!.sort(), ['intent_class', 'query', 'scope']);
   t.same(defs.MemoryGetRequest!.required!.sort(), ['memory_id', 'scope']);
-  t.same(defs.MemoryStoreRequest!.required!.sort(), ['fact', 'freshness_policy', 'idempotency_key', 'memory_type', 'scope', 'source_provenance']);
-  t.same(defs.MemoryUpdateRequest!.required!.sort(), ['expected_revision', 'idempotency_key', 'memory_id', 'mode', 'scope']);
+  t.same(defs.MemoryStoreRequest!.required!.sort(), [
+    'fact', 'freshness_policy', 'idempotency_key', 'memory_type', 'scope', 'source_provenance',
+  ]);
+  t.same(
+    defs.MemoryUpdateRequest!.required!.sort(), ['expected_revision', 'idempotency_key', 'memory_id', 'mode', 'scope'],
+  );
   t.same(defs.MemoryStatusRequest!.required, ['scope']);
-  t.same(defs.MemoryStatusRequest!.properties.scope!.enum, ['CROSS_PROJECT_WORKFLOW', 'GLOBAL_USER', 'PROJECT', 'TOOL_ENVIRONMENT', 'WORKFLOW']);
+  t.same(defs.MemoryStatusRequest!.properties.scope!.enum, [
+    'CROSS_PROJECT_WORKFLOW', 'GLOBAL_USER', 'PROJECT', 'TOOL_ENVIRONMENT', 'WORKFLOW',
+  ]);
   const search = defs.MemorySearchRequest!.properties;
-  for (const key of ['top_k', 'max_memories']) t.match(search[key], { type: 'integer', minimum: 1, maximum: 8, default: 5 }, key);
+  for (const key of ['top_k', 'max_memories'])
+    t.match(search[key], { type: 'integer', minimum: 1, maximum: 8, default: 5 }, key);
   t.match(search.max_bytes, { minimum: 1, maximum: 8000, default: 6000 });
   t.match(search.max_tokens, { minimum: 1, maximum: 1600, default: 1200 });
   t.match(search.retrieval_mode, { enum: ['CURRENT', 'REVIEW_HISTORY'], default: 'CURRENT' });
@@ -72,7 +87,10 @@ t.test('initialize: server info, instructions and only the tools capability', as
   t.match(instructions, /supporting facts/, 'says facts are supporting');
   t.match(instructions, /never overrides the user's instructions, the repository, or a live authoritative source/);
   t.match(instructions, /Scopes match exactly/, 'says scopes match exactly');
-  t.match(instructions, /A Candidate, what a delegated agent stores, is found only with REVIEW_HISTORY/, 'says where Candidates are');
+  t.match(
+    instructions, /A Candidate, what a delegated agent stores, is found only with REVIEW_HISTORY/,
+    'says where Candidates are',
+  );
   t.same(Object.keys(client.getServerCapabilities() ?? {}), ['tools'], 'only tools is offered');
 });
 

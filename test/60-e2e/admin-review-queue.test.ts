@@ -18,7 +18,8 @@ const ENTRY_KEYS = [
   'equivalent_current', 'fact', 'freshness_policy', 'memory_id', 'memory_type', 'record_id', 'revision', 'scope',
   'source_provenance', 'source_timestamp', 'tags',
 ].sort();
-const REPORT_KEYS = ['candidates', 'db_identity', 'limit', 'listed_at', 'more', 'scope_filter', 'shown', 'total'].sort();
+const REPORT_KEYS =
+  ['candidates', 'db_identity', 'limit', 'listed_at', 'more', 'scope_filter', 'shown', 'total'].sort();
 
 function admin(...args: string[]) {
   const run = spawnSync(process.execPath, [ADMIN_BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
@@ -45,24 +46,28 @@ async function server(t: Test, dbPath: string, profile: string, hostId = HOSTS[p
     return result.structuredContent as Json;
   };
   /** Stores storeRequest(overrides) (a Candidate unless the overrides ask otherwise) and returns its record. */
-  const store = async (overrides: Json): Promise<Json> => (await call('memory_store', storeRequest(overrides))).results[0];
+  const store =
+    async (overrides: Json): Promise<Json> => (await call('memory_store', storeRequest(overrides))).results[0];
   return { ...launched, call, store };
 }
 const HOSTS: Record<string, string> = { 'delegated-candidate': 'codex', 'read-only': 'reader' };
 const SOURCE_TS = '2026-11-01T00:00:00Z';
 
 const recordOf = (envelope: Json): Json => envelope.results[0];
-const rows = (dbPath: string) => withRaw(dbPath, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
+const rows =
+  (dbPath: string) => withRaw(dbPath, (db) => db.prepare('SELECT * FROM adapter_records ORDER BY row_id').all());
 const promoteArgs = (dbPath: string, record: Json, ...extra: string[]) => [
   'promote', '--db', dbPath, '--memory-id', record.memory_id, '--expected-revision', String(record.revision),
   '--expected-record-id', record.record_id, ...extra,
 ];
 const search = (query: string, mode = 'CURRENT') => ({
-  scope: 'GLOBAL_USER', query, intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT', retrieval_mode: mode, retrieval_mode_kind: 'KEYWORD',
+  scope: 'GLOBAL_USER', query, intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT', retrieval_mode: mode,
+  retrieval_mode_kind: 'KEYWORD',
 });
 const idsOf = (report: Json) => report.candidates.map((entry: Json) => entry.memory_id);
 
-t.test('candidates lists what a delegated server stored, oldest first, while servers hold the database open', async (t) => {
+t.test('candidates lists what a delegated server stored, oldest first, while servers hold the database '
+  + 'open', async (t) => {
   const dbPath = join(t.testdir(), 'queue.sqlite3');
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const owner = await server(t, dbPath, 'owner-current');
@@ -100,7 +105,9 @@ t.test('candidates lists what a delegated server stored, oldest first, while ser
   t.match(human.stdout, `- memory_id ${first.memory_id}  revision 1  record_id ${first.record_id}`);
   t.match(human.stdout, 'fact: The build uses Node 20');
   t.match(human.stdout, 'contributor DELEGATED_AGENT codex; contradiction_state NONE');
-  t.match(human.stdout, 'it has no source_timestamp: promote needs --source-timestamp TS', 'the second Candidate lacks one');
+  t.match(
+    human.stdout, 'it has no source_timestamp: promote needs --source-timestamp TS', 'the second Candidate lacks one',
+  );
   t.match(human.stdout, /\npromote one with: .* --expected-record-id ID \[--source-timestamp TS\]\n$/,
     'the footer names the flag a Candidate shown needs');
   const oldest = admin('candidates', '--db', dbPath, '--limit', '1');
@@ -111,14 +118,18 @@ t.test('candidates lists what a delegated server stored, oldest first, while ser
   const listScope = (...flags: string[]) => admin('candidates', '--db', dbPath, '--json', '--scope', ...flags).json();
   const project = listScope('PROJECT', '--project-id', 'p1');
   t.same(idsOf(project), [second.memory_id], 'the exact scope only');
-  t.same(project.scope_filter, { scope: 'PROJECT', project_id: 'p1', worktree_id: null, workflow_id: null, agent_id: null });
+  t.same(
+    project.scope_filter, { scope: 'PROJECT', project_id: 'p1', worktree_id: null, workflow_id: null, agent_id: null },
+  );
   t.same(idsOf(listScope('GLOBAL_USER')), [first.memory_id]);
   t.equal(listScope('PROJECT', '--project-id', 'p2').total, 0);
   t.equal(listScope('PROJECT', '--project-id', 'p1', '--agent-id', 'a1').total, 0, 'exact tuple: no fan-out');
 
   const limited = admin('candidates', '--db', dbPath, '--limit', '1');
   t.match(limited.stdout, '... and 1 more (shown at most 1; raise --limit or narrow --scope)');
-  t.match(admin('candidates', '--db', dbPath, '--limit', '1', '--json').json(), { total: 2, shown: 1, more: 1, limit: 1 });
+  t.match(
+    admin('candidates', '--db', dbPath, '--limit', '1', '--json').json(), { total: 2, shown: 1, more: 1, limit: 1 },
+  );
 });
 
 t.test('a usage error shows its own command\'s usage; --help lists every command before the notes', async (t) => {
@@ -179,7 +190,8 @@ t.test('candidates refuses bad flags as usage errors and a missing or interlocke
   const leased = [admin('candidates', '--db', dbPath), admin(...promoteArgs(dbPath, record))];
   exclusive.close();
   t.same(leased.map((run) => run.code), [1, 1], 'maintenance holding the exclusive lease refuses both');
-  for (const run of leased) t.match(run.stderr, /MAINTENANCE_IN_PROGRESS: .*\n.*hint: .*maintenance holds the exclusive lease/);
+  for (const run of leased)
+    t.match(run.stderr, /MAINTENANCE_IN_PROGRESS: .*\n.*hint: .*maintenance holds the exclusive lease/);
 
   writeInterlock(dbPath);
   const before = rows(dbPath);
@@ -197,7 +209,9 @@ t.test('promote makes the Candidate current as OWNER, keeps its contributor, and
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const reader = await server(t, dbPath, 'read-only');
   const candidate = await delegated.store({ fact: 'The deploy target is Debian 12', source_timestamp: SOURCE_TS });
-  t.match(await reader.call('memory_search', search('Debian')), { results: [] }, 'CURRENT search does not show a Candidate');
+  t.match(
+    await reader.call('memory_search', search('Debian')), { results: [] }, 'CURRENT search does not show a Candidate',
+  );
 
   const promoted = admin(...promoteArgs(dbPath, candidate, '--json'));
   t.equal(promoted.code, 0, promoted.stderr);
@@ -209,9 +223,12 @@ t.test('promote makes the Candidate current as OWNER, keeps its contributor, and
     contribution_origin: { contributor_class: 'DELEGATED_AGENT', contributor_ref: 'codex' },
     envelope: {
       status: 'OK',
-      audit: { operation: 'memory_update', host_binding: { host_id: 'factlane-admin', binding_source: 'operator-cli', transport: 'stdio' } },
+      audit: { operation: 'memory_update', host_binding: {
+        host_id: 'factlane-admin', binding_source: 'operator-cli', transport: 'stdio',
+      } },
       results: [{
-        memory_id: candidate.memory_id, revision: 2, parent_record_id: candidate.record_id, authority_role: 'OWNER_CURRENT',
+        memory_id: candidate.memory_id, revision: 2, parent_record_id: candidate.record_id,
+        authority_role: 'OWNER_CURRENT',
         fact: candidate.fact,
       }],
     },
@@ -219,7 +236,9 @@ t.test('promote makes the Candidate current as OWNER, keeps its contributor, and
   t.not(report.record_id, candidate.record_id, 'a new record');
 
   const found = await reader.call('memory_search', search('Debian'));
-  t.match(found, { status: 'OK', results: [{ memory_id: candidate.memory_id, revision: 2, record_id: report.record_id }] });
+  t.match(
+    found, { status: 'OK', results: [{ memory_id: candidate.memory_id, revision: 2, record_id: report.record_id }] },
+  );
   const history = await reader.call('memory_search', search('Debian', 'REVIEW_HISTORY'));
   const revisions = history.results.map((item: Json) => [item.revision, item.lifecycle_state]).sort();
   t.same(revisions, [[1, 'SUPERSEDED'], [2, 'VALIDATED_CURRENT']], 'REVIEW_HISTORY shows both revisions');
@@ -235,12 +254,17 @@ t.test('promote makes the Candidate current as OWNER, keeps its contributor, and
   const current = { ...candidate, revision: 2, record_id: report.record_id };
   const notCandidate = admin(...promoteArgs(dbPath, current));
   t.equal(notCandidate.code, 1);
-  t.match(notCandidate.stderr, /NOT_FOUND: the live record is VALIDATED_CURRENT, not a Candidate.*\n.*hint: only a Candidate is promoted/);
+  t.match(
+    notCandidate.stderr,
+    /NOT_FOUND: the live record is VALIDATED_CURRENT, not a Candidate.*\n.*hint: only a Candidate is promoted/,
+  );
   t.same(rows(dbPath), after, 'neither wrote anything');
 
-  const human = admin(...promoteArgs(dbPath, await delegated.store({ fact: 'Logs go to journald', source_timestamp: SOURCE_TS })));
+  const human =
+    admin(...promoteArgs(dbPath, await delegated.store({ fact: 'Logs go to journald', source_timestamp: SOURCE_TS })));
   t.equal(human.code, 0);
-  t.match(human.stdout, new RegExp('^promote: promoted: memory \\S+ revision 1 -> 2, record_id \\S+; VALIDATED_CURRENT, '
+  t.match(human.stdout, new RegExp(
+    '^promote: promoted: memory \\S+ revision 1 -> 2, record_id \\S+; VALIDATED_CURRENT, '
     + 'verified_by OWNER, contributor DELEGATED_AGENT codex kept\n$'));
   const audit = admin('audit', '--db', dbPath);
   t.equal(audit.code, 0, audit.stdout);
@@ -254,17 +278,21 @@ t.test('stale, wrong and unknown ids are refused with the governed code and a hi
 
   const stale = admin(...promoteArgs(dbPath, { ...candidate, revision: 2 }, '--json'));
   t.equal(stale.code, 1);
-  t.match(stale.stderr, new RegExp('^factlane-admin: VERSION_CONFLICT: .*\nfactlane-admin: hint: the candidate changed: '
+  t.match(stale.stderr, new RegExp(
+    '^factlane-admin: VERSION_CONFLICT: .*\nfactlane-admin: hint: the candidate changed: '
     + 'run factlane-admin candidates again for its revision and record id\n$'));
   t.match(stale.json(), {
-    error_code: 'VERSION_CONFLICT', retryable: false, hint: /the candidate changed/, audit: { host_binding: { host_id: 'factlane-admin' } },
+    error_code: 'VERSION_CONFLICT', retryable: false, hint: /the candidate changed/,
+    audit: { host_binding: { host_id: 'factlane-admin' } },
   });
   const wrongRecord = admin(...promoteArgs(dbPath, { ...candidate, record_id: randomUUID() }));
   t.equal(wrongRecord.code, 1);
   t.match(wrongRecord.stderr, 'VERSION_CONFLICT: expected_record_id is not the live record');
   const unknown = admin(...promoteArgs(dbPath, { ...candidate, memory_id: randomUUID() }));
   t.equal(unknown.code, 1);
-  t.match(unknown.stderr, /NOT_FOUND: no memory with this memory_id\nfactlane-admin: hint: no memory has this --memory-id/);
+  t.match(
+    unknown.stderr, /NOT_FOUND: no memory with this memory_id\nfactlane-admin: hint: no memory has this --memory-id/,
+  );
   t.same(rows(dbPath), before, 'nothing changed');
 
   for (const [args, message] of [
@@ -276,7 +304,8 @@ t.test('stale, wrong and unknown ids are refused with the governed code and a hi
     [['--ollama-url', 'http://example.com'], '--ollama-url must be'],
   ] as const) {
     const flags: Json = {
-      '--memory-id': candidate.memory_id, '--expected-revision': '1', '--expected-record-id': candidate.record_id, [args[0]]: args[1],
+      '--memory-id': candidate.memory_id, '--expected-revision': '1', '--expected-record-id': candidate.record_id,
+      [args[0]]: args[1],
     };
     const run = admin('promote', '--db', dbPath, ...Object.entries(flags).flat() as string[]);
     t.equal(run.code, 2, `${args.join(' ')}: usage`);
@@ -284,18 +313,24 @@ t.test('stale, wrong and unknown ids are refused with the governed code and a hi
   }
   const missing = admin('promote', '--db', dbPath, '--memory-id', candidate.memory_id, '--expected-revision', '1');
   t.equal(missing.code, 2);
-  t.match(missing.stderr, 'promote needs --db PATH, one --memory-id ID, --expected-revision N and --expected-record-id ID');
+  t.match(
+    missing.stderr, 'promote needs --db PATH, one --memory-id ID, --expected-revision N and --expected-record-id ID',
+  );
   t.same(rows(dbPath), before, 'usage errors change nothing');
 });
 
-t.test('a Candidate without source_timestamp is promoted with --source-timestamp, validated by the adapter', async (t) => {
+t.test('a Candidate without source_timestamp is promoted with --source-timestamp, validated by the '
+  + 'adapter', async (t) => {
   const dbPath = join(t.testdir(), 'timestamp.sqlite3');
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const candidate = await delegated.store({ fact: 'CI runs on two cores' });
   const before = rows(dbPath);
   const needs = admin(...promoteArgs(dbPath, candidate));
   t.equal(needs.code, 1);
-  t.match(needs.stderr, /PROVENANCE_REQUIRED: .*\n.*hint: the Candidate has no source_timestamp: .*pass --source-timestamp TS/);
+  t.match(
+    needs.stderr,
+    /PROVENANCE_REQUIRED: .*\n.*hint: the Candidate has no source_timestamp: .*pass --source-timestamp TS/,
+  );
   const bad = admin(...promoteArgs(dbPath, candidate, '--source-timestamp', 'yesterday'));
   t.equal(bad.code, 1);
   t.match(bad.stderr, /INVALID_TIMESTAMP: .*\nfactlane-admin: hint: give --source-timestamp as a contract timestamp/);
@@ -324,7 +359,8 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(entry, {
     memory_id: candidate.memory_id, contradiction_state: 'UNRESOLVED', equivalent_current: null,
     contradicts: [{
-      memory_id: current.memory_id, record_id: current.record_id, revision: 1, fact: 'The build uses Node 20', verified_by: 'OWNER',
+      memory_id: current.memory_id, record_id: current.record_id, revision: 1, fact: 'The build uses Node 20',
+      verified_by: 'OWNER',
     }],
   });
   t.equal(entry.contradicts.length, 1);
@@ -336,7 +372,10 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   const before = rows(dbPath);
   const refused = admin(...promoteArgs(dbPath, candidate));
   t.equal(refused.code, 1);
-  t.match(refused.stderr, /CONTRADICTION: this Candidate was stored as a contradiction and is never promoted.*\nfactlane-admin: hint: /);
+  t.match(
+    refused.stderr,
+    /CONTRADICTION: this Candidate was stored as a contradiction and is never promoted.*\nfactlane-admin: hint: /,
+  );
   t.same(rows(dbPath), before, 'nothing changed');
   t.equal(admin('audit', '--db', dbPath).code, 0);
 
@@ -358,13 +397,16 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
-t.test('a Candidate whose fact became current elsewhere is listed as such; promote answers ALREADY_CURRENT', async (t) => {
+t.test('a Candidate whose fact became current elsewhere is listed as such; promote answers '
+  + 'ALREADY_CURRENT', async (t) => {
   const dbPath = join(t.testdir(), 'equivalent.sqlite3');
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const owner = await server(t, dbPath, 'owner-current');
-  const candidate = await delegated.store({ fact: 'The build uses Node 20', subject: 'node', source_timestamp: SOURCE_TS });
+  const candidate =
+    await delegated.store({ fact: 'The build uses Node 20', subject: 'node', source_timestamp: SOURCE_TS });
   const older = await owner.store(currentRequest({ fact: 'The build uses Node 18', subject: 'node' }));
-  const replaced = recordOf(await owner.call('memory_update', replaceRequest(older, { fact: candidate.fact, subject: 'node' })));
+  const replaced =
+    recordOf(await owner.call('memory_update', replaceRequest(older, { fact: candidate.fact, subject: 'node' })));
   t.equal(replaced.lifecycle_state, 'VALIDATED_CURRENT');
 
   const entry = admin('candidates', '--db', dbPath, '--json').json().candidates[0];
@@ -375,7 +417,9 @@ t.test('a Candidate whose fact became current elsewhere is listed as such; promo
   const before = rows(dbPath);
   const answer = admin(...promoteArgs(dbPath, candidate));
   t.equal(answer.code, 0);
-  t.match(answer.stdout, `promote: ALREADY_CURRENT: the same fact is current as memory ${replaced.memory_id} revision 1`);
+  t.match(
+    answer.stdout, `promote: ALREADY_CURRENT: the same fact is current as memory ${replaced.memory_id} revision 1`,
+  );
   const json = admin(...promoteArgs(dbPath, candidate, '--json')).json();
   t.match(json, { outcome: 'ALREADY_CURRENT', memory_id: replaced.memory_id });
   t.same(rows(dbPath), before, 'nothing written');

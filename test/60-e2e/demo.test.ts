@@ -95,20 +95,30 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const out: string[] = [];
   const code = await runDemo({ launcher: fake, keep: false, write: (text) => out.push(text) });
   t.equal(code, 1);
-  t.match(out.join(''), /The demo stopped: step "1\. The agent stores .*" did not answer as expected:\n\{"status":"BLOCKED"/);
+  t.match(
+    out.join(''), /The demo stopped: step "1\. The agent stores .*" did not answer as expected:\n\{"status":"BLOCKED"/,
+  );
 });
 
 t.test('a server that exits at once makes the demo fail with its stderr, not hang', async (t) => {
   const fake = join(t.testdir(), 'exits.mjs');
   writeFileSync(fake, "process.stderr.write('factlane: BACKEND_CORRUPT: not a database\\n'); process.exit(1);\n");
-  await t.rejects(runDemo({ launcher: fake, keep: false, write: () => {} }), /factlane exited \(1\): factlane: BACKEND_CORRUPT/);
+  await t.rejects(
+    runDemo({ launcher: fake, keep: false, write: () => {} }), /factlane exited \(1\): factlane: BACKEND_CORRUPT/,
+  );
 });
 
 t.test('summarise prints status, degradation and records in one short block', async (t) => {
-  t.equal(summarise({ status: 'BLOCKED', error_code: 'VERSION_CONFLICT', message: 'stale' }), 'BLOCKED VERSION_CONFLICT: stale');
-  t.equal(summarise({ status: 'DEGRADED', degradation: 'STALE_ONLY', results: [] }), 'DEGRADED (STALE_ONLY): no results');
+  t.equal(
+    summarise({ status: 'BLOCKED', error_code: 'VERSION_CONFLICT', message: 'stale' }),
+    'BLOCKED VERSION_CONFLICT: stale',
+  );
+  t.equal(
+    summarise({ status: 'DEGRADED', degradation: 'STALE_ONLY', results: [] }), 'DEGRADED (STALE_ONLY): no results',
+  );
   t.equal(summarise({ status: 'OK', degradation: null, results: [{ revision: 3, lifecycle_state: 'VALIDATED_CURRENT',
-    verified_by: 'OWNER', fact: 'f' }] }), 'OK: 1 result(s)\n        revision 3 VALIDATED_CURRENT, verified_by OWNER, "f"');
+    verified_by: 'OWNER', fact: 'f' }] }), 'OK: 1 result(s)\n        revision 3 VALIDATED_CURRENT, verified_by ' +
+      'OWNER, "f"');
 });
 
 t.test('a refused CURRENT search is not taken for "the Candidate is not shown"', async (t) => {
@@ -128,7 +138,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 `);
   const out: string[] = [];
   t.equal(await runDemo({ launcher: fake, keep: false, write: (text) => out.push(text) }), 1);
-  t.match(out.join(''), /The demo stopped: step "2\. CURRENT search .*" did not answer as expected:\n\{"status":"BLOCKED"/);
+  t.match(
+    out.join(''), /The demo stopped: step "2\. CURRENT search .*" did not answer as expected:\n\{"status":"BLOCKED"/,
+  );
 });
 
 t.test('a server that never answers initialize is killed, and the session fails instead of hanging', async (t) => {

@@ -16,8 +16,10 @@ const fsExt: { flockSync(fd: number, flags: string): void } = createRequire(impo
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 type Entry = { command: string; args: string[] };
-const codexEntry = (path: string) => (parseToml(readFileSync(path, 'utf8')) as { mcp_servers: Record<string, Entry> }).mcp_servers.factlane!;
-const hermesEntry = (path: string) => (parseYaml(readFileSync(path, 'utf8')) as { mcp_servers: Record<string, Entry> }).mcp_servers.factlane!;
+const codexEntry = (path: string) =>
+  (parseToml(readFileSync(path, 'utf8')) as { mcp_servers: Record<string, Entry> }).mcp_servers.factlane!;
+const hermesEntry = (path: string) =>
+  (parseYaml(readFileSync(path, 'utf8')) as { mcp_servers: Record<string, Entry> }).mcp_servers.factlane!;
 
 const CODEX_CONFIG = `# my codex settings
 model = "o3"
@@ -58,14 +60,17 @@ t.test('codex: a new config.toml gets the entry with absolute paths, and the ent
   const mtime = statSync(box.codexConfig).mtimeMs;
   const again = box.run(['codex']);
   t.equal(again.status, 0);
-  t.equal(again.stdout, `factlane setup: codex is already configured (entry factlane in ${box.codexConfig}); nothing changed\n`);
+  t.equal(again.stdout, `factlane setup: codex is already configured (entry factlane in ${box.codexConfig}); nothing `
+    + `changed\n`);
   t.same(readFileSync(box.codexConfig), bytes, 'byte-identical');
   t.equal(statSync(box.codexConfig).mtimeMs, mtime, 'not even rewritten');
   t.same(backupsOf(box.codexConfig), [], 'no backup for a no-op');
 
   const server = await launchEntry(entry, box.home);
   t.same(server.tools, TOOL_ORDER);
-  t.match(server.status, { status: 'OK', audit: { host_binding: { host_id: 'codex' } }, launcher: { write_profile: 'read-only' } });
+  t.match(server.status, {
+    status: 'OK', audit: { host_binding: { host_id: 'codex' } }, launcher: { write_profile: 'read-only' },
+  });
   t.same(server.exit, { code: 0, signal: null }, 'exits 0 when its stdin closes');
   t.same(server.kills, [], 'the client never had to signal it');
   t.ok(existsSync(box.defaultDb), 'the server opened the configured database');
@@ -76,12 +81,14 @@ t.test('codex: other tables and values survive; comments stay in the backup only
   mkdirSync(box.codexHome);
   writeFileSync(box.codexConfig, CODEX_CONFIG);
   chmodSync(box.codexConfig, 0o644);
-  const result = box.run(['codex', '--db', 'state/f.sqlite3', '--write-profile', 'delegated-candidate', '--project-id', 'proj-1']);
+  const result =
+    box.run(['codex', '--db', 'state/f.sqlite3', '--write-profile', 'delegated-candidate', '--project-id', 'proj-1']);
   t.equal(result.status, 0, result.stderr);
   const [backup, ...more] = backupsOf(box.codexConfig);
   t.same(more, [], 'one backup');
   t.match(backup, /config\.toml\.factlane-backup-\d{8}T\d{6}Z$/);
-  t.equal(result.stdout, `factlane setup: codex configured: entry factlane in ${box.codexConfig}; the previous file is kept as ${backup}\n`);
+  t.equal(result.stdout, `factlane setup: codex configured: entry factlane in ${box.codexConfig}; the previous file `
+    + `is kept as ${backup}\n`);
   t.equal(readFileSync(backup!, 'utf8'), CODEX_CONFIG, 'the backup is the old file');
   t.equal(modeOf(backup!), 0o644, 'the backup keeps the mode');
   t.equal(modeOf(box.codexConfig), 0o644, 'the edited file keeps its mode');
@@ -90,29 +97,38 @@ t.test('codex: other tables and values survive; comments stay in the backup only
   const { mcp_servers: _old, ...otherTop } = parseToml(CODEX_CONFIG);
   const { mcp_servers: _new, ...writtenTop } = written;
   t.same(writtenTop, otherTop, 'every other table and value is kept');
-  t.same(otherServers, (parseToml(CODEX_CONFIG).mcp_servers as Record<string, unknown>), 'the other MCP servers are kept');
+  t.same(
+    otherServers, (parseToml(CODEX_CONFIG).mcp_servers as Record<string, unknown>), 'the other MCP servers are kept',
+  );
   const db = join(box.cwd, 'state/f.sqlite3');
-  t.same(factlane, { command: LAUNCHER, args: ['--db', db, '--host-id', 'codex', '--write-profile', 'delegated-candidate', '--project-id', 'proj-1'] });
+  t.same(factlane, { command: LAUNCHER, args: [
+    '--db', db, '--host-id', 'codex', '--write-profile', 'delegated-candidate', '--project-id', 'proj-1',
+  ] });
   t.notMatch(readFileSync(box.codexConfig, 'utf8'), /# my codex settings/, 'smol-toml drops comments (decision 0021)');
 
   const server = await launchEntry(factlane as Entry, box.home);
   t.same(server.tools, TOOL_ORDER);
-  t.match(server.status, { launcher: { write_profile: 'delegated-candidate' }, audit: { host_binding: { host_id: 'codex' } } });
+  t.match(server.status, {
+    launcher: { write_profile: 'delegated-candidate' }, audit: { host_binding: { host_id: 'codex' } },
+  });
   t.match(JSON.stringify(server.status), /"project_id":"proj-1"/, 'the bound project reached the server');
   t.same(server.exit, { code: 0, signal: null });
   t.ok(existsSync(db), 'the relative --db was written absolute');
 });
 
-t.test('codex: a different entry is refused and kept; --force replaces it and keeps a backup equal to the old file', async (t) => {
+t.test('codex: a different entry is refused and kept; --force replaces it and keeps a backup equal to the old '
+  + 'file', async (t) => {
   const box = setupSandbox(t.testdir());
   mkdirSync(box.codexHome);
-  const old = `${CODEX_CONFIG}\n[mcp_servers.factlane]\ncommand = "/old/factlane"\nargs = ["--host-id", "codex"]\nstartup_timeout_sec = 20\n`;
+  const old = `${CODEX_CONFIG}\n[mcp_servers.factlane]\ncommand = "/old/factlane"\nargs = ["--host-id", `
+    + `"codex"]\nstartup_timeout_sec = 20\n`;
   writeFileSync(box.codexConfig, old);
   const before = box.snapshot();
   const refused = box.run(['codex']);
   t.equal(refused.status, 1);
   t.equal(refused.stdout, '');
-  t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.codexConfig} already has a different MCP server entry factlane; left as it was: rerun with --force to replace it\n`);
+  t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.codexConfig} already has a different MCP server `
+    + `entry factlane; left as it was: rerun with --force to replace it\n`);
   t.same(box.snapshot(), before, 'file untouched, no backup');
   // A dry run says the real one would refuse, instead of looking fine.
   const printed = box.run(['codex', '--print']);
@@ -126,15 +142,23 @@ t.test('codex: a different entry is refused and kept; --force replaces it and ke
   const forced = box.run(['codex', '--force']);
   t.equal(forced.status, 0, forced.stderr);
   const [backup] = backupsOf(box.codexConfig);
-  t.equal(forced.stdout, `factlane setup: codex entry replaced: entry factlane in ${box.codexConfig}; the previous file is kept as ${backup}\n`);
+  t.equal(forced.stdout, `factlane setup: codex entry replaced: entry factlane in ${box.codexConfig}; the previous `
+    + `file is kept as ${backup}\n`);
   t.equal(readFileSync(backup!, 'utf8'), old, 'the backup is the old file');
-  t.same(codexEntry(box.codexConfig), { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'], startup_timeout_sec: 20 },
+  t.same(codexEntry(box.codexConfig), {
+    command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'], startup_timeout_sec: 20,
+  },
     'command and args replaced, the key the user added kept');
-  t.equal((parseToml(readFileSync(box.codexConfig, 'utf8')).mcp_servers as Record<string, unknown>).github !== undefined, true, 'others kept');
+  t.equal(
+    (parseToml(readFileSync(box.codexConfig, 'utf8')).mcp_servers as Record<string, unknown>).github !== undefined,
+    true, 'others kept',
+  );
 
   const second = box.run(['codex', '--force', '--write-profile', 'repo-verifier']);
   t.equal(second.status, 0, second.stderr);
-  t.equal(backupsOf(box.codexConfig).length, 2, 'a second backup in the same second gets its own name, the first is kept');
+  t.equal(
+    backupsOf(box.codexConfig).length, 2, 'a second backup in the same second gets its own name, the first is kept',
+  );
   t.equal(readFileSync(backup!, 'utf8'), old, 'the first backup is never overwritten');
 });
 
@@ -168,7 +192,10 @@ t.test('codex: a setup holds its config directory\'s lock from read to write; of
 });
 
 t.test('codex: an unparsable file or a foreign mcp_servers is refused and left untouched', async (t) => {
-  for (const [text, detail] of [['model = \n', /does not parse as TOML \(Invalid TOML document: .* at line 1, column \d+\)/], ['mcp_servers = "x"\n', /does not parse as a Codex config \(mcp_servers is not a table\)/]] as const) {
+  for (const [text, detail] of [
+    ['model = \n', /does not parse as TOML \(Invalid TOML document: .* at line 1, column \d+\)/],
+    ['mcp_servers = "x"\n', /does not parse as a Codex config \(mcp_servers is not a table\)/],
+  ] as const) {
     const box = setupSandbox(t.testdir());
     mkdirSync(box.codexHome);
     writeFileSync(box.codexConfig, text);
@@ -184,7 +211,8 @@ t.test('codex: an unparsable file or a foreign mcp_servers is refused and left u
   }
 });
 
-t.test('a config that cannot be read or written is one BACKEND_UNAVAILABLE line, exit 1, nothing changed', async (t) => {
+t.test('a config that cannot be read or written is one BACKEND_UNAVAILABLE line, exit 1, nothing '
+  + 'changed', async (t) => {
   const box = setupSandbox(t.testdir());
   writeFileSync(box.codexHome, 'a file where a directory should be\n');
   mkdirSync(box.hermesConfig, { recursive: true });
@@ -206,13 +234,17 @@ t.test('a launcher that is not executable is refused: a host could not start it'
   chmodSync(join(copy, 'factlane.js'), 0o644);
   symlinkSync(join(dirname(FACTLANE_BIN), 'chunks'), join(copy, 'chunks'));
   const before = box.snapshot();
-  const result = spawnSync(process.execPath, [join(copy, 'factlane.js'), 'setup', 'codex'], { encoding: 'utf8', env: box.env, input: '' });
+  const result = spawnSync(
+    process.execPath, [join(copy, 'factlane.js'), 'setup', 'codex'], { encoding: 'utf8', env: box.env, input: '' },
+  );
   t.equal(result.status, 1, result.stderr);
-  t.equal(result.stderr, `factlane setup: VERIFY_FAILED: the launcher ${realpathSync(join(copy, 'factlane.js'))} is not executable; run factlane setup from the built or installed factlane\n`);
+  t.equal(result.stderr, `factlane setup: VERIFY_FAILED: the launcher ${realpathSync(join(copy, 'factlane.js'))} is `
+    + `not executable; run factlane setup from the built or installed factlane\n`);
   t.same(box.snapshot(), before, 'nothing written');
 });
 
-t.test('codex: CODEX_HOME unset means ~/.codex; a symlinked config stays a symlink and its target is edited', async (t) => {
+t.test('codex: CODEX_HOME unset means ~/.codex; a symlinked config stays a symlink and its target is '
+  + 'edited', async (t) => {
   const box = setupSandbox(t.testdir());
   const dotfiles = join(box.root, 'dotfiles');
   mkdirSync(dotfiles);
@@ -222,8 +254,13 @@ t.test('codex: CODEX_HOME unset means ~/.codex; a symlinked config stays a symli
   const result = box.run(['codex'], { CODEX_HOME: undefined });
   t.equal(result.status, 0, result.stderr);
   t.ok(lstatSync(join(box.home, '.codex', 'config.toml')).isSymbolicLink(), 'still a symlink');
-  t.same(parseToml(readFileSync(join(dotfiles, 'codex.toml'), 'utf8')), { model: 'o3', mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'] } } });
-  t.same(backupsOf(join(dotfiles, 'codex.toml')).map((p) => readFileSync(p, 'utf8')), ['model = "o3"\n'], 'the backup is beside the real file');
+  t.same(parseToml(readFileSync(join(dotfiles, 'codex.toml'), 'utf8')), {
+    model: 'o3', mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'] } },
+  });
+  t.same(
+    backupsOf(join(dotfiles, 'codex.toml')).map((p) => readFileSync(p, 'utf8')), ['model = "o3"\n'],
+    'the backup is beside the real file',
+  );
   t.notOk(existsSync(box.codexHome), 'CODEX_HOME was not used');
 });
 
@@ -233,7 +270,9 @@ t.test('hermes: a new config.yaml, a no-op rerun, and the entry starts FactLane'
   t.equal(first.status, 0, first.stderr);
   t.equal(first.stdout, `factlane setup: hermes configured (new file): entry factlane in ${box.hermesConfig}\n`);
   const entry = hermesEntry(box.hermesConfig);
-  t.same(entry, { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'hermes', '--write-profile', 'delegated-candidate'] });
+  t.same(entry, {
+    command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'hermes', '--write-profile', 'delegated-candidate'],
+  });
   t.equal(modeOf(box.hermesConfig), 0o600);
   t.equal(modeOf(box.hermesHome), 0o700);
   const before = box.snapshot();
@@ -244,7 +283,9 @@ t.test('hermes: a new config.yaml, a no-op rerun, and the entry starts FactLane'
 
   const server = await launchEntry(entry, box.home);
   t.same(server.tools, TOOL_ORDER);
-  t.match(server.status, { launcher: { write_profile: 'delegated-candidate' }, audit: { host_binding: { host_id: 'hermes' } } });
+  t.match(server.status, {
+    launcher: { write_profile: 'delegated-candidate' }, audit: { host_binding: { host_id: 'hermes' } },
+  });
   t.same(server.exit, { code: 0, signal: null });
 });
 
@@ -255,8 +296,12 @@ t.test('hermes: comments, key order and other entries survive; a different entry
   const result = box.run(['hermes']);
   t.equal(result.status, 0, result.stderr);
   const text = readFileSync(box.hermesConfig, 'utf8');
-  for (const comment of ['# Hermes settings, by hand', '# the default model', '# the filesystem server']) t.ok(text.includes(comment), `kept: ${comment}`);
-  t.ok(text.indexOf('model:') < text.indexOf('mcp_servers:') && text.indexOf('mcp_servers:') < text.indexOf('toolsets:'), 'key order kept');
+  for (const comment of ['# Hermes settings, by hand', '# the default model', '# the filesystem server'])
+    t.ok(text.includes(comment), `kept: ${comment}`);
+  t.ok(
+    text.indexOf('model:') < text.indexOf('mcp_servers:') && text.indexOf('mcp_servers:') < text.indexOf('toolsets:'),
+    'key order kept',
+  );
   const parsed = parseYaml(text);
   const { factlane, ...others } = parsed.mcp_servers;
   t.same(others, parseYaml(HERMES_CONFIG).mcp_servers, 'the other server is kept');
@@ -268,7 +313,8 @@ t.test('hermes: comments, key order and other entries survive; a different entry
   const before = box.snapshot();
   const refused = box.run(['hermes', '--project-id', 'proj-2']);
   t.equal(refused.status, 1);
-  t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.hermesConfig} already has a different MCP server entry factlane; left as it was: rerun with --force to replace it\n`);
+  t.equal(refused.stderr, `factlane setup: TARGET_EXISTS: ${box.hermesConfig} already has a different MCP server `
+    + `entry factlane; left as it was: rerun with --force to replace it\n`);
   t.same(box.snapshot(), before, 'untouched');
   // A key the user added to the entry survives --force, as in Codex.
   writeFileSync(box.hermesConfig, edited.replace(/(\n  factlane:\n)/, '$1    timeout: 30 # my timeout\n'));
@@ -276,16 +322,24 @@ t.test('hermes: comments, key order and other entries survive; a different entry
   t.equal(forced.status, 0, forced.stderr);
   t.equal(hermesEntry(box.hermesConfig).timeout, 30, 'the user key kept');
   t.ok(readFileSync(box.hermesConfig, 'utf8').includes('# my timeout'), 'with its comment');
-  t.match(forced.stdout, /^factlane setup: hermes entry replaced: entry factlane in .*; the previous file is kept as .*factlane-backup-/);
+  t.match(
+    forced.stdout,
+    /^factlane setup: hermes entry replaced: entry factlane in .*; the previous file is kept as .*factlane-backup-/,
+  );
   t.same(hermesEntry(box.hermesConfig).args, ['--db', box.defaultDb, '--host-id', 'hermes', '--project-id', 'proj-2']);
   t.ok(readFileSync(box.hermesConfig, 'utf8').includes('# the filesystem server'), 'comments still kept');
   t.equal(backupsOf(box.hermesConfig).length, 2, 'each edit left its backup');
-  t.ok(backupsOf(box.hermesConfig).map((p) => readFileSync(p, 'utf8')).includes(HERMES_CONFIG), 'the original among them');
+  t.ok(
+    backupsOf(box.hermesConfig).map((p) => readFileSync(p, 'utf8')).includes(HERMES_CONFIG), 'the original among them',
+  );
 });
 
-t.test('hermes: unparsable YAML, a list at the top or a foreign mcp_servers is refused and left untouched', async (t) => {
-  const cases = [['model: [\n', /does not parse as YAML \(.*line 2, column 1\)/], ['- a\n- b\n', /does not parse as a Hermes config \(the top level is not a mapping\)/],
-    ['mcp_servers: [a]\n', /mcp_servers is not a mapping/], ['a: 1\n---\nb: 2\n', /does not parse as YAML \(Source contains multiple documents/]] as const;
+t.test('hermes: unparsable YAML, a list at the top or a foreign mcp_servers is refused and left '
+  + 'untouched', async (t) => {
+  const cases = [['model: [\n', /does not parse as YAML \(.*line 2, column 1\)/],
+    ['- a\n- b\n', /does not parse as a Hermes config \(the top level is not a mapping\)/],
+    ['mcp_servers: [a]\n', /mcp_servers is not a mapping/],
+    ['a: 1\n---\nb: 2\n', /does not parse as YAML \(Source contains multiple documents/]] as const;
   for (const [text, detail] of cases) {
     const box = setupSandbox(t.testdir());
     mkdirSync(box.hermesHome);
@@ -313,16 +367,27 @@ t.test('--print writes the entry on stdout and touches nothing', async (t) => {
   const before = box.snapshot();
   const codex = box.run(['codex', '--print', '--db', '/abs/f.sqlite3']);
   t.equal(codex.status, 0);
-  t.same(parseToml(codex.stdout), { mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', '/abs/f.sqlite3', '--host-id', 'codex'] } } });
+  t.same(parseToml(codex.stdout), {
+    mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', '/abs/f.sqlite3', '--host-id', 'codex'] } },
+  });
   t.match(codex.stdout, /^\[mcp_servers\.factlane\]\n/);
   const hermes = box.run(['hermes', '--print', '--project-id', 'p1']);
   t.equal(hermes.status, 0);
-  t.same(parseYaml(hermes.stdout), { mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'hermes', '--project-id', 'p1'] } } });
+  t.same(parseYaml(hermes.stdout), { mcp_servers: {
+    factlane: { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'hermes', '--project-id', 'p1'] },
+  } });
   const claude = box.run(['claude-code', '--print', '--db', '/a dir/f.sqlite3']);
   t.equal(claude.status, 0);
-  t.equal(claude.stdout, `claude mcp add --scope user factlane -- ${LAUNCHER} --db '/a dir/f.sqlite3' --host-id claude-code\n`);
+  t.equal(claude.stdout, `claude mcp add --scope user factlane -- ${LAUNCHER} --db '/a dir/f.sqlite3' --host-id `
+    + `claude-code\n`);
   const noXdg = box.run(['codex', '--print'], { XDG_DATA_HOME: undefined });
-  t.same(parseToml(noXdg.stdout), { mcp_servers: { factlane: { command: LAUNCHER, args: ['--db', join(box.home, '.local/share/factlane/factlane.sqlite3'), '--host-id', 'codex'] } } }, 'the launcher default without XDG_DATA_HOME');
+  t.same(
+    parseToml(noXdg.stdout),
+    { mcp_servers: { factlane: {
+      command: LAUNCHER, args: ['--db', join(box.home, '.local/share/factlane/factlane.sqlite3'), '--host-id', 'codex'],
+    } } },
+    'the launcher default without XDG_DATA_HOME',
+  );
   for (const result of [codex, hermes, claude, noXdg]) t.equal(result.stderr, '');
   t.same(box.snapshot(), before, 'nothing created or changed');
 });
@@ -336,9 +401,18 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
     [['nope'], /^factlane setup: the host must be one of: codex, claude-code, hermes\n/],
     [[], /^factlane setup: the host must be one of/],
     [['codex', 'hermes'], /^factlane setup: one host only, got: codex hermes\n/],
-    [['codex', '--write-profile', 'admin'], /^factlane setup: --write-profile must be one of: read-only, delegated-candidate, /],
-    [['hermes', '--project-id', 'not an id'], /^factlane setup: INVALID_CONTEXT_BINDING: --project-id must be an identifier\n/],
-    [['codex', '--project-id', 'sk-abcdefghijklmnopqrstuvwxyz0123456789'], /^factlane setup: RAW_OR_SENSITIVE_CONTENT: --project-id looks like a secret\n/],
+    [
+      ['codex', '--write-profile', 'admin'],
+      /^factlane setup: --write-profile must be one of: read-only, delegated-candidate, /,
+    ],
+    [
+      ['hermes', '--project-id', 'not an id'],
+      /^factlane setup: INVALID_CONTEXT_BINDING: --project-id must be an identifier\n/,
+    ],
+    [
+      ['codex', '--project-id', 'sk-abcdefghijklmnopqrstuvwxyz0123456789'],
+      /^factlane setup: RAW_OR_SENSITIVE_CONTENT: --project-id looks like a secret\n/,
+    ],
     [['codex', '--db', ''], /^factlane setup: --db needs a path\n/],
     [['codex', '--host-id', 'x'],
       /^factlane setup: setup takes no --host-id; it writes --host-id \(the host's name\) itself/],
@@ -360,7 +434,10 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
   t.same(box.snapshot(), before, 'nothing created');
   const help = box.run(['--help']);
   t.equal(help.status, 0);
-  t.match(help.stdout, /^usage: factlane setup codex\|claude-code\|hermes \[--db PATH\] \[--write-profile P\] \[--project-id ID\] \[--print\] \[--force\]\n/);
+  t.match(
+    help.stdout,
+    /^usage: factlane setup codex\|claude-code\|hermes \[--db PATH\] \[--write-profile P\] \[--project-id ID\] \[--print\] \[--force\]\n/,
+  );
 });
 
 t.test('factlane --help names setup, and a launch without setup is still the server', async (t) => {
@@ -368,7 +445,9 @@ t.test('factlane --help names setup, and a launch without setup is still the ser
   const help = spawnSync(process.execPath, [FACTLANE_BIN, '--help'], { encoding: 'utf8', env: box.env });
   t.equal(help.status, 0);
   t.match(help.stdout, /\n {7}factlane setup codex\|claude-code\|hermes \[--db PATH\]/);
-  const positional = spawnSync(process.execPath, [FACTLANE_BIN, 'codex', '--host-id', 'x'], { encoding: 'utf8', env: box.env, input: '' });
+  const positional = spawnSync(
+    process.execPath, [FACTLANE_BIN, 'codex', '--host-id', 'x'], { encoding: 'utf8', env: box.env, input: '' },
+  );
   t.equal(positional.status, 2, 'a positional other than setup stays a launcher usage error');
   t.match(positional.stderr, /^factlane: Unexpected argument 'codex'/);
 });
@@ -396,6 +475,8 @@ t.test('a config that is a symbolic link to a missing file is refused, and the l
   symlinkSync(join(box.root, 'dotfiles', 'config.toml'), box.codexConfig);
   const result = box.run(['codex']);
   t.equal(result.status, 1);
-  t.match(result.stderr, /^factlane setup: VERIFY_FAILED: .*config\.toml is a symbolic link to a file that does not exist; /);
+  t.match(
+    result.stderr, /^factlane setup: VERIFY_FAILED: .*config\.toml is a symbolic link to a file that does not exist; /,
+  );
   t.ok(lstatSync(box.codexConfig).isSymbolicLink(), 'still a link');
 });

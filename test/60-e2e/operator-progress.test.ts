@@ -134,7 +134,9 @@ t.test('reembed: the batches among the steps, switched last; the batch lines on 
   t.equal(plain.status, 0, plain.stderr);
   t.match(plain.stderr, /^reembed: batch 1: (\d+)\/\1 records \(100%\), \d+\/s, about 0 s left\n$/,
     'the batch line, as before');
-  t.match(plain.stdout, /^reembed: \d+ records embedded in 1 batch\(es\), \d+ ms; bound local-hash-384 -> local-hash-384\n$/);
+  t.match(
+    plain.stdout, /^reembed: \d+ records embedded in 1 batch\(es\), \d+ ms; bound local-hash-384 -> local-hash-384\n$/,
+  );
 });
 
 t.test('recover: its phases through the same reporter, the outcome last', async (t) => {
@@ -184,7 +186,8 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   t.equal(json.status, 0, json.stderr);
   const lines = steps(t, json.stderr, 'migrate_up');
   t.strictSame(lines.map((line) => line.step), [
-    'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified', 'backup_published',
+    'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified',
+    'backup_published',
     'backup_manifest_written', 'migration_applied', 'migration_applied', 'migration_applied', 'derived_rows_rebuilt',
     'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
   ]);
@@ -197,11 +200,14 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   t.match(lines[11], { done: records, total: records }, 'every record\'s token count, in the same step');
   t.match(lines[12], { done: 4, total: 4, version: 5, name: 'record_token_counts' });
   t.match(lines.at(-1), { failed_checks: 0 });
-  t.match(JSON.parse(json.stdout), { applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5 });
+  t.match(JSON.parse(json.stdout), {
+    applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5,
+  });
 
   const plain = migrate('up', '--db', plainPath, '--no-backup');
   t.equal(plain.status, 0, plain.stderr);
-  t.equal(plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks', '0005_record_token_counts']
+  t.equal(
+    plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks', '0005_record_token_counts']
     .map((name) => `factlane-migrate: applying ${name}\n`).join(''), 'the lines it printed before, only');
   t.match(plain.stdout, /^applied 4 migration\(s\); schema version 5\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');
@@ -215,11 +221,13 @@ t.test('on a terminal one line is rewritten in place and ends before the report 
   const out = join(dirname(dbPath), 'tty.sqlite3');
   const shown = onTerminal([process.execPath, ADMIN_BIN, 'backup', '--db', dbPath, '--out', out]);
   t.match(shown, /^\rbackup: lease taken; lease shared \[\d+ ms\]\x1b\[K\rbackup: pages copied \d+\/\d+ \(\d+%\) \[/);
-  t.match(shown, /\rbackup: manifest written; file bytes \d+ \[[\d.]+ m?s\]\x1b\[K\r\nbackup written and verified: \d+ bytes/,
+  t.match(
+    shown, /\rbackup: manifest written; file bytes \d+ \[[\d.]+ m?s\]\x1b\[K\r\nbackup written and verified: \d+ bytes/,
     'the last step, a newline, then the report');
   t.equal(shown.split('\n').length, 3, 'one progress line and one report line');
 
   const failed = onTerminal([process.execPath, ADMIN_BIN, 'backup', '--db', dbPath, '--out', out]);
-  t.match(failed, /^\rbackup: lease taken; lease shared \[\d+ ms\]\x1b\[K\r\nfactlane-admin: TARGET_EXISTS: [^\n]+\r\n$/,
+  t.match(
+    failed, /^\rbackup: lease taken; lease shared \[\d+ ms\]\x1b\[K\r\nfactlane-admin: TARGET_EXISTS: [^\n]+\r\n$/,
     'a failure ends the progress line before the error line');
 });

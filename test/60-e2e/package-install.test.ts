@@ -24,8 +24,10 @@ t.setTimeout(1_200_000);
  * migrations, the bundled schema.
  */
 const SHIPPED = new RegExp(`^(${[
-  'package\\.json', 'README(\\.ar)?\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js', 'dist/bin/chunks/[\\w-]+\\.js',
-  'dist/schema/index\\.(js|d\\.ts)', 'dist/schema/json/\\w+(\\.tool)?\\.json', 'dist/generated/db\\.d\\.ts', 'migrations/\\d{4}_\\w+\\.sql',
+  'package\\.json', 'README(\\.ar)?\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js',
+  'dist/bin/chunks/[\\w-]+\\.js',
+  'dist/schema/index\\.(js|d\\.ts)', 'dist/schema/json/\\w+(\\.tool)?\\.json', 'dist/generated/db\\.d\\.ts',
+  'migrations/\\d{4}_\\w+\\.sql',
   'node_modules/(@factlane/schema|@sinclair/typebox)/.+',
 ].join('|')})$`);
 const DEV_ONLY = ['tap', 'typescript', 'esbuild', 'kysely-codegen', 'fast-check', '@tapjs', '@types'];
@@ -36,13 +38,19 @@ t.test('the packed product installs globally as users install it and its three c
   const tarball = pack(tmp);
   t.equal(tarball.path, join(tmp, `factlane-${PACKAGE_VERSION}.tgz`));
   t.same(tarball.files.filter((file) => !SHIPPED.test(file)), [], 'no sources, tests, benchmarks or source maps');
-  for (const needed of ['dist/bin/factlane.js', 'migrations/0001_initial.sql', 'node_modules/@factlane/schema/dist/index.js']) {
+  for (const needed of [
+    'dist/bin/factlane.js', 'migrations/0001_initial.sql', 'node_modules/@factlane/schema/dist/index.js',
+  ]) {
     t.ok(tarball.files.includes(needed), `ships ${needed}`);
   }
-  t.same([...tarball.bundled].sort(), ['@factlane/schema', '@sinclair/typebox'], 'the workspace package travels in the tarball');
+  t.same([...tarball.bundled].sort(), ['@factlane/schema', '@sinclair/typebox'], 'the workspace package travels in '
+    + 'the tarball');
 
   const prefix = join(tmp, 'prefix');
-  const args = ['install', '-g', '--prefix', prefix, tarball.path, '--allow-scripts=better-sqlite3,fs-ext', '--no-audit', '--no-fund'];
+  const args = [
+    'install', '-g', '--prefix', prefix, tarball.path, '--allow-scripts=better-sqlite3,fs-ext', '--no-audit',
+    '--no-fund',
+  ];
   const install = npm(args, tmp, 1_100_000);
   t.equal(install.status, 0, 'npm install -g of the tarball', { stderr: install.stderr });
   const root = join(prefix, 'lib/node_modules/factlane');
@@ -83,16 +91,22 @@ t.test('the packed product installs globally as users install it and its three c
   t.match(store.structuredContent, { status: 'OK', results: [{ lifecycle_state: 'VALIDATED_CURRENT', fact: FACT }] },
     'memory_store stores a current fact', { content: store.content });
   const search = await callTool('memory_search', {
-    scope: 'GLOBAL_USER', query: 'which node version does the build use', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT',
+    scope: 'GLOBAL_USER', query: 'which node version does the build use',
+    intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT',
   });
-  t.match(search.structuredContent, { status: 'OK', results: [{ fact: FACT }] }, 'memory_search finds it', { content: search.content });
+  t.match(
+    search.structuredContent, { status: 'OK', results: [{ fact: FACT }] }, 'memory_search finds it',
+    { content: search.content },
+  );
   await client.close();
   t.equal(stderr, '', 'nothing on stderr');
 
   // The installed operator commands find the shipped migrations and the native modules.
   const status = run('factlane-migrate', 'status', '--db', dbPath, '--json');
   t.equal(status.status, 0, 'factlane-migrate status', { stdout: status.stdout, stderr: status.stderr });
-  t.match(JSON.parse(status.stdout), { state: 'UP_TO_DATE', pending: [] }, 'the shipped migrations are found and applied');
+  t.match(
+    JSON.parse(status.stdout), { state: 'UP_TO_DATE', pending: [] }, 'the shipped migrations are found and applied',
+  );
   const verify = run('factlane-admin', 'verify', '--db', dbPath, '--json');
   t.equal(verify.status, 0, 'factlane-admin verify', { stdout: verify.stdout, stderr: verify.stderr });
   t.match(JSON.parse(verify.stdout), { ok: true }, 'verify passes on the database the installed server made');

@@ -72,21 +72,25 @@ t.test('--json writes one object per step and a failed step when the operation t
   t.strictSame(lines.map((line) => JSON.parse(line)), [
     { operation: 'migrate_up', step: 'lease_taken', lease: 'exclusive', elapsed_ms: 5 },
     {
-      operation: 'migrate_up', step: 'migration_applied', done: 1, total: 2, version: 2, name: 'eligible_vectors', elapsed_ms: 10,
+      operation: 'migrate_up', step: 'migration_applied', done: 1, total: 2, version: 2, name: 'eligible_vectors',
+      elapsed_ms: 10,
     },
     { operation: 'migrate_up', step: 'failed', error_code: 'VERIFY_FAILED', elapsed_ms: 15 },
   ]);
   t.notMatch(stream.text(), /\r|\x1b/, 'no terminal control in JSON lines');
 
   const other = fakeStream(false);
-  await t.rejects(new ProgressReporter({ operation: 'backup', stream: other, json: true, now: ticking() }).run(async () => {
+  await t.rejects(new ProgressReporter(
+    { operation: 'backup', stream: other, json: true, now: ticking() },
+  ).run(async () => {
     throw new Error('unexpected');
   }));
   t.strictSame(JSON.parse(other.text()), { operation: 'backup', step: 'failed', elapsed_ms: 5 },
     'no code for an ungoverned error');
 });
 
-t.test('not a terminal and no --json: the plain lines the commands printed before, nothing for the others', async (t) => {
+t.test('not a terminal and no --json: the plain lines the commands printed before, nothing for the '
+  + 'others', async (t) => {
   const reembed = fakeStream(false);
   const reporter = operationProgress('reembed', false, reembed);
   t.equal(reporter.mode, 'plain');
@@ -131,7 +135,9 @@ t.test('on a terminal reembed and recover read as their plain lines; the others 
   t.equal(describeStep('housekeep', { step: 'outcome', fields: { outcome: 'NO_ACTION_REQUIRED', compacted: 0 } }),
     'housekeep: outcome; outcome NO_ACTION_REQUIRED, compacted 0');
   t.equal(describeStep('reembed', { step: 'sampled', done: 32 }), 'reembed: sampled 32');
-  t.equal(describeStep('housekeep', { step: 'selected', total: 2 }), 'housekeep: selected 2', 'a total alone is a count');
+  t.equal(
+    describeStep('housekeep', { step: 'selected', total: 2 }), 'housekeep: selected 2', 'a total alone is a count',
+  );
   t.equal(describeStep('recover', { step: 'preflight', fields: { recovery_state: null } }),
     'recover: preflight; recovery state none');
 });

@@ -37,12 +37,14 @@ const code: ErrorCode = 'BACKEND_BUSY';
 export const retryable: boolean = ERROR_CODES[code].retryable && name.length > 0;
 `;
 
-t.test('the packed @factlane/schema installs alone into an empty folder and holds the contract', { skip }, async (t) => {
+t.test('the packed @factlane/schema installs alone into an empty folder and holds the ' +
+  'contract', { skip }, async (t) => {
   const tmp = userDir(t);
   const tarball = pack(tmp, '@factlane/schema');
   t.match(tarball.path, /factlane-schema-0\.1\.0\.tgz$/);
   const shipped = /^(package\.json|README\.md|dist\/[a-z-]+\.(js|d\.ts)|dist\/json\/\w+(\.tool)?\.json)$/;
-  t.same(tarball.files.filter((file) => !shipped.test(file)), [], 'the built package only: no sources, source maps or scripts');
+  t.same(tarball.files.filter((file) => !shipped.test(file)), [], 'the built package only: no sources, source maps ' +
+    'or scripts');
   t.same(tarball.bundled, []);
 
   const consumer = join(tmp, 'consumer');
@@ -53,7 +55,8 @@ t.test('the packed @factlane/schema installs alone into an empty folder and hold
   const lock = JSON.parse(readFileSync(join(consumer, 'package-lock.json'), 'utf8'));
   t.same(Object.keys(lock.packages).sort(), ['', 'node_modules/@factlane/schema', 'node_modules/@sinclair/typebox'],
     'the install is the package and TypeBox, nothing else');
-  const scripted = Object.values(lock.packages).filter((entry) => (entry as { hasInstallScript?: boolean }).hasInstallScript);
+  const scripted =
+    Object.values(lock.packages).filter((entry) => (entry as { hasInstallScript?: boolean }).hasInstallScript);
   t.same(scripted, [], 'no install script anywhere');
   const installed = readdirSync(join(consumer, 'node_modules')).filter((name) => !name.startsWith('.'));
   t.same(installed.sort(), ['@factlane', '@sinclair']);
@@ -77,9 +80,13 @@ t.test('the packed @factlane/schema installs alone into an empty folder and hold
   // The types ship too: a TypeScript consumer compiles against the installed package alone.
   writeFileSync(join(consumer, 'consumer.ts'), CONSUMER_TS);
   writeFileSync(join(consumer, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, types: [] },
+    compilerOptions: {
+      module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, types: [],
+    },
     files: ['consumer.ts'],
   }));
-  const tsc = spawnSync(process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', consumer], { encoding: 'utf8' });
+  const tsc = spawnSync(
+    process.execPath, [join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', consumer], { encoding: 'utf8' },
+  );
   t.equal(tsc.status, 0, 'tsc compiles a consumer against the installed types', { output: tsc.stdout + tsc.stderr });
 });

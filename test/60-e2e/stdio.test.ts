@@ -41,7 +41,9 @@ t.test('the built launcher serves MCP on stdio and exits 0 when its stdin closes
   const { tools } = await server.client.listTools();
   t.same(tools.map((tool) => tool.name), TOOL_ORDER);
 
-  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'e2e-1' } } })) as CallToolResult;
+  const result = (await server.client.callTool(
+    { name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'e2e-1' } } },
+  )) as CallToolResult;
   t.notOk(result.isError);
   const text = textOf(result);
   t.equal(text, sortedJson(JSON.parse(text)), 'canonical JSON text');
@@ -49,8 +51,12 @@ t.test('the built launcher serves MCP on stdio and exits 0 when its stdin closes
   t.match(result.structuredContent, {
     status: 'OK',
     launcher: { write_profile: 'read-only', permitted_operations: [], max_lifecycle: null },
-    audit: { request_id: 'e2e-1', host_binding: { host_id: 'e2e', transport: 'stdio', binding_source: 'explicit-launcher', gateway_instance_id: /^[0-9a-f]{32}$/ } },
-    backend_status: { counts: { CANDIDATE: 0, VALIDATED_CURRENT: 0 }, embedding_compatibility: { state: 'COMPATIBLE' } },
+    audit: { request_id: 'e2e-1', host_binding: {
+      host_id: 'e2e', transport: 'stdio', binding_source: 'explicit-launcher', gateway_instance_id: /^[0-9a-f]{32}$/,
+    } },
+    backend_status: {
+      counts: { CANDIDATE: 0, VALIDATED_CURRENT: 0 }, embedding_compatibility: { state: 'COMPATIBLE' },
+    },
   });
 
   t.ok(existsSync(dbPath), 'database created');
@@ -65,37 +71,55 @@ t.test('the built launcher serves MCP on stdio and exits 0 when its stdin closes
 });
 
 t.test('on the wire, an envelope result carries its canonical text as structuredContent, written once', async (t) => {
-  const child = spawn(process.execPath, [FACTLANE_BIN, '--db', join(t.testdir(), 'x.sqlite3'), '--host-id', 'e2e'], { stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn(process.execPath, [FACTLANE_BIN, '--db', join(t.testdir(), 'x.sqlite3'), '--host-id', 'e2e'], {
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
   const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
   let stdout = '';
   const lines = (count: number) => new Promise<string[]>((resolve) => {
-    const check = () => { const done = stdout.split('\n').slice(0, -1); if (done.length >= count) { child.stdout.off('data', onData); resolve(done); } };
+    const check = () => {
+      const done = stdout.split('\n').slice(0, -1);
+      if (done.length >= count) { child.stdout.off('data', onData); resolve(done); }
+    };
     const onData = (chunk: Buffer) => { stdout += chunk; check(); };
     child.stdout.on('data', onData);
     check();
   });
-  const send = (message: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
-  send({ id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+  const send =
+    (message: Record<string, unknown>) => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+  send({ id: 1, method: 'initialize', params: {
+    protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' },
+  } });
   await lines(1);
   send({ method: 'notifications/initialized' });
-  send({ id: 2, method: 'tools/call', params: { name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'wire-1' } } } });
+  send({ id: 2, method: 'tools/call', params: {
+    name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER', request_id: 'wire-1' } },
+  } });
   const [, frame] = await lines(2);
   child.stdin.end();
   t.same(await exited, { code: 0, signal: null });
   const message = JSON.parse(frame!);
   const text = message.result.content[0].text as string;
-  t.match(message, { jsonrpc: '2.0', id: 2, result: { structuredContent: { status: 'OK', audit: { request_id: 'wire-1' } } } });
+  t.match(message, {
+    jsonrpc: '2.0', id: 2, result: { structuredContent: { status: 'OK', audit: { request_id: 'wire-1' } } },
+  });
   t.same(Object.keys(message.result).sort(), ['content', 'structuredContent']);
   t.ok(frame!.includes(`"structuredContent":${text}`), 'the envelope is the canonical text, keys in canonical order');
 });
 
 t.test('launcher bindings reach every envelope', async (t) => {
   const dbPath = join(t.testdir(), 'x.sqlite3');
-  const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--binding-source', 'ci', '--project-id', 'p1', '--agent-id', 'a1', '--agent-id-source', 'cfg']);
-  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'PROJECT' } } })) as CallToolResult;
+  const server = await startServer(t, [
+    '--db', dbPath, '--host-id', 'e2e', '--binding-source', 'ci', '--project-id', 'p1', '--agent-id', 'a1',
+    '--agent-id-source', 'cfg',
+  ]);
+  const result = (await server.client.callTool(
+    { name: 'memory_status', arguments: { request: { scope: 'PROJECT' } } },
+  )) as CallToolResult;
   t.match(result.structuredContent, { status: 'OK', scope: { scope: 'PROJECT', project_id: 'p1', agent_id: null } });
   t.same((result.structuredContent as { audit: Record<string, unknown> }).audit.context_binding, {
-    binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher', agent_id: 'a1', agent_id_source: 'cfg',
+    binding_source: 'explicit-launcher', project_id: 'p1', project_id_source: 'explicit-launcher', agent_id: 'a1',
+    agent_id_source: 'cfg',
   });
   t.match(result.structuredContent, { audit: { host_binding: { host_id: 'e2e', binding_source: 'ci' } } });
 });
@@ -106,11 +130,15 @@ t.test('an existing database starts under an unreachable Ollama profile and repo
   await first.client.close();
   await first.exited;
   const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--profile', 'nomic-768']);
-  const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } })) as CallToolResult;
+  const result = (await server.client.callTool(
+    { name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } },
+  )) as CallToolResult;
   t.match(result.structuredContent, {
     status: 'OK',
     provider_status: { available: false, error_code: 'EMBEDDING_UNAVAILABLE' },
-    backend_status: { profile: { profile_id: 'nomic-768' }, embedding_compatibility: { state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH' } },
+    backend_status: { profile: { profile_id: 'nomic-768' }, embedding_compatibility: {
+      state: 'INCOMPATIBLE', reason: 'SEMANTIC_IDENTITY_MISMATCH',
+    } },
   });
 });
 
@@ -118,7 +146,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   t.test(`${signal} shuts the server down cleanly with exit 0`, async (t) => {
     const dbPath = join(t.testdir(), 'x.sqlite3');
     const server = await startServer(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'owner-current']);
-    const result = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } })) as CallToolResult;
+    const result = (await server.client.callTool(
+      { name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } },
+    )) as CallToolResult;
     t.match(result.structuredContent, { status: 'OK', launcher: { write_profile: 'owner-current' } });
     server.child.kill(signal);
     t.same(await server.exited, { code: 0, signal: null }, `exit 0 on ${signal}`);
@@ -134,7 +164,8 @@ t.test('a stop while stores wait for a database another process holds: BACKEND_B
   const cases = [['SIGTERM', 1, 'on'], ['SIGTERM', 3, 'on'], ['stdin EOF', 3, 'on'], ['SIGTERM', 3, 'off']] as const;
   for (const [stop, calls, queue] of cases) {
     const dbPath = join(t.testdir(), `${stop}-${calls}-${queue}.sqlite3`.replace(' ', '-'));
-    const server = await startLauncher(t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'delegated-candidate'],
+    const server = await startLauncher(
+      t, ['--db', dbPath, '--host-id', 'e2e', '--write-profile', 'delegated-candidate'],
       'factlane-e2e', queue === 'off' ? { FACTLANE_BENCH_WRITER_QUEUE: 'off' } : {});
     const holder = new RawDatabase(dbPath);
     holder.exec('BEGIN IMMEDIATE');
@@ -169,9 +200,12 @@ t.test('a call on a line past the 10 MiB read limit gets its error at once; the 
     fact: 'x'.repeat(11 * 1024 * 1024) }) } }, undefined, { timeout: 20_000 }),
   { code: -32700, message: /a line over 10485760 bytes is not read/ });
   t.ok(Date.now() - began < 15_000, `answered, not timed out (${Date.now() - began} ms)`);
-  const status = (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } }))
+  const status =
+    (await server.client.callTool({ name: 'memory_status', arguments: { request: { scope: 'GLOBAL_USER' } } }))
     .structuredContent as { status: string; backend_status: { counts: Record<string, number> } };
-  t.match(status, { status: 'OK', backend_status: { counts: { CANDIDATE: 0 } } }, 'the session goes on; nothing stored');
+  t.match(
+    status, { status: 'OK', backend_status: { counts: { CANDIDATE: 0 } } }, 'the session goes on; nothing stored',
+  );
 });
 
 t.test('a stop signal while the launcher itself loads is held: exit 0, not killed by the signal', async (t) => {
@@ -253,29 +287,43 @@ t.test('a stop signal while a new database waits for Ollama ends the start at on
 t.test('without --db the database goes under $XDG_DATA_HOME, else ~/.local/share', async (t) => {
   for (const [label, unsetXdg] of [['XDG_DATA_HOME', false], ['HOME', true]] as const) {
     const box = launchSandbox(t.testdir());
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: box.home, ...(unsetXdg ? {} : { XDG_DATA_HOME: box.xdg }) };
-    const child = spawn(process.execPath, [FACTLANE_BIN, '--host-id', 'me'], { cwd: box.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '', HOME: box.home, ...(unsetXdg ? {} : { XDG_DATA_HOME: box.xdg })
+    };
+    const child = spawn(
+      process.execPath, [FACTLANE_BIN, '--host-id', 'me'], { cwd: box.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
     let stdout = '';
-    const answered = new Promise<void>((resolve) => child.stdout.on('data', (chunk) => { stdout += chunk; if (stdout.includes('\n')) resolve(); }));
-    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })}\n`);
+    const answered = new Promise<void>((resolve) => child.stdout.on(
+      'data', (chunk) => { stdout += chunk; if (stdout.includes('\n')) resolve(); },
+    ));
+    child.stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '0' } } })}\n`,
+    );
     await Promise.race([answered, exited]);
     child.stdin.end();
     t.same(await exited, { code: 0, signal: null }, `${label}: exit 0 after stdin closes`);
     const lines = stdout.trimEnd().split('\n').map((line) => JSON.parse(line));
-    t.match(lines, [{ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'factlane' } } }], `${label}: stdout carries only the JSON-RPC answer`);
+    t.match(
+      lines, [{ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'factlane' } } }],
+      `${label}: stdout carries only the JSON-RPC answer`,
+    );
     const dataHome = unsetXdg ? join(box.home, '.local', 'share') : box.xdg;
     const dbPath = join(dataHome, 'factlane', 'factlane.sqlite3');
     t.ok(existsSync(dbPath), `${label}: default database created`);
     t.equal(modeOf(join(dataHome, 'factlane')), 0o700, `${label}: parent directory is 0700`);
     t.equal(modeOf(dbPath), 0o600, `${label}: database file is 0600`);
-    if (!unsetXdg) t.same(box.tree().filter((p) => p.startsWith('home/') || p.startsWith('cwd/')), [], 'nothing under HOME or the working directory');
+    if (!unsetXdg)
+      t.same(box.tree().filter((p) => p.startsWith('home/') || p.startsWith('cwd/')), [], 'nothing under HOME or the '
+        + 'working directory');
   }
 });
 
 t.test('--tokenizer-path is accepted with one notice; stdin closed at once exits 0', async (t) => {
   const box = launchSandbox(t.testdir());
-  const run = box.run(['--db', join(box.root, 'x.sqlite3'), '--host-id', 'h', '--tokenizer-path', join(box.root, 'none.json')]);
+  const run =
+    box.run(['--db', join(box.root, 'x.sqlite3'), '--host-id', 'h', '--tokenizer-path', join(box.root, 'none.json')]);
   t.equal(run.status, 0, run.stderr);
   t.match(run.stderr, /^factlane: info: --tokenizer-path is accepted and ignored[^\n]*\n$/, 'exactly one notice');
   t.equal(run.stdout, '', 'no output without a request');
@@ -316,15 +364,20 @@ t.test('--version prints four version lines', async (t) => {
   const version = box.run(['--version']);
   t.equal(version.status, 0);
   t.same(version.stdout.split('\n'), [
-    `factlane ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2', `schema version ${loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version}`, '',
+    `factlane ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2',
+    `schema version ${loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version}`, '',
   ]);
 });
 
-t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1], a port, no path (§14.4)', async (t) => {
-  for (const url of ['http://127.0.0.1', 'http://127.0.0.1/', 'http://127.0.0.1:11434', 'http://[::1]:1/', 'HTTP://127.0.0.1:65535']) {
+t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1], a port, no path '
+  + '(§14.4)', async (t) => {
+  for (const url of [
+    'http://127.0.0.1', 'http://127.0.0.1/', 'http://127.0.0.1:11434', 'http://[::1]:1/', 'HTTP://127.0.0.1:65535',
+  ]) {
     t.ok(isLoopbackOllamaUrl(url), `accepted: ${url}`);
   }
-  const refused = ['http://localhost:11434', 'https://127.0.0.1', 'http://127.0.0.1/api', 'http://127.0.0.1/?', 'http://127.0.0.1#x',
+  const refused = [
+    'http://localhost:11434', 'https://127.0.0.1', 'http://127.0.0.1/api', 'http://127.0.0.1/?', 'http://127.0.0.1#x',
     'http://u@127.0.0.1', 'http://127.0.0.1:99999', 'http://127.0.0.1:0', 'http://127.0.0.1:', 'http://127.1:11434',
     'http://2130706433:11434', 'http://0x7f000001:11434', 'http://[0:0:0:0:0:0:0:1]:11434', 'http://127.0.0.1:11434/.',
     'http://127.0.0.1:11434/..', 'http://127.0.0.1:11434/%2e', 'http:127.0.0.1:11434', 'http:\\127.0.0.1:11434',
@@ -333,7 +386,9 @@ t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1],
 });
 
 t.test('parseFlags: a value flag given twice is a usage error; multiple and boolean flags may repeat', async (t) => {
-  const options = { db: { type: 'string' }, id: { type: 'string', multiple: true }, json: { type: 'boolean' } } as const;
+  const options = {
+    db: { type: 'string' }, id: { type: 'string', multiple: true }, json: { type: 'boolean' },
+  } as const;
   const parse = (...args: string[]) => parseFlags({ args, options, allowPositionals: true });
   t.throws(() => parse('--db', 'a', '--db', 'b'), new UsageError('--db was given more than once; give it once'));
   t.throws(() => parse('--db=a', '--db=a'), { name: 'UsageError' }, 'even with the same value');
@@ -359,8 +414,14 @@ t.test('usage errors exit 2 before any file is touched', async (t) => {
     ['host label with a slash', ['--db', db, '--host-id', 'a/b'], /^factlane: INVALID_HOST_BINDING: /],
     ['bad write profile', ['--db', db, '--host-id', 'h', '--write-profile', 'root'], /--write-profile must be one of/],
     ['unknown profile', ['--db', db, '--host-id', 'h', '--profile', 'nope'], /--profile must be one of/],
-    ['non-loopback Ollama URL', ['--db', db, '--host-id', 'h', '--ollama-url', 'http://localhost:11434'], /--ollama-url/],
-    ['workflow without project', ['--db', db, '--host-id', 'h', '--workflow-id', 'w'], /^factlane: INVALID_CONTEXT_BINDING: /],
+    [
+      'non-loopback Ollama URL', ['--db', db, '--host-id', 'h', '--ollama-url', 'http://localhost:11434'],
+      /--ollama-url/,
+    ],
+    [
+      'workflow without project', ['--db', db, '--host-id', 'h', '--workflow-id', 'w'],
+      /^factlane: INVALID_CONTEXT_BINDING: /,
+    ],
     ['secret-like host id', ['--db', db, '--host-id', secret], /^factlane: RAW_OR_SENSITIVE_CONTENT: /],
     ['secret-like unknown flag', ['--db', db, '--host-id', 'h', `--${secret}`], /Unknown option '\[redacted\]'/],
     ['secret-like positional', ['--db', db, '--host-id', 'h', secret], /Unexpected argument '\[redacted\]'/],
@@ -394,8 +455,14 @@ t.test('startup failures exit 1 with one stderr line and leave files as they wer
   const cases: [string, string[], string][] = [
     ['foreign SQLite file', ['--db', foreign, '--host-id', 'h'], 'SCHEMA_MISMATCH'],
     ['text file', ['--db', text, '--host-id', 'h'], 'BACKEND_CORRUPT'],
-    ['Ollama profile on a new database', ['--db', join(box.root, 'new', 'x.sqlite3'), '--host-id', 'h', '--profile', 'nomic-768'], 'EMBEDDING_UNAVAILABLE'],
-    ['a directory that cannot be created', ['--db', join(text, 'sub', 'x.sqlite3'), '--host-id', 'h'], 'BACKEND_UNAVAILABLE'],
+    [
+      'Ollama profile on a new database',
+      ['--db', join(box.root, 'new', 'x.sqlite3'), '--host-id', 'h', '--profile', 'nomic-768'], 'EMBEDDING_UNAVAILABLE',
+    ],
+    [
+      'a directory that cannot be created', ['--db', join(text, 'sub', 'x.sqlite3'), '--host-id', 'h'],
+      'BACKEND_UNAVAILABLE',
+    ],
     ['a path under a file', ['--db', join(text, 'x.sqlite3'), '--host-id', 'h'], 'BACKEND_UNAVAILABLE'],
   ];
   for (const [label, args, code] of cases) {
@@ -406,7 +473,10 @@ t.test('startup failures exit 1 with one stderr line and leave files as they wer
     // The path the operator gave: with the default one, the user would not know which file it is about.
     t.ok(run.stderr.endsWith(` (database ${args[1]})\n`), `${label}: names the database path`);
     t.equal(run.stdout, '', `${label}: no MCP output`);
-    t.same(box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']), before, `${label}: files unchanged, nothing created`);
+    t.same(
+      box.tree().map((p) => [p, statSync(join(box.root, p)).isFile() ? sha(join(box.root, p)) : 'dir']), before,
+      `${label}: files unchanged, nothing created`,
+    );
   }
   const underFile = box.run(['--db', join(text, 'x.sqlite3'), '--host-id', 'h']);
   t.match(underFile.stderr, /cannot be opened \(ENOTDIR\); check the path/, 'the cause is named by its code');
@@ -421,7 +491,8 @@ t.test('a database that cannot be written while it is made: one governed line, n
   const env = { PATH: process.env.PATH ?? '', ...box.env };
   const run = spawnSync('bash', ['-c', launch], { encoding: 'utf8', input: '', env });
   t.equal(run.status, 1, 'exit 1');
-  const line = /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_ERROR\); check the disk[^\n]*\n$/;
+  const line =
+    /^factlane: BACKEND_UNAVAILABLE: the database could not be created \(SQLITE_ERROR\); check the disk[^\n]*\n$/;
   t.match(run.stderr, line, 'exactly one line naming BACKEND_UNAVAILABLE');
   t.notOk(run.stderr.includes('node_modules') || run.stderr.includes('    at '), 'no stack, no internal path');
   t.same(['', '-wal', '-shm', '-journal'].filter((suffix) => existsSync(dbPath + suffix)), [], 'no database file left');
@@ -445,7 +516,8 @@ t.test('a database file with two names (hard links) is refused at start, each na
   t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'with one name again it starts');
 });
 
-t.test('a backup (its manifest beside it) is refused by the server and by housekeep, and stays restorable', async (t) => {
+t.test('a backup (its manifest beside it) is refused by the server and by housekeep, and stays '
+  + 'restorable', async (t) => {
   const box = launchSandbox(t.testdir());
   const dbPath = join(box.root, 'live.sqlite3');
   t.equal(box.run(['--db', dbPath, '--host-id', 'h']).status, 0, 'a database is made');
@@ -454,7 +526,10 @@ t.test('a backup (its manifest beside it) is refused by the server and by housek
   const bytes = sha(backup);
   const run = box.run(['--db', backup, '--host-id', 'h']);
   t.equal(run.status, 1, 'the server exits 1');
-  t.match(run.stderr, /^factlane: BACKEND_UNAVAILABLE: the database is a backup \(its FILE\.manifest\.json lies beside it\)[^\n]*\n$/);
+  t.match(
+    run.stderr,
+    /^factlane: BACKEND_UNAVAILABLE: the database is a backup \(its FILE\.manifest\.json lies beside it\)[^\n]*\n$/,
+  );
   // Every writer opens through WriteConnection.open, which refuses it: housekeep stands for migrate up and reembed.
   const housekeep = runBin(ADMIN_BIN, ['housekeep', '--db', backup, '--scope', 'GLOBAL_USER', '--max-records', '1',
     '--required-free-bytes', '1']);

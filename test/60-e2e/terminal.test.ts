@@ -8,9 +8,14 @@ import { FACTLANE_BIN } from '../helpers/mcp.js';
 // util-linux `script` gives the launcher a real terminal on stdin, as when a person runs it by hand.
 const hasScript = spawnSync('script', ['--version']).status === 0;
 
-t.test('run by hand from a terminal it says what it is on stderr and quits on Ctrl-D', { skip: hasScript ? false : 'util-linux script not installed' }, async (t) => {
+t.test('run by hand from a terminal it says what it is on stderr and quits on Ctrl-D', {
+  skip: hasScript ? false : 'util-linux script not installed',
+}, async (t) => {
   const dbPath = join(t.testdir(), 'x.sqlite3');
-  const child = spawn('script', ['-qec', `${process.execPath} ${FACTLANE_BIN} --db ${dbPath} --host-id me`, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(
+    'script', ['-qec', `${process.execPath} ${FACTLANE_BIN} --db ${dbPath} --host-id me`, '/dev/null'],
+    { stdio: ['pipe', 'pipe', 'pipe'] },
+  );
   let output = '';
   child.stdout.on('data', (chunk) => { output += chunk; });
   // Send Ctrl-D once the notice is on screen.

@@ -23,13 +23,17 @@ const BURST = 12;
 const HOST_ID = 'crash-host';
 const SCOPE = { scope: 'PROJECT', project_id: 'crash-project' } as const;
 
-type Envelope = { status: string; error_code?: string; idempotent_replay?: boolean; results: { record_id: string; fact: string; lifecycle_state: string }[] };
+type Envelope = {
+  status: string; error_code?: string; idempotent_replay?: boolean;
+  results: { record_id: string; fact: string; lifecycle_state: string }[];
+};
 type Sent = { request: Record<string, unknown>; first: Envelope | null };
 
 const nowText = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
 
 /** The built launcher as an owner-current server on `dbPath`, through the SDK stdio client. */
-const startServer = (t: Test, dbPath: string) => startLauncher(t, ['--db', dbPath, '--host-id', HOST_ID, '--write-profile', 'owner-current'], 'factlane-crash');
+const startServer = (t: Test, dbPath: string) =>
+  startLauncher(t, ['--db', dbPath, '--host-id', HOST_ID, '--write-profile', 'owner-current'], 'factlane-crash');
 type Server = Awaited<ReturnType<typeof startServer>>;
 
 /** Sends memory_store; resolves with the envelope, or null when the connection died first. Tool errors throw. */
@@ -44,10 +48,18 @@ function storeRequest(iteration: number, index: number): Record<string, unknown>
   const now = nowText();
   const current = index % 2 === 0;
   return {
-    ...SCOPE, fact: `crash ${iteration}-${index}: the worker pool of service ${iteration * 100 + index} has ${index + 2} threads`,
-    memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `crash-${iteration}-${index}`, freshness_policy: { kind: 'never' },
-    source_provenance: { source_class: 'repo', source_ref: `config/service-${iteration}-${index}.toml`, source_hash: 'cd'.repeat(32), review_ref: 'crash-review', extraction_method: 'manual' },
-    ...(current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now } : { tags: [`batch-${iteration}`] }),
+    ...SCOPE,
+    fact: `crash ${iteration}-${index}: the worker pool of service ${iteration * 100 + index} has ${index + 2} threads`,
+    memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `crash-${iteration}-${index}`,
+    freshness_policy: { kind: 'never' },
+    source_provenance: {
+      source_class: 'repo', source_ref: `config/service-${iteration}-${index}.toml`, source_hash: 'cd'.repeat(32),
+      review_ref: 'crash-review', extraction_method: 'manual',
+    },
+    ...(
+      current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now }
+        : { tags: [`batch-${iteration}`] }
+    ),
   };
 }
 
@@ -58,7 +70,8 @@ async function committed(dbPath: string, idempotencyKey: string): Promise<void> 
   try {
     const find = db.prepare('SELECT 1 FROM adapter_records WHERE idempotency_key = ?');
     while (find.get(idempotencyKey) === undefined) {
-      if (performance.now() > deadline) throw new Error(`${idempotencyKey} was not committed within ${COMMIT_WAIT_MS} ms`);
+      if (performance.now() > deadline)
+        throw new Error(`${idempotencyKey} was not committed within ${COMMIT_WAIT_MS} ms`);
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
   } finally {
@@ -72,10 +85,13 @@ function crashedCounts(dbPath: string) {
   return { records: counts.records, fts: counts.fts, vec: counts.vec };
 }
 
-t.test('SIGKILL during memory_store bursts: every resent request replays or writes fresh, nothing partial', async (t) => {
+t.test('SIGKILL during memory_store bursts: every resent request replays or writes fresh, nothing ' +
+  'partial', async (t) => {
   const dbPath = join(t.testdir(), 'crash.sqlite3');
   const sentKeys = new Set<string>();
-  const tally = { sent: 0, answered_before_kill: 0, replay_after_answer: 0, replay_after_lost_answer: 0, fresh_after_kill: 0 };
+  const tally = {
+    sent: 0, answered_before_kill: 0, replay_after_answer: 0, replay_after_lost_answer: 0, fresh_after_kill: 0,
+  };
   const problems: string[] = [];
 
   let server = await startServer(t, dbPath);
@@ -86,7 +102,10 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
   for (let index = 0; index < BURST; index += 1) calibration.push({ request: storeRequest(0, index), first: null });
   await Promise.all(calibration.map(async (sent) => { sent.first = await store(server, sent.request); }));
   const burstMs = performance.now() - calibrationStart;
-  t.ok(calibration.every((sent) => sent.first?.status === 'OK' && sent.first.idempotent_replay === undefined), 'the calibration burst is stored');
+  t.ok(
+    calibration.every((sent) => sent.first?.status === 'OK' && sent.first.idempotent_replay === undefined),
+    'the calibration burst is stored',
+  );
   for (const sent of calibration) sentKeys.add(sent.request.idempotency_key as string);
   tally.sent += calibration.length;
 
@@ -94,7 +113,8 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
     const lostAnswer = LOST_ANSWER_ITERATIONS.has(iteration);
     const single = SINGLE_REQUEST_ITERATIONS.has(iteration) || lostAnswer;
     const batch: Sent[] = [];
-    for (let index = 0; index < (single ? 1 : BURST); index += 1) batch.push({ request: storeRequest(iteration, index), first: null });
+    for (let index = 0; index < (single ? 1 : BURST); index += 1)
+      batch.push({ request: storeRequest(iteration, index), first: null });
     for (const sent of batch) sentKeys.add(sent.request.idempotency_key as string);
     tally.sent += batch.length;
 
@@ -119,16 +139,19 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
     }
     await Promise.all(pending);
     const exit = await victim.exited;
-    if (exit.signal !== 'SIGKILL') problems.push(`iteration ${iteration}: the server ended with ${JSON.stringify(exit)} before the kill`);
+    if (exit.signal !== 'SIGKILL')
+      problems.push(`iteration ${iteration}: the server ended with ${JSON.stringify(exit)} before the kill`);
     await victim.client.close();
 
     const counts = crashedCounts(dbPath);
-    if (counts.fts !== counts.records || counts.vec !== counts.records) problems.push(`iteration ${iteration}: after SIGKILL ${JSON.stringify(counts)}`);
+    if (counts.fts !== counts.records || counts.vec !== counts.records)
+      problems.push(`iteration ${iteration}: after SIGKILL ${JSON.stringify(counts)}`);
 
     for (const sent of batch) {
       if (sent.first === null) continue;
       tally.answered_before_kill += 1;
-      if (sent.first.status !== 'OK' || sent.first.idempotent_replay) problems.push(`iteration ${iteration}: first answer ${sent.first.status} ${sent.first.error_code ?? ''}`);
+      if (sent.first.status !== 'OK' || sent.first.idempotent_replay)
+        problems.push(`iteration ${iteration}: first answer ${sent.first.status} ${sent.first.error_code ?? ''}`);
     }
 
     server = await startServer(t, dbPath);
@@ -138,7 +161,8 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
       if (again.status !== 'OK' || again.results[0]?.fact !== sent.request.fact) {
         problems.push(`${key}: resend gave ${again.status} ${again.error_code ?? ''}`);
       } else if (sent.first !== null) {
-        if (again.idempotent_replay !== true || again.results[0]!.record_id !== sent.first.results[0]!.record_id) problems.push(`${key}: answered before the kill but not replayed as the same record`);
+        if (again.idempotent_replay !== true || again.results[0]!.record_id !== sent.first.results[0]!.record_id)
+          problems.push(`${key}: answered before the kill but not replayed as the same record`);
         else tally.replay_after_answer += 1;
       } else if (again.idempotent_replay === true) {
         tally.replay_after_lost_answer += 1;
@@ -150,12 +174,15 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
   // The calibration burst replays too, from the last restarted process.
   for (const sent of calibration) {
     const again = await store(server, sent.request);
-    if (again.idempotent_replay !== true || again.results[0]?.record_id !== sent.first!.results[0]!.record_id) problems.push(`${sent.request.idempotency_key}: calibration request not replayed`);
+    if (again.idempotent_replay !== true || again.results[0]?.record_id !== sent.first!.results[0]!.record_id)
+      problems.push(`${sent.request.idempotency_key}: calibration request not replayed`);
   }
 
   t.comment(`burst of ${BURST} took ${Math.round(burstMs)} ms; ${JSON.stringify(tally)}`);
-  t.same(problems, [], 'no IDEMPOTENCY_CONFLICT, no other outcome, no partial record at any crash point, answered requests replay as the same record');
-  t.ok(tally.replay_after_lost_answer >= LOST_ANSWER_ITERATIONS.size, 'requests committed but with their answer lost (kill between commit and response) replay');
+  t.same(problems, [], 'no IDEMPOTENCY_CONFLICT, no other outcome, no partial record at any crash point, answered ' +
+    'requests replay as the same record');
+  t.ok(tally.replay_after_lost_answer >= LOST_ANSWER_ITERATIONS.size, 'requests committed but with their answer lost ' +
+    '(kill between commit and response) replay');
   t.ok(tally.fresh_after_kill > 0, 'some requests were not committed before the kill: the resend writes them fresh');
   t.equal(tally.replay_after_answer, tally.answered_before_kill, 'every request answered before the kill replays');
 
@@ -164,13 +191,26 @@ t.test('SIGKILL during memory_store bursts: every resent request replays or writ
 
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
-    t.same((db.prepare('PRAGMA quick_check').all() as { quick_check: string }[]).map((r) => r.quick_check), ['ok'], 'PRAGMA quick_check is ok');
-    const keys = (db.prepare('SELECT idempotency_key FROM adapter_records').all() as { idempotency_key: string }[]).map((r) => r.idempotency_key);
+    t.same(
+      (db.prepare('PRAGMA quick_check').all() as { quick_check: string }[]).map((r) => r.quick_check), ['ok'],
+      'PRAGMA quick_check is ok',
+    );
+    const keys =
+      (db.prepare('SELECT idempotency_key FROM adapter_records').all() as { idempotency_key: string }[]).map(
+        (r) => r.idempotency_key,
+      );
     t.equal(keys.length, tally.sent, 'one record per request sent: each committed exactly once');
     t.same(keys.filter((key) => !sentKeys.has(key)), [], 'every record carries an idempotency key this test sent');
-    const lifecycles = db.prepare('SELECT lifecycle_state, count(*) AS n FROM adapter_records GROUP BY lifecycle_state ORDER BY lifecycle_state').all();
+    const lifecycles = db.prepare('SELECT lifecycle_state, count(*) AS n FROM adapter_records GROUP BY ' +
+      'lifecycle_state ORDER BY lifecycle_state').all();
     const currentRequested = [...sentKeys].filter((key) => Number(key.split('-')[2]) % 2 === 0).length;
-    t.same(lifecycles, [{ lifecycle_state: 'CANDIDATE', n: tally.sent - currentRequested }, { lifecycle_state: 'VALIDATED_CURRENT', n: currentRequested }], 'each record has the lifecycle its request asked for');
+    t.same(
+      lifecycles,
+      [{ lifecycle_state: 'CANDIDATE', n: tally.sent - currentRequested }, {
+        lifecycle_state: 'VALIDATED_CURRENT', n: currentRequested,
+      }],
+      'each record has the lifecycle its request asked for',
+    );
   } finally {
     db.close();
   }

@@ -413,7 +413,8 @@ t.test('SIGINT or SIGTERM after the commit: exit 4, the interlock holds runtimes
   }));
 });
 
-t.test('the state file failing right after the commit: exit 4, the interlock kept, not "nothing changed"', async (t) => {
+t.test('the state file failing right after the commit: exit 4, the interlock kept, not "nothing '
+  + 'changed"', async (t) => {
   // The state write after the purge commits is the run's first step past the commit. It failed (a full disk) with exit
   // 1 FAILED_NO_MUTATION and the leases let go, though the records were purged and the interlock was in the database.
   const s = await scenario(t.testdir());
@@ -423,7 +424,10 @@ t.test('the state file failing right after the commit: exit 4, the interlock kep
   };
   const outcome = await recover(s.dir, s.dbPath, s.planPath, { signals: new EventEmitter(), clock });
   t.match(outcome, { exit: 4, result: 'SEALING_INCOMPLETE' }, 'exit 4');
-  t.match(outcome.message, /^the purge is committed; a later step failed \(.*\); the interlock blocks every runtime: rerun the same plan$/);
+  t.match(
+    outcome.message,
+    /^the purge is committed; a later step failed \(.*\); the interlock blocks every runtime: rerun the same plan$/,
+  );
   t.ok(INTERLOCK_KEY in metaRows(s.dbPath), 'the interlock is in the database');
   // The run failed closed: it keeps its exclusive leases while this process lives, so a rerun here is held.
   t.match(await recoverHere(s), { exit: 3, hold: 'HOLD_NONQUIESCENT_NO_MUTATION' }, 'the leases are kept');

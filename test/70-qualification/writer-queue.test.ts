@@ -48,7 +48,8 @@ async function storeAll(server: Server): Promise<Envelope[]> {
       next += 1;
       const request = storeRequest(server.hostId, n);
       const result = (await server.client.callTool({ name: 'memory_store', arguments: { request } })) as CallToolResult;
-      if (result.isError) throw new Error(`memory_store on ${server.hostId}: isError ${JSON.stringify(result.content)}`);
+      if (result.isError)
+        throw new Error(`memory_store on ${server.hostId}: isError ${JSON.stringify(result.content)}`);
       answers.push(result.structuredContent as Envelope);
     }
   };
@@ -58,7 +59,8 @@ async function storeAll(server: Server): Promise<Envelope[]> {
 
 const hasSqlite3 = spawnSync('sqlite3', ['-version'], { encoding: 'utf8' }).status === 0;
 
-t.test(`${SERVERS} servers × ${IN_FLIGHT} calls in flight, an older build and the sqlite3 CLI on one database`, async (t) => {
+t.test(`${SERVERS} servers × ${IN_FLIGHT} calls in flight, an older build and the sqlite3 CLI on one `
+  + `database`, async (t) => {
   const dbPath = join(t.testdir(), 'queue.sqlite3');
   const servers: Server[] = [];
   for (let s = 0; s < SERVERS; s += 1) servers.push(await startServer(t, dbPath, `queue-${s}`));
@@ -93,7 +95,8 @@ t.test(`${SERVERS} servers × ${IN_FLIGHT} calls in flight, an older build and t
   t.equal(rawCommitted.length, RAW_RECORDS, 'the older-build writer committed every record alongside the queue');
   if (hasSqlite3) {
     t.equal(cli.length, 3);
-    const refused = cli.every((run) => run.status !== 0 && /no such function: factlane_contract_v2_writer/.test(run.stderr));
+    const refused =
+      cli.every((run) => run.status !== 0 && /no such function: factlane_contract_v2_writer/.test(run.stderr));
     t.ok(refused, 'the sqlite3 CLI is refused by the fences');
   } else {
     t.comment('sqlite3 is not on PATH: the CLI part is skipped');
@@ -105,13 +108,16 @@ t.test(`${SERVERS} servers × ${IN_FLIGHT} calls in flight, an older build and t
 
   const acknowledged = envelopes.map((e) => e.results[0]!.memory_id);
   const disk = withRaw(dbPath, (db) => ({
-    memories: db.prepare("SELECT memory_id FROM adapter_records WHERE idempotency_key NOT LIKE 'raw-%'").pluck().all() as string[],
-    rawKeys: db.prepare("SELECT idempotency_key FROM adapter_records WHERE idempotency_key LIKE 'raw-%'").pluck().all() as string[],
+    memories: db.prepare("SELECT memory_id FROM adapter_records WHERE idempotency_key NOT LIKE "
+      + "'raw-%'").pluck().all() as string[],
+    rawKeys: db.prepare("SELECT idempotency_key FROM adapter_records WHERE idempotency_key LIKE "
+      + "'raw-%'").pluck().all() as string[],
     cliRows: (db.prepare("SELECT count(*) FROM adapter_meta WHERE key LIKE 'cli-%'").pluck().get() as number)
       + (db.prepare("SELECT count(*) FROM adapter_records WHERE record_id LIKE 'cli-%'").pluck().get() as number),
     quickCheck: db.prepare('PRAGMA quick_check').pluck().all(),
   }));
-  t.same([...disk.memories].sort(), [...acknowledged].sort(), 'every acknowledged store is on disk exactly once, nothing else');
+  t.same([...disk.memories].sort(), [...acknowledged].sort(), 'every acknowledged store is on disk exactly once, '
+    + 'nothing else');
   t.same([...disk.rawKeys].sort(), [...rawCommitted].sort(), 'every older-build commit is on disk exactly once');
   t.equal(disk.cliRows, 0, 'nothing of the CLI was written');
   t.same(disk.quickCheck, ['ok'], 'PRAGMA quick_check is ok');

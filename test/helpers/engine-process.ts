@@ -1,5 +1,6 @@
 // A child process for multi-process storage tests. Usage: engine-process.ts MODE DB_PATH
-//   engine     open an engine (shared lease), print "ready"; on stdin "write" store a row and print "wrote <row_id>"; "close" closes and exits
+//   engine     open an engine (shared lease), print "ready"; on stdin "write" store a row and print "wrote <row_id>";
+//              "close" closes and exits
 //   exclusive  hold the exclusive maintenance lease, print "ready", wait until killed
 //   lock [MS]  hold the SQLite write lock through a raw connection (BEGIN IMMEDIATE), print "ready", wait until killed
 //              or, given MS, let go after MS milliseconds and exit
@@ -23,7 +24,8 @@ if (mode === 'engine') {
   const engine = await openEngine(dbPath);
   process.stdout.write('ready\n');
   for await (const line of createInterface({ input: process.stdin })) {
-    if (line === 'write') process.stdout.write(`wrote ${await storeRow(engine, candidateRow({ fact: `from pid ${process.pid}` }))}\n`);
+    if (line === 'write')
+      process.stdout.write(`wrote ${await storeRow(engine, candidateRow({ fact: `from pid ${process.pid}` }))}\n`);
     if (line === 'close') {
       await engine.close();
       process.stdout.write('closed\n');
@@ -79,7 +81,8 @@ if (mode === 'engine') {
   const kysely = new Kysely<DB>({ dialect: new SqliteDialect({ database: raw }) });
   for (let n = 0; n < count; n += 1) {
     const row = candidateRow({
-      fact: `raw writer ${process.pid} record ${n}`, idempotency_key: `raw-${process.pid}-${n}`, embedding_output_dimension: dimension,
+      fact: `raw writer ${process.pid} record ${n}`, idempotency_key: `raw-${process.pid}-${n}`,
+      embedding_output_dimension: dimension,
     });
     for (let attempt = 0; ; attempt += 1) {
       try {

@@ -55,7 +55,9 @@ export interface FakeOllamaState {
   embedZero: boolean;
   /** Embed answers: every vector multiplied by this factor (1 = unit length). */
   embedScale: number;
-  /** Embed answers: an `error` member when any input is longer than this many characters (Ollama with truncate:false). */
+  /**
+   * Embed answers: an `error` member when any input is longer than this many characters (Ollama with truncate:false).
+   */
   embedMaxInputChars: number | null;
 }
 
@@ -77,14 +79,22 @@ export function modelInfoFor(family: string, embeddingLength: number, contextLen
   };
 }
 
-/** The well-formed answers for `profile`: version 0.23.0, the model pulled with its family, dimension and minimum context. */
+/**
+ * The well-formed answers for `profile`: version 0.23.0, the model pulled with its family, dimension and minimum
+ * context.
+ */
 export function goodState(profile: EmbeddingProfile): FakeOllamaState {
   return {
-    version: '0.23.0', modelName: profile.model, digest: fakeDigest(`fake-${profile.model}`), size: 274302450, family: profile.semanticFamily,
-    otherModels: [{ name: 'llama3.2:latest', model: 'llama3.2:latest', digest: fakeDigest('llama'), size: 2019393189, details: { format: 'gguf', family: 'llama' } }],
+    version: '0.23.0', modelName: profile.model, digest: fakeDigest(`fake-${profile.model}`), size: 274302450,
+    family: profile.semanticFamily,
+    otherModels: [{
+      name: 'llama3.2:latest', model: 'llama3.2:latest', digest: fakeDigest('llama'), size: 2019393189,
+      details: { format: 'gguf', family: 'llama' },
+    }],
     modelInfo: modelInfoFor(profile.semanticFamily, profile.sourceDimension, profile.minimumContextWindow ?? 512),
     capabilities: ['embedding'], rawBody: {}, errorMember: {}, delayMs: {},
-    embedCountDelta: 0, embedDimension: null, embedInfinite: false, embedZero: false, embedScale: 1, embedMaxInputChars: null,
+    embedCountDelta: 0, embedDimension: null, embedInfinite: false, embedZero: false, embedScale: 1,
+    embedMaxInputChars: null,
   };
 }
 
@@ -205,7 +215,9 @@ export class FakeOllama {
       const delay = this.state.delayMs[path as Endpoint] ?? 0;
       if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
       const answer = this.#answer(request);
-      res.writeHead(answer.status, { 'content-type': answer.json ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8' });
+      res.writeHead(answer.status, {
+        'content-type': answer.json ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
+      });
       res.end(answer.text);
     } finally {
       this.#inFlight.set(path, (this.#inFlight.get(path) ?? 1) - 1);
@@ -229,7 +241,10 @@ export class FakeOllama {
         if ('models' in s) return json(s.models === undefined ? {} : { models: s.models });
         const served: Record<string, unknown> = {
           name: s.modelName, model: s.modelName, modified_at: '2026-10-01T12:00:00.000000000Z', size: s.size,
-          details: { parent_model: '', format: 'gguf', families: [s.family], parameter_size: '137M', quantization_level: 'F16', ...(s.family === undefined ? {} : { family: s.family }) },
+          details: {
+            parent_model: '', format: 'gguf', families: [s.family], parameter_size: '137M', quantization_level: 'F16',
+            ...(s.family === undefined ? {} : { family: s.family })
+          },
         };
         if (s.digest !== undefined) served.digest = s.digest;
         return json({ models: [...s.otherModels, served] });
@@ -248,15 +263,20 @@ export class FakeOllama {
         if (s.embedMaxInputChars !== null && inputs.some((input) => input.length > s.embedMaxInputChars!)) {
           return json({ error: 'the input length exceeds the context length' }, 400);
         }
-        const dimension = s.embedDimension ?? (typeof body.dimensions === 'number' ? body.dimensions : this.profile.sourceDimension);
+        const dimension =
+          s.embedDimension ?? (typeof body.dimensions === 'number' ? body.dimensions : this.profile.sourceDimension);
         const count = Math.max(0, inputs.length + s.embedCountDelta);
         const vectors: number[][] = [];
         for (let i = 0; i < count; i += 1) {
-          const base = s.embedZero ? new Array<number>(dimension).fill(0) : fakeVector(inputs[i % Math.max(1, inputs.length)] ?? 'extra', dimension);
+          const base = s.embedZero ? new Array<number>(dimension).fill(0)
+            : fakeVector(inputs[i % Math.max(1, inputs.length)] ?? 'extra', dimension);
           vectors.push(base.map((x) => x * s.embedScale));
         }
         if (s.embedInfinite && vectors[0]) vectors[0][0] = Number.POSITIVE_INFINITY;
-        const text = `{"model":${JSON.stringify(s.modelName)},"embeddings":[${vectors.map((v) => `[${v.map(numberText).join(',')}]`).join(',')}],"total_duration":1000,"load_duration":10,"prompt_eval_count":${inputs.length}}`;
+        const text =
+          `{"model":${JSON.stringify(s.modelName)},"embeddings":[` +
+          `${vectors.map((v) => `[${v.map(numberText).join(',')}]`).join(',')}],"total_duration":1000,` +
+          `"load_duration":10,"prompt_eval_count":${inputs.length}}`;
         return { status: 200, text, json: true };
       }
     }

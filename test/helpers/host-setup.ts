@@ -24,16 +24,22 @@ export function setupSandbox(root: string) {
     HOME: dirs.home, XDG_DATA_HOME: dirs.xdg, CODEX_HOME: dirs.codexHome, HERMES_HOME: dirs.hermesHome, PATH: dirs.bin,
   };
   /** Runs `factlane setup ARGS`; an `extraEnv` value of undefined removes that variable. */
-  const run = (args: readonly string[], extraEnv: Record<string, string | undefined> = {}): SpawnSyncReturns<string> => {
-    const merged = Object.fromEntries(Object.entries({ ...env, ...extraEnv }).filter(([, value]) => value !== undefined));
+  const run =
+    (args: readonly string[], extraEnv: Record<string, string | undefined> = {}): SpawnSyncReturns<string> => {
+    const merged =
+      Object.fromEntries(Object.entries({ ...env, ...extraEnv }).filter(([, value]) => value !== undefined));
     return spawnSync(process.execPath, [FACTLANE_BIN, 'setup', ...args], {
       encoding: 'utf8', cwd: dirs.cwd, env: merged as Record<string, string>, input: '', timeout: 60_000,
     });
   };
   /** Every path under `root` and its content (directories as `/`), to prove a run changed nothing. */
-  const snapshot = (): Record<string, string> => Object.fromEntries((readdirSync(root, { recursive: true }) as string[]).sort().map((p) => {
+  const snapshot = (): Record<string, string> =>
+    Object.fromEntries((readdirSync(root, { recursive: true }) as string[]).sort().map((p) => {
     const path = join(root, p);
-    return [relative(root, path), lstatSync(path).isFile() ? readFileSync(path, 'latin1') : `<${lstatSync(path).mode.toString(8)}>`];
+    return [
+      relative(root, path),
+      lstatSync(path).isFile() ? readFileSync(path, 'latin1') : `<${lstatSync(path).mode.toString(8)}>`,
+    ];
   }));
   return {
     root, ...dirs, env, run, snapshot,
@@ -95,7 +101,8 @@ export function installFakeClaude(bin: string, log: string): () => string[][] {
   writeFileSync(join(bin, 'claude'), `#!${process.execPath}\n${FAKE_CLAUDE}`);
   chmodSync(join(bin, 'claude'), 0o755);
   writeFileSync(log, '');
-  return () => readFileSync(log, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as string[]);
+  return () =>
+    readFileSync(log, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as string[]);
 }
 
 /**
@@ -111,7 +118,9 @@ export async function launchEntry(entry: { command: string; args: string[] }, ho
   const client = new Client({ name: 'factlane-setup-test', version: '0.0.0' });
   await client.connect(transport);
   const child = (transport as unknown as { _process: ChildProcess })._process;
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once(
+    'exit', (code, signal) => resolve({ code, signal }),
+  ));
   const kills: unknown[] = [];
   const kill = child.kill.bind(child);
   child.kill = (signal?: NodeJS.Signals | number) => { kills.push(signal); return kill(signal); };
@@ -120,7 +129,9 @@ export async function launchEntry(entry: { command: string; args: string[] }, ho
     const request = { scope: 'GLOBAL_USER', request_id: 'setup-1' };
     const status = (await client.callTool({ name: 'memory_status', arguments: { request } })) as CallToolResult;
     await client.close();
-    return { tools: tools.map((tool) => tool.name), status: status.structuredContent, exit: await exited, kills, stderr };
+    return {
+      tools: tools.map((tool) => tool.name), status: status.structuredContent, exit: await exited, kills, stderr,
+    };
   } finally {
     await client.close();
   }

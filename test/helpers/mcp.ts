@@ -29,14 +29,19 @@ export async function openLocalHashEngine(dbPath: string): Promise<SQLiteVecEngi
   const provider = new LocalHashProvider();
   return SQLiteVecEngine.open({
     dbPath,
-    newDatabaseBinding: async () => ({ vectorDimension: LOCAL_HASH.outputDimension, bindingJson: freshBindingJson(LOCAL_HASH, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    newDatabaseBinding: async () => ({ vectorDimension: LOCAL_HASH.outputDimension, bindingJson: freshBindingJson(
+      LOCAL_HASH, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK()),
+    ) }),
   });
 }
 
 /** A logger that keeps its lines for assertions. */
 export function recordingLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  return { lines, info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warn: ${m}`), error: (m) => lines.push(`error: ${m}`) };
+  return {
+    lines, info: (m) => lines.push(`info: ${m}`), warn: (m) => lines.push(`warn: ${m}`),
+    error: (m) => lines.push(`error: ${m}`),
+  };
 }
 
 interface Teardown { teardown(fn: () => unknown): void }
@@ -54,7 +59,10 @@ export async function connectClient(t: Teardown, dbPath: string, options: Connec
   const engine = await openLocalHashEngine(dbPath);
   const hostBinding = createHostBinding(options.hostId ?? 'test-host');
   const contextBinding = options.context ? createContextBinding(options.context) : null;
-  const adapter = new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: options.writeProfile ?? 'read-only', hostId: options.hostId ?? 'test-host' });
+  const adapter = new MemoryAdapter({
+    engine, provider: new LocalHashProvider(), writeProfile: options.writeProfile ?? 'read-only',
+    hostId: options.hostId ?? 'test-host',
+  });
   const gateway = options.gateway ?? new MemoryGateway({ adapter, hostBinding, contextBinding, transport: 'stdio' });
   const logger = recordingLogger();
   const server = createFactLaneServer({ gateway, version: PACKAGE_VERSION, logger });
@@ -77,11 +85,15 @@ export async function call(client: Client, name: string, args: Record<string, un
 
 /** The single text item of a result. */
 export function textOf(result: CallToolResult): string {
-  if (result.content.length !== 1 || result.content[0]!.type !== 'text') throw new Error(`expected one text item, got ${JSON.stringify(result.content)}`);
+  if (result.content.length !== 1 || result.content[0]!.type !== 'text')
+    throw new Error(`expected one text item, got ${JSON.stringify(result.content)}`);
   return (result.content[0] as { text: string }).text;
 }
 
-/** JSON with object keys sorted by UTF-16 code units at every depth, no whitespace (CONTRACT.md §2.2), written independently of src. */
+/**
+ * JSON with object keys sorted by UTF-16 code units at every depth, no whitespace (CONTRACT.md §2.2), written
+ * independently of src.
+ */
 export function sortedJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(sortedJson).join(',')}]`;
   if (value !== null && typeof value === 'object') {
@@ -99,10 +111,14 @@ export function launchSandbox(root: string) {
   for (const dir of Object.values(dirs)) mkdirSync(dir);
   const env = { HOME: dirs.home, XDG_DATA_HOME: dirs.xdg };
   /** Every path under `root`, relative and sorted. */
-  const tree = (): string[] => (readdirSync(root, { recursive: true }) as string[]).map((p) => relative(root, join(root, p))).sort();
+  const tree = (): string[] =>
+    (readdirSync(root, { recursive: true }) as string[]).map((p) => relative(root, join(root, p))).sort();
   /** Runs the built launcher to completion in the sandbox (environment replaced, PATH kept). */
   const run = (args: readonly string[], extraEnv: Record<string, string> = {}): SpawnSyncReturns<string> =>
-    spawnSync(process.execPath, [FACTLANE_BIN, ...args], { encoding: 'utf8', cwd: dirs.cwd, env: { PATH: process.env.PATH ?? '', ...env, ...extraEnv }, input: '', timeout: 60_000 });
+    spawnSync(process.execPath, [FACTLANE_BIN, ...args], {
+      encoding: 'utf8', cwd: dirs.cwd, env: { PATH: process.env.PATH ?? '', ...env, ...extraEnv }, input: '',
+      timeout: 60_000,
+    });
   return { root, ...dirs, env, tree, run };
 }
 
@@ -117,7 +133,8 @@ export async function startLauncher(
   t: Teardown, args: readonly string[], clientName = 'factlane-test', env: Record<string, string> = {},
 ) {
   const transport = new StdioClientTransport({
-    command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe', env: { ...getDefaultEnvironment(), ...env },
+    command: process.execPath, args: [FACTLANE_BIN, ...args], stderr: 'pipe',
+    env: { ...getDefaultEnvironment(), ...env },
   });
   let stderr = '';
   transport.stderr!.on('data', (chunk) => { stderr += chunk; });

@@ -32,7 +32,9 @@ export function userDir(t: { teardown(fn: () => void): void }): string {
 
 /** Runs npm (the one beside this node) with `args` in `cwd`; never throws. */
 export function npm(args: readonly string[], cwd: string, timeoutMs = 60_000): SpawnSyncReturns<string> {
-  return spawnSync('npm', args, { cwd, env: userEnv(), encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+  return spawnSync(
+    'npm', args, { cwd, env: userEnv(), encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+  );
 }
 
 /** Why the registry cannot be used here (a skip reason), or false when `npm ping` answers. */
@@ -43,14 +45,17 @@ export function registryUnreachable(): string | false {
   return `the npm registry is unreachable (npm ping: ${why}); the install test needs it for dependencies`;
 }
 
-export interface PackedTarball { readonly path: string; readonly files: readonly string[]; readonly bundled: readonly string[] }
+export interface PackedTarball {
+  readonly path: string; readonly files: readonly string[]; readonly bundled: readonly string[];
+}
 
 /**
  * `npm pack` of the product (or of a workspace with `-w NAME`) into `dest`, from the tree `npm run build` left:
  * --ignore-scripts, so that packing does not rebuild dist/ under the other test files running beside this one.
  */
 export function pack(dest: string, workspace?: string): PackedTarball {
-  const args = ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, ...(workspace ? ['-w', workspace] : [])];
+  const args =
+    ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, ...(workspace ? ['-w', workspace] : [])];
   const result = npm(args, REPO_ROOT, 120_000);
   if (result.status !== 0) throw new Error(`npm ${args.join(' ')} failed: ${result.stderr}`);
   const [entry] = JSON.parse(result.stdout) as { filename: string; files: { path: string }[]; bundled: string[] }[];

@@ -33,7 +33,10 @@ export function hex64(seed: string): string {
 
 /** A five-key scope tuple. */
 export function scopeTuple(scope: string, ids: Partial<Omit<ScopeTuple, 'scope'>> = {}): ScopeTuple {
-  return { scope: scope as ScopeTuple['scope'], project_id: ids.project_id ?? null, worktree_id: ids.worktree_id ?? null, workflow_id: ids.workflow_id ?? null, agent_id: ids.agent_id ?? null };
+  return {
+    scope: scope as ScopeTuple['scope'], project_id: ids.project_id ?? null, worktree_id: ids.worktree_id ?? null,
+    workflow_id: ids.workflow_id ?? null, agent_id: ids.agent_id ?? null,
+  };
 }
 
 /** The request fields of a scope tuple (absent identities left out). */
@@ -74,7 +77,10 @@ export async function openReadBench(t: Test, name = 'reads.sqlite3'): Promise<Re
   t.teardown(() => engine.close());
   const clock = movableClock();
   const adapter: ReadBench['adapter'] = (writeProfile, options = {}) =>
-    new MemoryAdapter({ engine, provider: options.provider ?? new LocalHashProvider(), writeProfile, hostId: 'h', clock: options.clock ?? clock });
+    new MemoryAdapter({
+      engine, provider: options.provider ?? new LocalHashProvider(), writeProfile, hostId: 'h',
+      clock: options.clock ?? clock,
+    });
   return { dbPath, engine, clock, owner: adapter('owner-current'), delegate: adapter('delegated-candidate'), adapter };
 }
 
@@ -87,7 +93,9 @@ export async function get(adapter: MemoryAdapter, request: Json): Promise<Json> 
 }
 
 /** Asserts that `run` is refused with the governed `code` (message matching, if given). */
-export async function refusedWith(t: Test, run: () => Promise<unknown>, code: string, message?: RegExp, name = code): Promise<void> {
+export async function refusedWith(
+  t: Test, run: () => Promise<unknown>, code: string, message?: RegExp, name = code,
+): Promise<void> {
   const error = await run().then(() => undefined, (e: unknown) => e);
   if (!(error instanceof AdapterError)) {
     t.fail(`${name}: expected AdapterError ${code}, got ${error === undefined ? 'success' : String(error)}`);
@@ -99,14 +107,19 @@ export async function refusedWith(t: Test, run: () => Promise<unknown>, code: st
 
 /** A complete, valid source_provenance (five required keys). */
 export function provenance(overrides: Json = {}): Json {
-  return { source_class: 'repo_file', source_ref: 'README.md', source_hash: hex64('readme'), review_ref: 'review/1', extraction_method: 'manual_read', ...overrides };
+  return {
+    source_class: 'repo_file', source_ref: 'README.md', source_hash: hex64('readme'), review_ref: 'review/1',
+    extraction_method: 'manual_read', ...overrides
+  };
 }
 
 /** A current memory_store request (owner-current): never-expiring, verified just before READ_NOW. */
 export function currentStore(scope: ScopeTuple, fact: string, overrides: Json = {}): Json {
   return {
-    ...scopeRequest(scope), fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: provenance(), freshness_policy: { kind: 'never' },
-    idempotency_key: `store-${randomUUID()}`, requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: '2026-11-01T00:00:00Z',
+    ...scopeRequest(scope), fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: provenance(),
+    freshness_policy: { kind: 'never' },
+    idempotency_key: `store-${randomUUID()}`, requested_lifecycle_state: 'VALIDATED_CURRENT',
+    source_timestamp: '2026-11-01T00:00:00Z',
     last_verified_at: '2026-11-30T09:00:00Z', ...overrides,
   };
 }
@@ -114,7 +127,8 @@ export function currentStore(scope: ScopeTuple, fact: string, overrides: Json = 
 /** A Candidate memory_store request (delegated-candidate). */
 export function candidateStore(scope: ScopeTuple, fact: string, overrides: Json = {}): Json {
   return {
-    ...scopeRequest(scope), fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: provenance(), freshness_policy: { kind: 'never' },
+    ...scopeRequest(scope), fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: provenance(),
+    freshness_policy: { kind: 'never' },
     idempotency_key: `cand-${randomUUID()}`, ...overrides,
   };
 }
@@ -142,21 +156,33 @@ export interface FixtureOptions {
 export function fixtureRow(scope: ScopeTuple, fact: string, options: FixtureOptions = {}): NewRecordRow {
   const lifecycle = options.lifecycle ?? 'VALIDATED_CURRENT';
   const current = lifecycle === 'VALIDATED_CURRENT';
-  const role = { GLOBAL_USER: 'OWNER_CURRENT', PROJECT: 'PROJECT_CURRENT', WORKFLOW: 'WORKFLOW_CURRENT', CROSS_PROJECT_WORKFLOW: 'WORKFLOW_CURRENT', TOOL_ENVIRONMENT: 'TOOL_ENV_CURRENT' }[scope.scope];
+  const role = {
+    GLOBAL_USER: 'OWNER_CURRENT', PROJECT: 'PROJECT_CURRENT', WORKFLOW: 'WORKFLOW_CURRENT',
+    CROSS_PROJECT_WORKFLOW: 'WORKFLOW_CURRENT', TOOL_ENVIRONMENT: 'TOOL_ENV_CURRENT',
+  }[scope.scope];
   return {
-    record_id: options.recordId ?? randomUUID(), memory_id: options.memoryId ?? randomUUID(), revision: options.revision ?? 1, parent_record_id: options.parentRecordId ?? null,
-    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id, agent_id: scope.agent_id,
-    scope_key: scopeDigest(scope), memory_type: 'PROJECT_LEARNED_FACT', fact, source_provenance: storedProvenance(options.source ?? {}),
+    record_id: options.recordId ?? randomUUID(), memory_id: options.memoryId ?? randomUUID(),
+    revision: options.revision ?? 1, parent_record_id: options.parentRecordId ?? null,
+    scope: scope.scope, project_id: scope.project_id, worktree_id: scope.worktree_id, workflow_id: scope.workflow_id,
+    agent_id: scope.agent_id,
+    scope_key: scopeDigest(scope), memory_type: 'PROJECT_LEARNED_FACT', fact,
+    source_provenance: storedProvenance(options.source ?? {}),
     source_timestamp: '2026-11-01T00:00:00Z', created_at: options.createdAt ?? '2026-11-29T00:00:00Z',
-    last_verified_at: options.lastVerifiedAt === undefined ? (lifecycle === 'CANDIDATE' ? null : '2026-11-29T00:00:00Z') : options.lastVerifiedAt,
+    last_verified_at: options.lastVerifiedAt === undefined
+      ? (lifecycle === 'CANDIDATE' ? null : '2026-11-29T00:00:00Z') : options.lastVerifiedAt,
     verified_by: options.verifiedBy ?? (lifecycle === 'CANDIDATE' ? 'UNVERIFIED' : 'OWNER'),
     authority_role: current || lifecycle === 'SUPERSEDED' ? role : lifecycle === 'HISTORICAL' ? role : 'UNRESOLVED',
     contribution_origin: canonicalJson({ contributor_class: 'OWNER', contributor_ref: 'fixture' }),
-    freshness_policy: canonicalJson({ kind: 'never', recheck_ref: null, source_fingerprint: null, ttl_seconds: null, ...options.freshness }),
-    supersedes: '[]', contradiction_key: contradictionKey('PROJECT_LEARNED_FACT', scope, [...foldKey(fact)].slice(0, 96).join('')),
+    freshness_policy: canonicalJson(
+      { kind: 'never', recheck_ref: null, source_fingerprint: null, ttl_seconds: null, ...options.freshness },
+    ),
+    supersedes: '[]',
+    contradiction_key: contradictionKey('PROJECT_LEARNED_FACT', scope, [...foldKey(fact)].slice(0, 96).join('')),
     contradiction_state: options.contradictionState ?? 'NONE', confidence: 0.5, tags: '[]', lifecycle_state: lifecycle,
-    native_content_hash: nativeContentHash(scope, fact), payload_fingerprint: hex64(`payload-${randomUUID()}`), idempotency_key: `fixture-${randomUUID()}`,
-    embedding_profile_id: LOCAL_HASH.profileId, embedding_model_digest: LOCAL_HASH.referenceDigest, embedding_output_dimension: LOCAL_HASH.outputDimension,
+    native_content_hash: nativeContentHash(scope, fact), payload_fingerprint: hex64(`payload-${randomUUID()}`),
+    idempotency_key: `fixture-${randomUUID()}`,
+    embedding_profile_id: LOCAL_HASH.profileId, embedding_model_digest: LOCAL_HASH.referenceDigest,
+    embedding_output_dimension: LOCAL_HASH.outputDimension,
   };
 }
 
@@ -165,10 +191,14 @@ export function fixtureRow(scope: ScopeTuple, fact: string, options: FixtureOpti
  * fact's local-hash-384 embedding) in one gated transaction. `vector: null` deletes the vector row, as
  * compaction leaves a HISTORICAL record. Returns the rows.
  */
-export async function insertFixtures(engine: SQLiteVecEngine, fixtures: readonly { row: NewRecordRow; vector?: Float32Array | null }[]): Promise<NewRecordRow[]> {
+export async function insertFixtures(
+  engine: SQLiteVecEngine, fixtures: readonly { row: NewRecordRow; vector?: Float32Array | null }[],
+): Promise<NewRecordRow[]> {
   await engine.write(async (trx) => {
     for (const { row, vector } of fixtures) {
-      const rowId = await insertRecordUnchecked(trx, row, { searchText: searchText(row.fact), embedding: vector ?? localHashEmbedding(row.fact) });
+      const rowId = await insertRecordUnchecked(
+        trx, row, { searchText: searchText(row.fact), embedding: vector ?? localHashEmbedding(row.fact) },
+      );
       if (vector === null) await sql`DELETE FROM fact_vec WHERE rowid = ${rowId}`.execute(trx);
     }
   });
@@ -180,7 +210,9 @@ export async function insertFixtures(engine: SQLiteVecEngine, fixtures: readonly
  * default one past UNCODED_SCOPE_MAX_RECORDS, enough to code the scope on their own (schema 3). Candidates have no
  * eligible forms of their own.
  */
-export async function padScope(engine: SQLiteVecEngine, scope: ScopeTuple, records = UNCODED_SCOPE_MAX_RECORDS + 1): Promise<void> {
+export async function padScope(
+  engine: SQLiteVecEngine, scope: ScopeTuple, records = UNCODED_SCOPE_MAX_RECORDS + 1,
+): Promise<void> {
   await insertFixtures(engine, Array.from({ length: records }, (_, i) => ({
     row: fixtureRow(scope, `padding candidate ${i} of the scope`, { lifecycle: 'CANDIDATE' }),
   })));
@@ -221,4 +253,5 @@ export function queryVector(query: string): Float32Array {
 /** facts of the results, in order. */
 export const factsOf = (envelope: Json): string[] => envelope.results.map((r: Json) => r.fact);
 /** (fact, score, rank) of the results, in order. */
-export const rankedOf = (envelope: Json): [string, number, number][] => envelope.results.map((r: Json) => [r.fact, r.relevance_score, r.retrieval_rank]);
+export const rankedOf = (envelope: Json): [string, number, number][] =>
+  envelope.results.map((r: Json) => [r.fact, r.relevance_score, r.retrieval_rank]);

@@ -31,7 +31,9 @@ export function toolUsesOf(body: unknown): Block[] {
 /** The tool_result blocks of the user turns of a Messages request body, in order, with their text joined. */
 export function toolResultsOf(body: unknown): ToolResultBlock[] {
   const messages = ((body as { messages?: Message[] })?.messages) ?? [];
-  return messages.filter((m) => m.role === 'user').flatMap(blocksOf).filter((b) => b.type === 'tool_result').map((b) => ({
+  return messages.filter((m) => m.role === 'user').flatMap(blocksOf).filter(
+    (b) => b.type === 'tool_result',
+  ).map((b) => ({
     toolUseId: String(b.tool_use_id),
     text: typeof b.content === 'string' ? b.content
       : (b.content as Block[]).filter((c) => c.type === 'text').map((c) => String(c.text)).join(''),
@@ -82,20 +84,28 @@ export function answerMessages(body: unknown, turns: Turns, res: ServerResponse)
   const id = `msg_stand_in_${toolUsesOf(body).length}`;
   const stopReason = block.type === 'tool_use' ? 'tool_use' : 'end_turn';
   const usage = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  const message = { id, type: 'message', role: 'assistant', model: request.model ?? 'claude-stand-in', stop_sequence: null };
+  const message = {
+    id, type: 'message', role: 'assistant', model: request.model ?? 'claude-stand-in', stop_sequence: null,
+  };
   if (request.stream !== true) {
     sendJson(res, 200, { ...message, content: [block], stop_reason: stopReason, usage });
     return;
   }
   const start = block.type === 'tool_use' ? { ...block, input: {} } : { type: 'text', text: '' };
   const delta = block.type === 'tool_use'
-    ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } : { type: 'text_delta', text: block.text };
+    ? { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } : {
+      type: 'text_delta', text: block.text,
+    };
   sendEvents(res, [
-    ['message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 } } }],
+    ['message_start', { type: 'message_start', message: {
+      ...message, content: [], stop_reason: null, usage: { ...usage, output_tokens: 1 },
+    } }],
     ['content_block_start', { type: 'content_block_start', index: 0, content_block: start }],
     ['content_block_delta', { type: 'content_block_delta', index: 0, delta }],
     ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 5 } }],
+    ['message_delta', {
+      type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 5 },
+    }],
     ['message_stop', { type: 'message_stop' }],
   ]);
 }

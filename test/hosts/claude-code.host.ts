@@ -41,7 +41,9 @@ if (!outcome.ok) {
     const standIn = await ModelStandIn.start({ script: hostScript(HOST), finalText: FINAL_TEXT });
     t.teardown(() => standIn.close());
     const env = hostEnv(HOST, box.home, standIn.origin);
-    const run = await runHost(install.claude, ['-p', PROMPT, '--allowedTools', 'mcp__factlane', '--output-format', 'json'], box.work, env);
+    const run = await runHost(
+      install.claude, ['-p', PROMPT, '--allowedTools', 'mcp__factlane', '--output-format', 'json'], box.work, env,
+    );
     if (run.status !== 0) t.comment(run.stderr.slice(-2000));
     t.equal(run.status, 0, 'claude exits 0');
     const result = JSON.parse(run.stdout) as Record<string, unknown>;
@@ -59,7 +61,9 @@ if (!outcome.ok) {
     t.same(calls.map((use) => use.name), scripted, 'the scripted calls, in order');
     const results = toolResultsOf(last);
     const texts = calls.map((use) => results.find((r) => r.toolUseId === use.id));
-    t.same(texts.map((r) => r?.isError), [false, false, false, false], 'no tool_result is an error: BLOCKED is a result');
+    t.same(
+      texts.map((r) => r?.isError), [false, false, false, false], 'no tool_result is an error: BLOCKED is a result',
+    );
     checkEnvelopes(t, HOST, texts.map((r) => r?.text ?? ''));
     checkDatabase(t, HOST, box.db);
     t.same(standIn.foreign, [], 'nothing went to another host');
@@ -81,14 +85,20 @@ if (!outcome.ok) {
     const refused = await runHost(install.claude, ['-p', PROMPT, '--output-format', 'json'], box.work, env);
     if (refused.status !== 0) t.comment(refused.stderr.slice(-2000));
     t.equal(refused.status, 0, 'claude exits 0');
-    t.match(lastResult(), { isError: true, text: /requested permissions to use mcp__factlane__memory_status/ }, 'refused by Claude Code');
+    t.match(
+      lastResult(), { isError: true, text: /requested permissions to use mcp__factlane__memory_status/ },
+      'refused by Claude Code',
+    );
 
     approveFactLaneTools(HOST, box.home);
     const approved = await runHost(install.claude, ['-p', PROMPT, '--output-format', 'json'], box.work, env);
     if (approved.status !== 0) t.comment(approved.stderr.slice(-2000));
     t.equal(approved.status, 0, 'claude exits 0');
     t.match(lastResult(), { isError: false }, 'the call runs once allowed');
-    t.match(envelopeOf(lastResult()?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'and FactLane answers');
+    t.match(
+      envelopeOf(lastResult()?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } },
+      'and FactLane answers',
+    );
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 }

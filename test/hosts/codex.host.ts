@@ -35,7 +35,8 @@ if (!outcome.ok) {
     const listed = await runHost(install.codex, ['mcp', 'list', '--json'], box.work, env);
     t.equal(listed.status, 0, listed.stderr);
     t.match(JSON.parse(listed.stdout), [{
-      name: 'factlane', enabled: true, transport: { type: 'stdio', command: FACTLANE_BIN, args: factLaneArgs(HOST, box) },
+      name: 'factlane', enabled: true,
+      transport: { type: 'stdio', command: FACTLANE_BIN, args: factLaneArgs(HOST, box) },
     }], '--json: the stdio entry');
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
@@ -68,7 +69,8 @@ if (!outcome.ok) {
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 
-  t.test('codex exec without the bypass flag runs the read tools (readOnlyHint) and a write only once it is pre-approved', async (t) => {
+  t.test('codex exec without the bypass flag runs the read tools (readOnlyHint) and a write only once it is ' +
+    'pre-approved', async (t) => {
     const box = sandbox(t.testdir());
     configureHost(install, HOST, box);
     const standIn = await ModelStandIn.start({ script: hostScript(HOST).slice(0, 2), finalText: FINAL_TEXT });
@@ -81,14 +83,22 @@ if (!outcome.ok) {
     if (refused.status !== 0) t.comment(refused.stderr.slice(-2000));
     t.equal(refused.status, 0, 'codex exits 0');
     const [read, write] = lastOutputs();
-    t.match(envelopeOf(read?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'memory_status runs unasked');
-    t.match(write, { text: /MCP tool call requires approval, but approval policy is never/ }, 'memory_store is refused by Codex');
+    t.match(
+      envelopeOf(read?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-1` } }, 'memory_status runs unasked',
+    );
+    t.match(
+      write, { text: /MCP tool call requires approval, but approval policy is never/ },
+      'memory_store is refused by Codex',
+    );
 
     approveFactLaneTools(HOST, box.home);
     const approved = await runHost(install.codex, ['exec', '--skip-git-repo-check', PROMPT], box.work, env);
     if (approved.status !== 0) t.comment(approved.stderr.slice(-2000));
     t.equal(approved.status, 0, 'codex exits 0');
-    t.match(envelopeOf(lastOutputs()[1]?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-2` } }, 'the write runs once approved');
+    t.match(
+      envelopeOf(lastOutputs()[1]?.text ?? ''), { status: 'OK', audit: { request_id: `${HOST}-2` } },
+      'the write runs once approved',
+    );
     t.same(standIn.foreign, [], 'nothing went to another host');
   });
 }

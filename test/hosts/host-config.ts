@@ -1,5 +1,6 @@
 // How a host test configures and runs a real host: FactLane's entry exactly as docs/hosts.md tells a user
-// (`configureHost`, which runs `factlane setup`), the model provider pointed at the stand-in (test-only), and a scrubbed environment with a
+// (`configureHost`, which runs `factlane setup`), the model provider pointed at the stand-in (test-only), and a
+// scrubbed environment with a
 // temp HOME, the host's config dir under it, telemetry and auto-update off, and every proxy variable pointed at
 // the stand-in so a request for any other host is refused and recorded instead of leaving the machine.
 import { spawn, spawnSync } from 'node:child_process';
@@ -131,7 +132,9 @@ export interface HostRun {
 }
 
 /** Runs a host command to its end (killed after two minutes), stdin closed, in `cwd`. */
-export function runHost(command: string, args: readonly string[], cwd: string, env: Record<string, string>): Promise<HostRun> {
+export function runHost(
+  command: string, args: readonly string[], cwd: string, env: Record<string, string>,
+): Promise<HostRun> {
   const [file, argv] = command.endsWith('.js') ? [process.execPath, [command, ...args]] : [command, [...args]];
   const child = spawn(file, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';

@@ -19,7 +19,9 @@ export const PROMPT = 'Check FactLane, store the deploy fact, search it, then cl
 export function sandbox(dir: string): HostSetup & { work: string } {
   const work = join(dir, 'work');
   mkdirSync(work, { recursive: true });
-  return { home: join(dir, 'home'), db: join(dir, 'state', 'factlane.sqlite3'), writeProfile: HOST_WRITE_PROFILE, work };
+  return {
+    home: join(dir, 'home'), db: join(dir, 'state', 'factlane.sqlite3'), writeProfile: HOST_WRITE_PROFILE, work,
+  };
 }
 
 const PROVENANCE = {
@@ -38,10 +40,13 @@ export function hostScript(host: string): ScriptedCall[] {
   const store = { memory_type: 'USER_FACT', source_provenance: PROVENANCE, freshness_policy: { kind: 'never' } };
   return [
     { tool: 'memory_status', arguments: request(1, {}) },
-    { tool: 'memory_store', arguments: request(2, { ...store, fact: candidateFact(host), idempotency_key: `${host}-candidate` }) },
+    { tool: 'memory_store', arguments: request(
+      2, { ...store, fact: candidateFact(host), idempotency_key: `${host}-candidate` },
+    ) },
     {
       tool: 'memory_search', arguments: request(3, {
-        query: 'host test deploys main branch', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT', retrieval_mode: 'REVIEW_HISTORY',
+        query: 'host test deploys main branch', intent_class: 'USER_PREFERENCE_OR_DURABLE_FACT',
+        retrieval_mode: 'REVIEW_HISTORY',
       }),
     },
     {
@@ -84,7 +89,8 @@ export function checkEnvelopes(t: Test, host: string, texts: readonly string[]):
   }, 'memory_store: the Candidate, contributed by the host');
   const memoryId = (stored?.results as { memory_id?: string }[] | undefined)?.[0]?.memory_id;
   t.match(found, {
-    status: 'OK', audit: audit(3), results: [{ memory_id: memoryId, fact: candidateFact(host), lifecycle_state: 'CANDIDATE' }],
+    status: 'OK', audit: audit(3),
+    results: [{ memory_id: memoryId, fact: candidateFact(host), lifecycle_state: 'CANDIDATE' }],
   }, 'memory_search REVIEW_HISTORY: finds the Candidate');
   t.match(refused, { status: 'BLOCKED', error_code: 'WRITE_AUTHORIZATION_DENIED', results: [], audit: audit(4) },
     'memory_store VALIDATED_CURRENT: BLOCKED, WRITE_AUTHORIZATION_DENIED');
@@ -94,12 +100,16 @@ export function checkEnvelopes(t: Test, host: string, texts: readonly string[]):
 export function checkDatabase(t: Test, host: string, dbPath: string): void {
   const db = new Database(dbPath, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.prepare('SELECT fact, lifecycle_state, verified_by, contribution_origin, revision FROM adapter_records')
+    const rows =
+      db.prepare('SELECT fact, lifecycle_state, verified_by, contribution_origin, revision FROM adapter_records')
       .all() as Record<string, unknown>[];
     t.equal(rows.length, 1, `${host}: one record stored (the refused store wrote nothing)`);
-    t.match(rows[0], { fact: candidateFact(host), lifecycle_state: 'CANDIDATE', verified_by: 'UNVERIFIED', revision: 1 },
+    t.match(
+      rows[0], { fact: candidateFact(host), lifecycle_state: 'CANDIDATE', verified_by: 'UNVERIFIED', revision: 1 },
       `${host}: the Candidate on disk`);
-    t.same(JSON.parse(String(rows[0]?.contribution_origin ?? 'null')), { contributor_class: 'DELEGATED_AGENT', contributor_ref: host },
+    t.same(JSON.parse(String(rows[0]?.contribution_origin ?? 'null')), {
+      contributor_class: 'DELEGATED_AGENT', contributor_ref: host,
+    },
       `${host}: contribution_origin names the host`);
   } finally {
     db.close();

@@ -47,9 +47,12 @@ if (!outcome.ok) {
     const run = await inspect(t.testdir(), ['--method', 'tools/call', '--tool-name', 'memory_status',
       '--tool-arg', `request=${JSON.stringify({ scope: 'GLOBAL_USER', request_id: 'inspector-1' })}`]);
     t.equal(run.status, 0, run.stderr);
-    const result = JSON.parse(run.stdout) as { content: { text: string }[]; structuredContent: unknown; isError?: boolean };
+    const result =
+      JSON.parse(run.stdout) as { content: { text: string }[]; structuredContent: unknown; isError?: boolean };
     t.notOk(result.isError);
-    t.same(result.structuredContent, envelopeOf(result.content[0]?.text ?? ''), 'structuredContent is the text envelope');
+    t.same(
+      result.structuredContent, envelopeOf(result.content[0]?.text ?? ''), 'structuredContent is the text envelope',
+    );
     t.match(result.structuredContent, {
       status: 'OK', launcher: { write_profile: 'read-only' },
       audit: { request_id: 'inspector-1', host_binding: { host_id: 'inspector', transport: 'stdio' } },

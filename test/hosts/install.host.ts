@@ -13,7 +13,8 @@ const deadRegistry = (dir: string) => ({
 
 t.test('the cache folder is under the temp dir and keyed by the pinned versions', async (t) => {
   t.match(hostCacheDir(), /factlane-hosts-[0-9a-f]{16}$/);
-  for (const pin of Object.values(HOST_PACKAGES)) t.match(pin.version, /^\d+\.\d+\.\d+$/, `${pin.name}: an exact version`);
+  for (const pin of Object.values(HOST_PACKAGES))
+    t.match(pin.version, /^\d+\.\d+\.\d+$/, `${pin.name}: an exact version`);
 });
 
 t.test('an unreachable registry: not ok with the reason, remembered, retried when the memory is old', async (t) => {
@@ -26,7 +27,9 @@ t.test('an unreachable registry: not ok with the reason, remembered, retried whe
   t.match(reason, /@anthropic-ai\/claude-code@2\.1\.332/, 'the reason names what was installed');
   t.match(reason, /npm error code ECONNREFUSED/, "and npm's own error code");
   t.notOk(existsSync(cacheDir), 'no half-installed cache folder');
-  t.same(readFileSync(`${cacheDir}.failed`, 'utf8').trim(), reason, 'the failure is remembered beside the cache folder');
+  t.same(
+    readFileSync(`${cacheDir}.failed`, 'utf8').trim(), reason, 'the failure is remembered beside the cache folder',
+  );
 
   writeFileSync(`${cacheDir}.failed`, 'remembered reason\n');
   const second = installHosts({ cacheDir, env: deadRegistry(dir) });

@@ -95,7 +95,9 @@ export class ModelStandIn {
     if (method === 'POST' && path === '/v1/responses') return answerResponses(body, this.#turns, res);
     if (method === 'GET' && path === '/v1/models') return sendJson(res, 200, { object: 'list', data: [], models: [] });
     if (method === 'HEAD' || method === 'GET') return sendJson(res, 200, {});
-    sendJson(res, 404, { error: { type: 'not_found_error', message: `the stand-in does not serve ${method} ${path}` } });
+    sendJson(
+      res, 404, { error: { type: 'not_found_error', message: `the stand-in does not serve ${method} ${path}` } },
+    );
   }
 }
 

@@ -70,7 +70,9 @@ export function answerResponses(body: unknown, turns: Turns, res: ServerResponse
   }
   sendEvents(res, [
     ['response.created', { type: 'response.created', response }],
-    ['response.output_item.added', { type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress' } }],
+    ['response.output_item.added', {
+      type: 'response.output_item.added', output_index: 0, item: { ...item, status: 'in_progress' },
+    }],
     ['response.output_item.done', { type: 'response.output_item.done', output_index: 0, item }],
     ['response.completed', { type: 'response.completed', response: done }],
   ]);

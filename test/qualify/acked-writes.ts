@@ -19,7 +19,9 @@ export class AckedWrites {
 
   /** Records the first result of an OK write envelope. */
   add(record: PublicRecord): void {
-    this.#writes.push({ record_id: record.record_id, memory_id: record.memory_id, revision: record.revision, fact: record.fact });
+    this.#writes.push(
+      { record_id: record.record_id, memory_id: record.memory_id, revision: record.revision, fact: record.fact },
+    );
   }
 
   get size(): number {
@@ -47,7 +49,10 @@ export function lostWrites(dbPath: string, writes: readonly AckedWrite[]): numbe
     let lost = 0;
     for (const write of writes) {
       const row = find.get(write.record_id) as { memory_id: string; revision: number; fact: string } | undefined;
-      if (row === undefined || row.memory_id !== write.memory_id || row.revision !== write.revision || row.fact !== write.fact) lost += 1;
+      if (
+        row === undefined
+          || row.memory_id !== write.memory_id || row.revision !== write.revision || row.fact !== write.fact
+      ) lost += 1;
     }
     return lost;
   } finally {
@@ -90,9 +95,15 @@ export interface AuditResult {
   readonly failed: readonly string[];
 }
 
-/** `factlane-admin audit` in process (auditFile against the shipped migrations): lineage L1-L10, fences, schema, quick_check. */
+/**
+ * `factlane-admin audit` in process (auditFile against the shipped migrations): lineage L1-L10, fences, schema,
+ * quick_check.
+ */
 export function auditOf(dbPath: string): AuditResult {
   const report = auditFile(dbPath, SHIPPED_MIGRATIONS);
   const failing = report.checks.filter((check) => check.status === 'FAIL');
-  return { findings: failing.reduce((sum, check) => sum + Math.max(1, check.count), 0), failed: failing.map((check) => check.name) };
+  return {
+    findings: failing.reduce((sum, check) => sum + Math.max(1, check.count), 0),
+    failed: failing.map((check) => check.name),
+  };
 }

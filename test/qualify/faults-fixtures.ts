@@ -3,7 +3,9 @@
 // only (no tap), so `npm run qualify` can load them.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -17,7 +19,10 @@ export const PROJECT = 'faults-project';
 export const SCOPE = { scope: 'PROJECT', project_id: PROJECT } as const;
 export const CLI_TIMEOUT_MS = 60_000;
 
-export type Envelope = { status: string; error_code?: string; results?: { memory_id: string; record_id: string; revision: number; scope: Record<string, string | null> }[] };
+export type Envelope = {
+  status: string; error_code?: string;
+  results?: { memory_id: string; record_id: string; revision: number; scope: Record<string, string | null> }[];
+};
 export type Verdict = { result: 'PASS' } | { result: 'FAIL'; reason: string } | { result: 'SKIPPED'; reason: string };
 export type Case = { name: string; run: () => Promise<Verdict> };
 
@@ -36,22 +41,38 @@ export const hex64 = (seed: string) => createHash('sha256').update(seed).digest(
 export function storeRequest(key: string, current: boolean): Record<string, unknown> {
   const now = nowText();
   return {
-    ...SCOPE, fact: `service ${key} of the faults project listens on port ${8000 + (Number.parseInt(hex64(key).slice(0, 4), 16) % 1000)}`,
-    memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `faults-${key}`, freshness_policy: { kind: 'never' }, subject: `service ${key} port`,
-    source_provenance: { source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(key), review_ref: 'faults-review', extraction_method: 'manual_read' },
-    ...(current ? { requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now } : {}),
+    ...SCOPE,
+    fact: `service ${key} of the faults project listens on ` +
+      `port ${8000 + (Number.parseInt(hex64(key).slice(0, 4), 16) % 1000)}`,
+    memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: `faults-${key}`, freshness_policy: { kind: 'never' },
+    subject: `service ${key} port`,
+    source_provenance: {
+      source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(key), review_ref: 'faults-review',
+      extraction_method: 'manual_read',
+    },
+    ...(current ? {
+      requested_lifecycle_state: 'VALIDATED_CURRENT', source_timestamp: now, last_verified_at: now,
+    } : {}),
   };
 }
 export function reverifyRequest(record: { memory_id: string; revision: number }, key: string): Record<string, unknown> {
   const now = nowText();
-  return { ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY', idempotency_key: `faults-${key}`, verification: { last_verified_at: now, source_timestamp: now } };
+  return {
+    ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REVERIFY',
+    idempotency_key: `faults-${key}`, verification: { last_verified_at: now, source_timestamp: now },
+  };
 }
 export function replaceRequest(record: { memory_id: string; revision: number }, key: string): Record<string, unknown> {
   return {
-    ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REPLACE', idempotency_key: `faults-${key}`,
+    ...SCOPE, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REPLACE',
+    idempotency_key: `faults-${key}`,
     replacement: {
-      fact: `service ${key} of the faults project moved to port 9${key.length}00`, freshness_policy: { kind: 'never' }, source_timestamp: nowText(),
-      source_provenance: { source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(`${key}-b`), review_ref: 'faults-review', extraction_method: 'manual_read' },
+      fact: `service ${key} of the faults project moved to port 9${key.length}00`, freshness_policy: { kind: 'never' },
+      source_timestamp: nowText(),
+      source_provenance: {
+        source_class: 'repo_file', source_ref: `config/${key}.toml`, source_hash: hex64(`${key}-b`),
+        review_ref: 'faults-review', extraction_method: 'manual_read',
+      },
     },
   };
 }
@@ -63,7 +84,11 @@ export class Server {
 
   /** Starts a server on `dbPath`; resolves with it, or with the startup stderr when it exits before answering. */
   static async start(dbPath: string): Promise<Server | { startupStderr: string }> {
-    const transport = new StdioClientTransport({ command: process.execPath, args: [FACTLANE_BIN, '--db', dbPath, '--host-id', 'faults-host', '--write-profile', 'owner-current'], stderr: 'pipe' });
+    const transport = new StdioClientTransport(
+      { command: process.execPath, args: [
+        FACTLANE_BIN, '--db', dbPath, '--host-id', 'faults-host', '--write-profile', 'owner-current',
+      ], stderr: 'pipe' },
+    );
     let stderr = '';
     transport.stderr!.on('data', (chunk) => { stderr += chunk; });
     const client = new Client({ name: 'factlane-faults', version: '0.0.0' });
@@ -101,13 +126,19 @@ export class Server {
   }
 
   async stop(): Promise<void> {
-    const exited = new Promise((resolve) => { if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null); else this.child.once('exit', resolve); });
+    const exited = new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null);
+      else this.child.once('exit', resolve);
+    });
     await this.client.close().catch(() => {});
     await exited;
   }
 
   async kill(): Promise<void> {
-    const exited = new Promise((resolve) => { if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null); else this.child.once('exit', resolve); });
+    const exited = new Promise((resolve) => {
+      if (this.child.exitCode !== null || this.child.signalCode !== null) resolve(null);
+      else this.child.once('exit', resolve);
+    });
     this.child.kill('SIGKILL');
     await exited;
     await this.client.close().catch(() => {});
@@ -116,7 +147,8 @@ export class Server {
 
 export async function startServer(dbPath: string): Promise<Server> {
   const server = await Server.start(dbPath);
-  if (!(server instanceof Server)) throw new CaseFailure(`the server did not start: ${governedCode(server.startupStderr) ?? 'no governed code'}`);
+  if (!(server instanceof Server))
+    throw new CaseFailure(`the server did not start: ${governedCode(server.startupStderr) ?? 'no governed code'}`);
   return server;
 }
 
@@ -151,13 +183,22 @@ export const migrate = (...args: string[]) => runCli(MIGRATE_BIN, args);
 export function digest(dbPath: string): string {
   return withRaw(dbPath, (db) => {
     const hash = createHash('sha256');
-    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]).map((row) => row.name));
+    const tables = new Set(
+      (
+        db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as { name: string }[]
+      ).map((row) => row.name),
+    );
     const queries = [
       "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
-      'SELECT * FROM adapter_records ORDER BY row_id', 'SELECT * FROM adapter_meta ORDER BY key', 'SELECT * FROM schema_migrations ORDER BY version',
-      'SELECT rowid, search_text FROM fact_fts ORDER BY rowid', 'SELECT rowid, scope_key, is_current, embedding FROM fact_vec ORDER BY rowid',
-      ...(tables.has('eligible_vectors') ? ['SELECT * FROM eligible_vectors ORDER BY row_id', 'SELECT * FROM eligible_shards ORDER BY scope_key, shard'] : []),
-      ...(tables.has('eligible_codes') ? ['SELECT rowid, shard_key, simhash_v1 FROM eligible_codes ORDER BY rowid'] : []),
+      'SELECT * FROM adapter_records ORDER BY row_id', 'SELECT * FROM adapter_meta ORDER BY key',
+      'SELECT * FROM schema_migrations ORDER BY version',
+      'SELECT rowid, search_text FROM fact_fts ORDER BY rowid',
+      'SELECT rowid, scope_key, is_current, embedding FROM fact_vec ORDER BY rowid',
+      ...(tables.has('eligible_vectors') ? [
+        'SELECT * FROM eligible_vectors ORDER BY row_id', 'SELECT * FROM eligible_shards ORDER BY scope_key, shard',
+      ] : []),
+      ...(tables.has('eligible_codes') ? ['SELECT rowid, shard_key, simhash_v1 FROM eligible_codes ORDER BY ' +
+        'rowid'] : []),
       ...(tables.has('fact_vec_next') ? ['SELECT rowid FROM fact_vec_next ORDER BY rowid'] : []),
     ];
     for (const query of queries) {
@@ -179,17 +220,23 @@ export function integrityOk(dbPath: string): boolean {
 
 /** The names in `dir` except SQLite and writer-queue companions of `dbNames` and the filler file. */
 export function listing(dir: string, dbNames: readonly string[] = []): string[] {
-  const companions = new Set(dbNames.flatMap((name) => [`${name}-wal`, `${name}-shm`, `${name}-writer`, `${name}-journal`]));
+  const companions =
+    new Set(dbNames.flatMap((name) => [`${name}-wal`, `${name}-shm`, `${name}-writer`, `${name}-journal`]));
   return readdirSync(dir).filter((name) => !companions.has(name) && name !== FILLER).sort();
 }
 export const FILLER = 'filler.bin';
 
 /** Asserts the digest, integrity and directory listing a failed operation must leave. */
-export function assertUnchanged(dbPath: string, before: string, dir: string, files: string[], dbNames: readonly string[]): void {
+export function assertUnchanged(
+  dbPath: string, before: string, dir: string, files: string[], dbNames: readonly string[],
+): void {
   check(digest(dbPath) === before, 'the database digest changed');
   check(integrityOk(dbPath), 'integrity_check is not ok');
   const after = listing(dir, dbNames);
-  check(JSON.stringify(after) === JSON.stringify(files), `stray files left: ${after.filter((name) => !files.includes(name)).length}`);
+  check(
+    JSON.stringify(after) === JSON.stringify(files),
+    `stray files left: ${after.filter((name) => !files.includes(name)).length}`,
+  );
 }
 
 export function tryRun(command: string, args: readonly string[]): boolean {
@@ -225,7 +272,9 @@ export function squeeze(dir: string, keepers: readonly InstanceType<typeof RawDa
   fill(dir);
 }
 
-/** A read connection held open by this process: the -wal and -shm stay allocated while servers and commands come and go. */
+/**
+ * A read connection held open by this process: the -wal and -shm stay allocated while servers and commands come and go.
+ */
 export function keeper(dbPath: string): InstanceType<typeof RawDatabase> {
   const db = new RawDatabase(dbPath);
   sqliteVec.load(db);
@@ -233,8 +282,12 @@ export function keeper(dbPath: string): InstanceType<typeof RawDatabase> {
   return db;
 }
 
-export type Seeded = { current: { memory_id: string; revision: number }[]; candidate: { memory_id: string; revision: number } };
-/** Seeds `dbPath` through a server: current records, one Candidate and one REPLACE (a SUPERSEDED record for housekeep). */
+export type Seeded = {
+  current: { memory_id: string; revision: number }[]; candidate: { memory_id: string; revision: number };
+};
+/**
+ * Seeds `dbPath` through a server: current records, one Candidate and one REPLACE (a SUPERSEDED record for housekeep).
+ */
 export async function seed(dbPath: string, tag: string): Promise<Seeded> {
   const server = await startServer(dbPath);
   try {
@@ -287,14 +340,23 @@ export function committedKeys(dbPath: string, copyDir: string, withWal: boolean,
   if (withWal && existsSync(`${dbPath}-wal`)) copyFileSync(`${dbPath}-wal`, `${copy}-wal`);
   const db = new RawDatabase(copy);
   try {
-    return new Set((db.prepare('SELECT idempotency_key FROM adapter_records WHERE substr(idempotency_key, 1, ?) = ?').all(prefix.length, prefix) as { idempotency_key: string }[]).map((row) => row.idempotency_key));
+    return new Set(
+      (
+        db.prepare(
+          'SELECT idempotency_key FROM adapter_records WHERE substr(idempotency_key, 1, ?) = ?',
+        ).all(prefix.length, prefix) as { idempotency_key: string }[]
+      ).map((row) => row.idempotency_key),
+    );
   } finally {
     db.close();
     rmSync(copyDir, { recursive: true, force: true });
   }
 }
 
-/** Sends stores one after another and SIGKILLs the server while the next is in flight; returns the acknowledged keys in order. */
+/**
+ * Sends stores one after another and SIGKILLs the server while the next is in flight; returns the acknowledged keys in
+ * order.
+ */
 export async function killMidWrites(dbPath: string, tag: string, count: number): Promise<string[]> {
   const server = await startServer(dbPath);
   const acked: string[] = [];

@@ -35,7 +35,9 @@ export async function pageCapCase(dir: string, write: PageCapWrite, requests: Re
   const dbPath = join(dir, `${write}.sqlite3`);
   const engine = await SQLiteVecEngine.open({
     dbPath,
-    newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())) }),
+    newDatabaseBinding: async () => ({ vectorDimension: profile.outputDimension, bindingJson: freshBindingJson(
+      profile, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK()),
+    ) }),
   });
   try {
     const adapter = new MemoryAdapter({ engine, provider, writeProfile: 'owner-current', hostId: 'faults-host' });
@@ -44,16 +46,24 @@ export async function pageCapCase(dir: string, write: PageCapWrite, requests: Re
     const tag = createHash('sha256').update(dbPath).digest('hex').slice(0, 8);
     const seeded: Row[] = [];
     for (let n = 0; n < 3; n += 1) seeded.push(await first('memory_store', requests.store(`cap-${tag}-${n}`, true)));
-    const pages = await engine.read(async (db) => (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count);
+    const pages = await engine.read(
+      async (db) => (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db)).rows[0]!.page_count,
+    );
     // max_page_count is connection-local: it caps this engine's connection only, at the file's current size.
     await engine.read(async (db) => sql`PRAGMA max_page_count = ${sql.raw(String(pages))}`.execute(db));
     const before = requests.digest(dbPath);
     const attempt = write === 'memory_store' ? adapter.execute('memory_store', requests.store(`cap-${tag}-new`, true))
-      : write === 'memory_update_reverify' ? adapter.execute('memory_update', requests.reverify(seeded[1]!, `cap-${tag}-reverify`))
+      : write === 'memory_update_reverify'
+        ? adapter.execute('memory_update', requests.reverify(seeded[1]!, `cap-${tag}-reverify`))
         : adapter.execute('memory_update', requests.replace(seeded[2]!, `cap-${tag}-replace`));
-    const outcome = await attempt.then(() => 'OK', (error: unknown) => (error instanceof AdapterError ? error.code : 'unexpected exception (ungoverned)'));
+    const outcome = await attempt.then(
+      () => 'OK',
+      (error: unknown) => (error instanceof AdapterError ? error.code : 'unexpected exception (ungoverned)'),
+    );
     if (outcome !== 'BACKEND_UNAVAILABLE') return `${write} on a capped database ended ${outcome}`;
-    const read = await adapter.execute('memory_get', { scope: 'PROJECT', project_id: 'faults-project', memory_id: seeded[0]!.memory_id }).then(() => true, () => false);
+    const read = await adapter.execute(
+      'memory_get', { scope: 'PROJECT', project_id: 'faults-project', memory_id: seeded[0]!.memory_id },
+    ).then(() => true, () => false);
     if (!read) return `reads stopped answering after ${write} hit the page cap`;
     if (requests.digest(dbPath) !== before) return 'the database digest changed';
     if (!requests.integrityOk(dbPath)) return 'integrity_check is not ok';

@@ -3,7 +3,9 @@
 // WAL or a missing -shm, or a raw writer, and asserts a governed code from the catalogue plus nothing half-written:
 // the database digest (records, meta, ledger, FTS, vectors, eligible forms, schema) unchanged, integrity_check ok,
 // and no stray file (half backup, half restore) left beside it.
-import { copyFileSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  copyFileSync, closeSync, existsSync, mkdirSync, openSync, statSync, truncateSync, unlinkSync, writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
@@ -12,7 +14,8 @@ import { fixtureRow, insertFixtures, padScope, scopeTuple } from '../helpers/rea
 import { downgradeToSchemaOne, inGatedTransaction, RawDatabase, withRaw } from '../helpers/storage.js';
 import {
   admin, assertUnchanged, CaseFailure, check, committedKeys, digest, fill, FILLER, governedCode, integrityOk, keeper,
-  killMidWrites, listing, migrate, PASS, PROJECT, reopenAndCheck, replaceRequest, reverifyRequest, SCOPE, seed, Server, skipped, squeeze,
+  killMidWrites, listing, migrate, PASS, PROJECT, reopenAndCheck, replaceRequest, reverifyRequest, SCOPE, seed, Server,
+  skipped, squeeze,
   startServer, storeRequest, tryRun, walCommits, type Case, type CliRun, type Seeded, type Verdict,
 } from './faults-fixtures.js';
 import { pageCapCase, type PageCapWrite } from './faults-page-cap.js';
@@ -27,14 +30,22 @@ const CODED_SCOPE = { scope: 'PROJECT', project_id: 'faults-coded' } as const;
 const NO_MOUNT_ENV = 'FACTLANE_QUALIFY_FAULTS_NO_MOUNT';
 
 const MUTATIONS = [
-  "INSERT INTO adapter_records (record_id) VALUES ('x')", "UPDATE adapter_records SET fact = 'rewritten'", 'DELETE FROM adapter_records',
-  "INSERT INTO adapter_meta (key, value) VALUES ('k', 'v')", "UPDATE adapter_meta SET value = '3' WHERE key = 'contract_version'", 'DELETE FROM adapter_meta',
-  "INSERT INTO schema_migrations VALUES (9, 'x', 'y', 'z', 'w')", "UPDATE schema_migrations SET checksum = 'forged'", 'DELETE FROM schema_migrations',
-  "INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (999999, 'x', 0, x'00')", 'UPDATE eligible_vectors SET shard = shard + 1', 'DELETE FROM eligible_vectors',
-  "INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('x', 0, 1)", 'UPDATE eligible_shards SET size = size + 1', 'DELETE FROM eligible_shards',
+  "INSERT INTO adapter_records (record_id) VALUES ('x')", "UPDATE adapter_records SET fact = 'rewritten'",
+  'DELETE FROM adapter_records',
+  "INSERT INTO adapter_meta (key, value) VALUES ('k', 'v')",
+  "UPDATE adapter_meta SET value = '3' WHERE key = 'contract_version'", 'DELETE FROM adapter_meta',
+  "INSERT INTO schema_migrations VALUES (9, 'x', 'y', 'z', 'w')", "UPDATE schema_migrations SET checksum = 'forged'",
+  'DELETE FROM schema_migrations',
+  "INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (999999, 'x', 0, x'00')",
+  'UPDATE eligible_vectors SET shard = shard + 1', 'DELETE FROM eligible_vectors',
+  "INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('x', 0, 1)",
+  'UPDATE eligible_shards SET size = size + 1', 'DELETE FROM eligible_shards',
 ];
 
-/** The resource-fault cases, with their fixtures under `workDir`; mounts are recorded in `mounts` for the caller to undo. */
+/**
+ * The resource-fault cases, with their fixtures under `workDir`; mounts are recorded in `mounts` for the caller to
+ * undo.
+ */
 async function buildCases(workDir: string, mounts: string[], cleanups: (() => void)[]): Promise<Case[]> {
   const cases: Case[] = [];
   const canMount = process.env[NO_MOUNT_ENV] === '1' ? false : (() => {
@@ -67,16 +78,24 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   };
 
   // --- full filesystem -------------------------------------------------------------------------------------
-  const fullNames = ['memory_store', 'memory_update_reverify', 'memory_update_replace', 'housekeep', 'reembed', 'backup_output', 'restore_target', 'migrate_up', 'migrate_up_backup_output'].map((n) => `full_disk.${n}`);
+  const fullNames = [
+    'memory_store', 'memory_update_reverify', 'memory_update_replace', 'housekeep', 'reembed', 'backup_output',
+    'restore_target', 'migrate_up', 'migrate_up_backup_output',
+  ].map((n) => `full_disk.${n}`);
   if (!canMount) {
-    const capped: Record<string, PageCapWrite> = { 'full_disk.memory_store': 'memory_store', 'full_disk.memory_update_reverify': 'memory_update_reverify', 'full_disk.memory_update_replace': 'memory_update_replace' };
+    const capped: Record<string, PageCapWrite> = {
+      'full_disk.memory_store': 'memory_store', 'full_disk.memory_update_reverify': 'memory_update_reverify',
+      'full_disk.memory_update_replace': 'memory_update_replace',
+    };
     const capDir = join(workDir, 'page-cap');
     for (const name of [...fullNames, 'full_disk.space_freed']) {
       const write = capped[name];
       cases.push({ name: write ? `${name}.max_page_count` : name, run: async () => {
         if (!write) return skipped('no tmpfs mount here, and the operator commands have no max_page_count switch');
         mkdirSync(capDir, { recursive: true });
-        const failure = await pageCapCase(capDir, write, { store: storeRequest, reverify: reverifyRequest, replace: replaceRequest, digest, integrityOk });
+        const failure = await pageCapCase(capDir, write, {
+          store: storeRequest, reverify: reverifyRequest, replace: replaceRequest, digest, integrityOk,
+        });
         return failure === null ? PASS : { result: 'FAIL', reason: failure };
       } });
     }
@@ -103,7 +122,9 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
       fill(fullDir);
       return seeded;
     };
-    const fullCase = (name: string, body: (s: Seeded) => Promise<void>, target = dbPath, targetNames = ['full.sqlite3', 'old.sqlite3']) => {
+    const fullCase = (name: string, body: (s: Seeded) => Promise<void>, target = dbPath, targetNames = [
+      'full.sqlite3', 'old.sqlite3',
+    ]) => {
       cases.push({ name, run: async () => {
         const s = await setup();
         squeeze(fullDir, keepers);
@@ -116,41 +137,56 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     };
     const blockedFull = async (tool: string, request: Record<string, unknown>, s: Seeded) => {
       const envelope = await server!.call(tool, request);
-      check(envelope.status === 'BLOCKED' && envelope.error_code === 'BACKEND_UNAVAILABLE', `${tool} on a full disk ended ${envelope.status} ${envelope.error_code ?? ''}`);
+      check(envelope.status === 'BLOCKED' && envelope.error_code === 'BACKEND_UNAVAILABLE', `${tool} on a full disk ` +
+        `ended ${envelope.status} ${envelope.error_code ?? ''}`);
       check(await server!.answers(s.current[0]!.memory_id), 'the server stopped answering reads after the full disk');
     };
     fullCase(fullNames[0]!, (s) => blockedFull('memory_store', storeRequest('full-new', true), s));
     fullCase(fullNames[1]!, (s) => blockedFull('memory_update', reverifyRequest(s.current[1]!, 'full-reverify'), s));
     fullCase(fullNames[2]!, (s) => blockedFull('memory_update', replaceRequest(s.current[2]!, 'full-replace'), s));
     fullCase(fullNames[3]!, async () => {
-      const run = await admin('housekeep', '--db', dbPath, '--scope', 'PROJECT', '--project-id', PROJECT, '--max-records', '10', '--required-free-bytes', String(1 << 30), '--json');
-      const outcome = run.status === 0 ? (JSON.parse(run.stdout) as { outcome: string; compacted_records: number }) : undefined;
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `housekeep on a full disk exit ${run.status} ${run.code ?? outcome?.outcome ?? ''}`);
+      const run = await admin(
+        'housekeep', '--db', dbPath, '--scope', 'PROJECT', '--project-id', PROJECT, '--max-records', '10',
+        '--required-free-bytes', String(1 << 30), '--json',
+      );
+      const outcome =
+        run.status === 0 ? (JSON.parse(run.stdout) as { outcome: string; compacted_records: number }) : undefined;
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `housekeep on a full disk ` +
+        `exit ${run.status} ${run.code ?? outcome?.outcome ?? ''}`);
     });
     fullCase(fullNames[4]!, async () => {
       if (server) { await server.stop(); server = undefined; }
       const run = await admin('reembed', '--db', dbPath, '--profile', 'local-hash-384');
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `reembed on a full disk exit ${run.status} ${run.code ?? ''}`);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `reembed on a full disk ` +
+        `exit ${run.status} ${run.code ?? ''}`);
     });
     fullCase(fullNames[5]!, async () => {
       if (server) { await server.stop(); server = undefined; }
       const run = await admin('backup', '--db', dbPath, '--out', join(fullDir, 'half.sqlite3'));
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `backup onto a full disk exit ${run.status} ${run.code ?? ''}`);
-      check(run.stderr.includes('the disk the copy is written to is full'), `backup onto a full disk said: ${run.stderr}`);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `backup onto a full disk ` +
+        `exit ${run.status} ${run.code ?? ''}`);
+      check(
+        run.stderr.includes('the disk the copy is written to is full'), `backup onto a full disk said: ${run.stderr}`,
+      );
     });
     fullCase(fullNames[6]!, async () => {
       const target = join(fullDir, 'restored.sqlite3');
       const run = await admin('restore', '--from', backupFile, '--db', target);
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `restore onto a full disk exit ${run.status} ${run.code ?? ''}`);
-      check(run.stderr.includes('the disk the copy is written to is full'), `restore onto a full disk said: ${run.stderr}`);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `restore onto a full disk ` +
+        `exit ${run.status} ${run.code ?? ''}`);
+      check(
+        run.stderr.includes('the disk the copy is written to is full'), `restore onto a full disk said: ${run.stderr}`,
+      );
     });
     fullCase(fullNames[7]!, async () => {
       const run = await migrate('up', '--db', oldPath, '--no-backup');
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up on a full disk exit ${run.status} ${run.code ?? ''}`);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up on a full disk ` +
+        `exit ${run.status} ${run.code ?? ''}`);
     }, oldPath);
     fullCase(fullNames[8]!, async () => {
       const run = await migrate('up', '--db', oldPath, '--backup', join(fullDir, 'before-up.sqlite3'));
-      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up with its backup on a full disk exit ${run.status} ${run.code ?? ''}`);
+      check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `migrate up with its backup on a full disk ` +
+        `exit ${run.status} ${run.code ?? ''}`);
     }, oldPath);
     cases.push({ name: 'full_disk.space_freed', run: async () => {
       await setup();
@@ -202,7 +238,8 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     const before = withDatabase ? digest(path) : '';
     for (const companion of [`${path}-wal`, `${path}-shm`]) if (existsSync(companion)) unlinkSync(companion);
     const files = listing(dir, ['db.sqlite3']);
-    const [command, args, undoArgs] = kind === 'filesystem' ? ['mount', ['-o', 'remount,ro', dir], ['-o', 'remount,rw', dir]]
+    const [command, args, undoArgs] =
+      kind === 'filesystem' ? ['mount', ['-o', 'remount,ro', dir], ['-o', 'remount,rw', dir]]
       : ['chattr', ['+i', kind === 'file' ? path : dir], ['-i', kind === 'file' ? path : dir]];
     check(tryRun(command, args), `${command} failed`);
     const undo = () => { tryRun(command, undoArgs); };
@@ -220,11 +257,16 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
           const store = await started.call('memory_store', storeRequest(`ro-${kind}-new`, true));
           const answers = await started.answers(baseSeed.current[0]!.memory_id).catch(() => false);
           await started.stop();
-          check(store.status === 'BLOCKED' && store.error_code === 'BACKEND_UNAVAILABLE', `a store on a read-only ${kind} ended ${store.status} ${store.error_code ?? ''}`);
+          check(
+            store.status === 'BLOCKED' && store.error_code === 'BACKEND_UNAVAILABLE',
+            `a store on a read-only ${kind} ended ${store.status} ${store.error_code ?? ''}`,
+          );
           check(answers, `the server on a read-only ${kind} stopped answering reads`);
         } else {
           const code = governedCode(started.startupStderr);
-          check(code === 'BACKEND_UNAVAILABLE', `startup on a read-only ${kind} refused with ${code ?? 'no governed code'}`);
+          check(
+            code === 'BACKEND_UNAVAILABLE', `startup on a read-only ${kind} refused with ${code ?? 'no governed code'}`,
+          );
         }
       } finally {
         undo();
@@ -234,7 +276,10 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     } });
   }
   for (const kind of ['directory', 'filesystem'] as const) {
-    const outputCase = (name: string, command: (target: string, source: string) => Promise<CliRun>, prepareSource?: (source: string) => void) => {
+    const outputCase = (
+      name: string, command: (target: string, source: string) => Promise<CliRun>,
+      prepareSource?: (source: string) => void
+    ) => {
       cases.push({ name: `read_only.${kind}.${name}`, run: async () => {
         const reason = unavailableReason(kind);
         if (reason) return skipped(reason);
@@ -251,21 +296,27 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
         check(digest(source) === sourceBefore, 'the source database digest changed');
         const after = listing(dir, ['db.sqlite3']);
         check(JSON.stringify(after) === JSON.stringify(files), 'stray files left in the read-only place');
-        check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `${name} into a read-only ${kind} exit ${run.status} ${run.code ?? (/internal error/.test(run.stderr) ? 'internal error (ungoverned)' : '')}`);
+        check(run.status === 1 && run.code === 'BACKEND_UNAVAILABLE', `${name} into a read-only ${kind} ` +
+          `exit ${run.status} ${run.code ?? (/internal error/.test(run.stderr) ? 'internal error (ungoverned)' : '')}`);
         return PASS;
       } });
     };
     outputCase('backup_output', (target, source) => admin('backup', '--db', source, '--out', target));
     outputCase('restore_target', (target) => admin('restore', '--from', readOnlyBackup, '--db', target));
-    outputCase('migrate_up_backup_output', (target, source) => migrate('up', '--db', source, '--backup', target), downgradeToSchemaOne);
+    outputCase(
+      'migrate_up_backup_output', (target, source) => migrate('up', '--db', source, '--backup', target),
+      downgradeToSchemaOne,
+    );
   }
 
   // --- a corrupted page -----------------------------------------------------------------------------------
   /** True when `factlane-admin verify` refuses with BACKEND_CORRUPT or reports integrity_check FAIL (exit 3). */
   const verifyFlagsCorruption = async (path: string) => {
     const run = await admin('verify', '--db', path, '--json');
-    const report = run.status === 3 ? (JSON.parse(run.stdout) as { checks: { name: string; status: string }[] }) : undefined;
-    return run.code === 'BACKEND_CORRUPT' || (report?.checks.some((c) => c.name === 'integrity_check' && c.status === 'FAIL') ?? false);
+    const report =
+      run.status === 3 ? (JSON.parse(run.stdout) as { checks: { name: string; status: string }[] }) : undefined;
+    return run.code === 'BACKEND_CORRUPT'
+      || (report?.checks.some((c) => c.name === 'integrity_check' && c.status === 'FAIL') ?? false);
   };
   /**
    * A copy of the base with a coded scope added through the product's insert (more than UNCODED_SCOPE_MAX_RECORDS
@@ -290,7 +341,9 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     const path = join(dir, 'db.sqlite3');
     copyFileSync(source, path);
     const { rootpage, pageSize } = withRaw(path, (db) => ({
-      rootpage: (db.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').get(table) as { rootpage: number }).rootpage,
+      rootpage: (
+        db.prepare('SELECT rootpage FROM sqlite_master WHERE name = ?').get(table) as { rootpage: number }
+      ).rootpage,
       pageSize: db.pragma('page_size', { simple: true }) as number,
     }));
     const fd = openSync(path, 'r+');
@@ -308,13 +361,21 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     }
     try {
       const answers = [
-        await started.call('memory_search', { ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode_kind: 'KEYWORD' }),
-        await started.call('memory_search', { ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE' }),
+        await started.call('memory_search', {
+          ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE',
+          retrieval_mode_kind: 'KEYWORD',
+        }),
+        await started.call(
+          'memory_search', { ...SCOPE, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE' },
+        ),
         await started.call('memory_get', { ...SCOPE, memory_id: baseSeed.current[0]!.memory_id }),
         await started.call('memory_store', storeRequest('corrupt-new', true)),
       ];
       const served = answers.filter((a) => !(a.status === 'BLOCKED' && a.error_code === 'BACKEND_CORRUPT'));
-      check(served.length === 0, `over a corrupted page: ${served.map((a) => `${a.status} ${a.error_code ?? ''}`.trim()).join(', ')}`);
+      check(
+        served.length === 0,
+        `over a corrupted page: ${served.map((a) => `${a.status} ${a.error_code ?? ''}`.trim()).join(', ')}`,
+      );
     } finally {
       await started.stop();
     }
@@ -324,29 +385,43 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
   // CURRENT semantic search reads the scope's shards first; then the seeded scope, small and so not coded (schema 3),
   // is searched on fact_vec, as REVIEW_HISTORY is, and a coded scope on its eligible forms: each variant damages what
   // its searches read.
-  const searchOver = (scope: object, mode: string, kind: string) => ({ ...scope, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode, retrieval_mode_kind: kind });
+  const searchOver = (scope: object, mode: string, kind: string) => ({
+    ...scope, query: 'faults project listens on port', intent_class: 'CURRENT_PROJECT_STATE', retrieval_mode: mode,
+    retrieval_mode_kind: kind,
+  });
   const variants = [
     { name: 'fts_index', table: 'fact_fts_data', mode: 'CURRENT', kinds: ['KEYWORD', 'HYBRID'], coded: false },
     { name: 'eligible_shards', table: 'eligible_shards', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
-    { name: 'vector_index', table: 'fact_vec_vector_chunks00', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
-    { name: 'vector_index_history', table: 'fact_vec_vector_chunks00', mode: 'REVIEW_HISTORY', kinds: ['SEMANTIC', 'HYBRID'], coded: false },
-    { name: 'eligible_vectors', table: 'eligible_vectors', mode: 'CURRENT', kinds: ['SEMANTIC', 'HYBRID'], coded: true },
+    { name: 'vector_index', table: 'fact_vec_vector_chunks00', mode: 'CURRENT', kinds: [
+      'SEMANTIC', 'HYBRID',
+    ], coded: false },
+    { name: 'vector_index_history', table: 'fact_vec_vector_chunks00', mode: 'REVIEW_HISTORY', kinds: [
+      'SEMANTIC', 'HYBRID',
+    ], coded: false },
+    { name: 'eligible_vectors', table: 'eligible_vectors', mode: 'CURRENT', kinds: [
+      'SEMANTIC', 'HYBRID',
+    ], coded: true },
   ] as const;
   for (const { name, table, mode, kinds, coded } of variants) {
     cases.push({ name: `corrupt_page.${name}`, run: async () => {
-      const path = corrupted(join(workDir, `corrupt-${name}`), table, coded ? await codedCopy(join(workDir, `coded-${name}`)) : basePath);
+      const path = corrupted(
+        join(workDir, `corrupt-${name}`), table, coded ? await codedCopy(join(workDir, `coded-${name}`)) : basePath,
+      );
       const scope = coded ? CODED_SCOPE : SCOPE;
       const started = await Server.start(path);
       if (!(started instanceof Server)) {
         const code = governedCode(started.startupStderr);
-        check(code === 'BACKEND_CORRUPT', `startup on a corrupted ${name} page refused with ${code ?? 'no governed code'}`);
+        check(
+          code === 'BACKEND_CORRUPT', `startup on a corrupted ${name} page refused with ${code ?? 'no governed code'}`,
+        );
         return PASS;
       }
       try {
         const answers = [];
         for (const kind of kinds) answers.push(await started.call('memory_search', searchOver(scope, mode, kind)));
         const served = answers.filter((a) => !(a.status === 'BLOCKED' && a.error_code === 'BACKEND_CORRUPT'));
-        check(served.length === 0, `searches over a corrupted ${name} page: ${served.map((a) => (a.status === 'ERROR' ? 'isError (ungoverned)' : `${a.status} ${a.error_code ?? ''}`.trim())).join(', ')}`);
+        check(served.length === 0, `searches over a corrupted ${name} ` +
+          `page: ${served.map((a) => (a.status === 'ERROR' ? 'isError (ungoverned)' : `${a.status} ${a.error_code ?? ''}`.trim())).join(', ')}`);
       } finally {
         await started.stop();
       }
@@ -370,12 +445,15 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
     check(acked.every((key) => committed.has(key)), 'an acknowledged write is missing before the truncation');
     const { commitEnds, frameSize } = walCommits(`${path}-wal`);
     const keepCommits = Math.ceil(commitEnds.length / 2);
-    const cut = keepCommits === 0 ? Math.floor(statSync(`${path}-wal`).size / 2) : commitEnds[keepCommits - 1]! + Math.floor(frameSize / 2);
+    const cut = keepCommits === 0
+      ? Math.floor(statSync(`${path}-wal`).size / 2) : commitEnds[keepCommits - 1]! + Math.floor(frameSize / 2);
     truncateSync(`${path}-wal`, cut);
-    // Transactions after the cut are lost; every acknowledged write committed before it must stay (the stores are sequential).
+    // Transactions after the cut are lost; every acknowledged write committed before it must stay (the stores are
+    // sequential).
     const lostAtMost = keepCommits === 0 ? committed.size : commitEnds.length - keepCommits;
     const mustKeep = acked.slice(0, Math.max(0, committed.size - lostAtMost));
-    check(commitEnds.length >= 2 && mustKeep.length > 0 && mustKeep.length < acked.length, 'the WAL held too few commits to cut between two of them');
+    check(commitEnds.length >= 2 && mustKeep.length > 0 && mustKeep.length < acked.length, 'the WAL held too few ' +
+      'commits to cut between two of them');
     await reopenAndCheck(path, mustKeep);
     return PASS;
   } });
@@ -396,7 +474,8 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
    */
   const fencesCopy = (dir: string) => {
     const path = freshCopy(dir);
-    inGatedTransaction(path, (raw) => raw.exec(`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('fences', 0, 1);
+    inGatedTransaction(path, (raw) => raw.exec(
+      `INSERT INTO eligible_shards (scope_key, shard, size) VALUES ('fences', 0, 1);
       INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding) VALUES (888888, 'fences', 0, x'00')`));
     return path;
   };
@@ -434,7 +513,8 @@ async function buildCases(workDir: string, mounts: string[], cleanups: (() => vo
           return (error as Error).message !== WRITER_REQUIRED;
         }
       });
-      check(passed.length === 0, `${passed.length} write(s) with the writer function answering 0 were not refused with the fence marker`);
+      check(passed.length === 0, `${passed.length} write(s) with the writer function answering 0 were not refused ` +
+        `with the fence marker`);
     } finally {
       raw.close();
     }
@@ -473,14 +553,19 @@ export const runFaultsPart: QualifyPart = async (_profile, workDir) => {
       try {
         verdict = await run();
       } catch (error) {
-        const message = error instanceof CaseFailure ? error.message : `unexpected: ${(error as Error)?.message ?? String(error)}`;
+        const message =
+          error instanceof CaseFailure ? error.message : `unexpected: ${(error as Error)?.message ?? String(error)}`;
         verdict = { result: 'FAIL', reason: message };
-        if (!(error instanceof CaseFailure)) process.stderr.write(`qualify faults: ${name}: ${(error as Error)?.stack ?? String(error)}\n`);
+        if (!(error instanceof CaseFailure))
+          process.stderr.write(`qualify faults: ${name}: ${(error as Error)?.stack ?? String(error)}\n`);
       }
       results[name] = verdict.result;
       if (verdict.result === 'FAIL') reasons[name] = safeReason(verdict.reason);
       if (verdict.result === 'SKIPPED') skippedCases.push({ name, reason: safeReason(verdict.reason) });
-      process.stderr.write(`qualify faults: ${name} ${verdict.result}${verdict.result === 'PASS' ? '' : `: ${safeReason(verdict.reason)}`}\n`);
+      process.stderr.write(
+        `qualify faults: ${name} ${verdict.result}` +
+          `${verdict.result === 'PASS' ? '' : `: ${safeReason(verdict.reason)}`}\n`,
+      );
     }
   } finally {
     for (const child of Server.children) child.kill('SIGKILL');
@@ -499,9 +584,15 @@ export const runFaultsPart: QualifyPart = async (_profile, workDir) => {
     },
     mustBeZero: ['failures'],
     notes: [
-      'Each case drives the built server or an operator command into a resource fault (a full tmpfs, a read-only file, directory or filesystem, a corrupted page, a truncated WAL or a missing -shm after SIGKILL, a raw writer) and passes when it ends with the expected governed code and leaves the database digest, integrity_check and the directory listing as they were.',
-      'Without a tmpfs mount the tool writes fall back to SQLite max_page_count in process (cases suffixed .max_page_count) and the operator commands are skipped; root ignores chmod, so read-only files and directories are made with chattr +i.',
-      '`cases` counts them, `failures` counts FAIL, `skipped` lists the cases this machine could not set up and why, `case_results` gives each verdict (and `failure_reasons` what went wrong).',
+      'Each case drives the built server or an operator command into a resource fault (a full tmpfs, a read-only ' +
+        'file, directory or filesystem, a corrupted page, a truncated WAL or a missing -shm after SIGKILL, a raw ' +
+        'writer) and passes when it ends with the expected governed code and leaves the database digest, ' +
+        'integrity_check and the directory listing as they were.',
+      'Without a tmpfs mount the tool writes fall back to SQLite max_page_count in process (cases suffixed ' +
+        '.max_page_count) and the operator commands are skipped; root ignores chmod, so read-only files and ' +
+        'directories are made with chattr +i.',
+      '`cases` counts them, `failures` counts FAIL, `skipped` lists the cases this machine could not set up and why, ' +
+        '`case_results` gives each verdict (and `failure_reasons` what went wrong).',
     ],
   };
   return report;

@@ -6,10 +6,13 @@ import type { PublicRecord } from './server-fleet.js';
 // a consistent copy taken back to schema 1 for migrate up, and what a killed backup or restore left behind.
 
 /** The live records of the scope on disk (raw read-only), which bursts pick from. */
-export function liveRecords(dbPath: string, projectId: string, lifecycle: 'CANDIDATE' | 'VALIDATED_CURRENT'): PublicRecord[] {
+export function liveRecords(
+  dbPath: string, projectId: string, lifecycle: 'CANDIDATE' | 'VALIDATED_CURRENT',
+): PublicRecord[] {
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
-    return db.prepare('SELECT record_id, memory_id, revision, lifecycle_state, fact FROM adapter_records WHERE project_id = ? AND lifecycle_state = ? ORDER BY row_id')
+    return db.prepare('SELECT record_id, memory_id, revision, lifecycle_state, fact FROM adapter_records WHERE ' +
+      'project_id = ? AND lifecycle_state = ? ORDER BY row_id')
       .all(projectId, lifecycle) as PublicRecord[];
   } finally {
     db.close();
@@ -20,7 +23,9 @@ export function liveRecords(dbPath: string, projectId: string, lifecycle: 'CANDI
 export function compactable(dbPath: string, projectId: string): number {
   const db = new RawDatabase(dbPath, { readonly: true });
   try {
-    return (db.prepare("SELECT count(*) AS n FROM adapter_records WHERE project_id = ? AND lifecycle_state = 'SUPERSEDED'").get(projectId) as { n: number }).n;
+    return (db.prepare(
+      "SELECT count(*) AS n FROM adapter_records WHERE project_id = ? AND lifecycle_state = 'SUPERSEDED'",
+    ).get(projectId) as { n: number }).n;
   } finally {
     db.close();
   }
@@ -36,7 +41,10 @@ export async function copyDatabase(from: string, to: string): Promise<void> {
   }
 }
 
-/** What a killed backup, restore or migrate run left: its temporary files, and whether its outputs were published in full, in part or not at all. */
+/**
+ * What a killed backup, restore or migrate run left: its temporary files, and whether its outputs were published in
+ * full, in part or not at all.
+ */
 export interface Leftovers { temporaries: number; complete_outputs: number; partial_outputs: number }
 
 export function leftoversIn(dir: string, published: readonly string[]): Leftovers {

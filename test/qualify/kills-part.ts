@@ -9,7 +9,10 @@ import { compactable, copyDatabase, leftoversIn, liveRecords, schemaVersionOf } 
 import { KillTally } from './kill-tally.js';
 import type { PartReport, QualifyPart, QualifyProfile } from './qualify-report.js';
 import { QualifyRequests } from './qualify-requests.js';
-import { ADMIN_BIN, ChildRegistry, MIGRATE_BIN, runCommand, ServedProcess, type CallOutcome, type CommandRun, type PublicRecord, type ServerOptions } from './server-fleet.js';
+import {
+  ADMIN_BIN, ChildRegistry, MIGRATE_BIN, runCommand, ServedProcess, type CallOutcome, type CommandRun,
+  type PublicRecord, type ServerOptions,
+} from './server-fleet.js';
 
 // Part 2 of `npm run qualify` (issue 13): SIGKILL at random points (seeded) inside store, REVERIFY, promotion,
 // REPLACE (a server killed with a burst of requests in flight) and inside housekeep, reembed, backup, restore and
@@ -41,7 +44,8 @@ type Target = WriteTarget | CommandTarget;
 const TARGETS: readonly Target[] = [...WRITE_TARGETS, ...COMMAND_TARGETS];
 type Profile = ServerOptions['writeProfile'];
 
-const profileOf = (target: WriteTarget): Profile => (target === 'store_candidate' ? 'delegated-candidate' : 'owner-current');
+const profileOf =
+  (target: WriteTarget): Profile => (target === 'store_candidate' ? 'delegated-candidate' : 'owner-current');
 const isWrite = (target: Target): target is WriteTarget => (WRITE_TARGETS as readonly string[]).includes(target);
 
 /** The kills part; see the module comment. */
@@ -105,16 +109,24 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   };
   /** BURST requests of `target` (for the updates, on distinct live memories). */
   const burstOf = async (target: WriteTarget): Promise<{ tool: string; requests: Record<string, unknown>[] }> => {
-    if (target === 'store_candidate') return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => delegated.storeCandidate()) };
-    if (target === 'store_current') return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => owner.storeCurrent()) };
+    if (target === 'store_candidate')
+      return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => delegated.storeCandidate()) };
+    if (target === 'store_current')
+      return { tool: 'memory_store', requests: Array.from({ length: BURST }, () => owner.storeCurrent()) };
     if (target === 'promotion') {
       if (liveRecords(dbPath, PROJECT_ID, 'CANDIDATE').length < BURST) {
-        await writeAll('delegated-candidate', Array.from({ length: 2 * BURST }, () => delegated.storeCandidate()), 'memory_store');
+        await writeAll(
+          'delegated-candidate', Array.from({ length: 2 * BURST }, () => delegated.storeCandidate()), 'memory_store',
+        );
       }
-      return { tool: 'memory_update', requests: pickDistinct(liveRecords(dbPath, PROJECT_ID, 'CANDIDATE'), BURST).map((record) => owner.promote(record)) };
+      return { tool: 'memory_update', requests: pickDistinct(liveRecords(dbPath, PROJECT_ID, 'CANDIDATE'), BURST).map(
+        (record) => owner.promote(record),
+      ) };
     }
     const currents = pickDistinct(liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT'), BURST);
-    return { tool: 'memory_update', requests: currents.map((record) => (target === 'reverify' ? owner.reverify(record) : owner.replace(record))) };
+    return { tool: 'memory_update', requests: currents.map(
+      (record) => (target === 'reverify' ? owner.reverify(record) : owner.replace(record)),
+    ) };
   };
 
   /** One burst on a warm server of the target's profile, answered in full: how long a burst takes here. */
@@ -171,25 +183,37 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   };
 
   /** The arguments of one run of `target`; outputs are fresh paths, so a rerun never meets a killed run's leftovers. */
-  const commandOf = (target: CommandTarget, context: { backup: string; copy: string }): { bin: string; args: string[]; published: string[] } => {
+  const commandOf = (target: CommandTarget, context: { backup: string; copy: string }): {
+    bin: string; args: string[]; published: string[];
+  } => {
     switch (target) {
       case 'housekeep':
-        return { bin: ADMIN_BIN, args: ['housekeep', '--db', dbPath, '--scope', 'PROJECT', '--project-id', PROJECT_ID, '--max-records', String(HOUSEKEEP_MAX_RECORDS), '--required-free-bytes', HOUSEKEEP_REQUIRED_FREE_BYTES], published: [] };
+        return { bin: ADMIN_BIN, args: [
+          'housekeep', '--db', dbPath, '--scope', 'PROJECT', '--project-id', PROJECT_ID, '--max-records',
+          String(HOUSEKEEP_MAX_RECORDS), '--required-free-bytes', HOUSEKEEP_REQUIRED_FREE_BYTES,
+        ], published: [] };
       case 'reembed':
         return { bin: ADMIN_BIN, args: ['reembed', '--db', dbPath, '--profile', 'local-hash-384'], published: [] };
       case 'backup': {
         const out = fresh(backupsDir, 'backup');
-        return { bin: ADMIN_BIN, args: ['backup', '--db', dbPath, '--out', out], published: [out, `${out}.manifest.json`] };
+        return {
+          bin: ADMIN_BIN, args: ['backup', '--db', dbPath, '--out', out], published: [out, `${out}.manifest.json`],
+        };
       }
       case 'restore': {
         const out = fresh(restoresDir, 'restored');
-        return { bin: ADMIN_BIN, args: ['restore', '--from', context.backup, '--db', out], published: [out, `${out}-wal`, `${out}-shm`] };
+        return { bin: ADMIN_BIN, args: ['restore', '--from', context.backup, '--db', out], published: [
+          out, `${out}-wal`, `${out}-shm`,
+        ] };
       }
       case 'migrate_up': {
         // Every other run takes its backup first, so the kill can also land inside that backup.
         const withBackup = rng.next() < 0.5;
         const out = fresh(backupsDir, 'before-up');
-        return { bin: MIGRATE_BIN, args: ['up', '--db', context.copy, ...(withBackup ? ['--backup', out] : ['--no-backup'])], published: withBackup ? [out, `${out}.manifest.json`] : [] };
+        return {
+          bin: MIGRATE_BIN, args: ['up', '--db', context.copy, ...(withBackup ? ['--backup', out] : ['--no-backup'])],
+          published: withBackup ? [out, `${out}.manifest.json`] : [],
+        };
       }
     }
   };
@@ -220,7 +244,9 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
     for (let attempt = 0; attempt < MAX_KILL_TRIES && killed === undefined; attempt += 1) {
       if (target === 'migrate_up') {
         // A fresh schema-1 copy each try: a try that finished has migrated its copy already.
-        if (migrate !== undefined) for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`]) rmSync(path, { force: true });
+        if (migrate !== undefined)
+          for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`])
+            rmSync(path, { force: true });
         migrate = await schemaOneCopy();
         context.copy = migrate.copy;
       }
@@ -238,11 +264,13 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       tally.missedKills += 1;
       tally.rerun(target, run);
       durations[target] = run.ms * 0.8;
-      if (target === 'backup' && run.exit.code === 0) latestBackup = { path: command.args[4]!, writes: acked.snapshot() };
+      if (target === 'backup' && run.exit.code === 0)
+        latestBackup = { path: command.args[4]!, writes: acked.snapshot() };
       else for (const path of command.published) rmSync(path, { force: true });
     }
     if (killed === undefined) {
-      if (migrate !== undefined) for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`]) rmSync(path, { force: true });
+      if (migrate !== undefined)
+        for (const path of [migrate.copy, `${migrate.copy}-wal`, `${migrate.copy}-shm`]) rmSync(path, { force: true });
       return;
     }
     tally.kills += 1;
@@ -253,14 +281,16 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
       const dir = target === 'backup' ? backupsDir : restoresDir;
       tally.leftover(target, leftoversIn(dir, killed.published));
       // A restore published before the kill is a whole database: it is checked, then removed with the rest.
-      if (target === 'restore' && existsSync(killed.published[0]!)) tally.check(killed.published[0]!, latestBackup.writes);
+      if (target === 'restore' && existsSync(killed.published[0]!))
+        tally.check(killed.published[0]!, latestBackup.writes);
       for (const name of readdirSync(dir)) if (name.startsWith('.')) rmSync(join(dir, name), { force: true });
       for (const path of killed.published) rmSync(path, { force: true });
       tally.check(dbPath, acked.all());
     } else if (target === 'migrate_up') {
       tally.migrateStateAfterKill[schemaVersionOf(migrate!.copy) === 1 ? 'schema_1' : 'migrated']! += 1;
       tally.leftover(target, leftoversIn(backupsDir, killed.published));
-      for (const name of readdirSync(backupsDir)) if (name.startsWith('.')) rmSync(join(backupsDir, name), { force: true });
+      for (const name of readdirSync(backupsDir))
+        if (name.startsWith('.')) rmSync(join(backupsDir, name), { force: true });
       for (const path of killed.published) rmSync(path, { force: true });
       // Before the rerun the copy may be at schema 1 (the audit would rightly call it not current): no audit yet.
       tally.check(migrate!.copy, migrate!.writes, { audit: false });
@@ -280,10 +310,13 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
     } else if (target === 'migrate_up') {
       tally.check(migrate!.copy, migrate!.writes);
       // The migrated copy serves again.
-      const reader = await ServedProcess.start(registry, { dbPath: migrate!.copy, hostId: 'kills-reader', writeProfile: 'read-only' });
+      const reader = await ServedProcess.start(
+        registry, { dbPath: migrate!.copy, hostId: 'kills-reader', writeProfile: 'read-only' },
+      );
       if ((await reader.call('memory_status', owner.status())).envelope?.status !== 'OK') tally.restartFailures += 1;
       if ((await reader.close()).code !== 0) tally.unexpectedExits += 1;
-      for (const path of [migrate!.copy, `${migrate!.copy}-wal`, `${migrate!.copy}-shm`, ...rerun.published]) rmSync(path, { force: true });
+      for (const path of [migrate!.copy, `${migrate!.copy}-wal`, `${migrate!.copy}-shm`, ...rerun.published])
+        rmSync(path, { force: true });
     } else if (target === 'housekeep' || target === 'reembed') {
       tally.check(dbPath, acked.all());
       // Restart: a server opens the database the command worked on and answers.
@@ -295,9 +328,17 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   try {
     // Setup: Candidates from a delegated server, current facts from an owner, each reverified once (SUPERSEDED
     // records for housekeep), then one unkilled run of every target to size the kill delays to this machine.
-    await writeAll('delegated-candidate', Array.from({ length: SEED_CANDIDATES[profile] }, () => delegated.storeCandidate()), 'memory_store');
-    await writeAll('owner-current', Array.from({ length: SEED_CURRENTS[profile] }, () => owner.storeCurrent()), 'memory_store');
-    await writeAll('owner-current', liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT').map((record) => owner.reverify(record)), 'memory_update');
+    await writeAll(
+      'delegated-candidate', Array.from({ length: SEED_CANDIDATES[profile] }, () => delegated.storeCandidate()),
+      'memory_store',
+    );
+    await writeAll(
+      'owner-current', Array.from({ length: SEED_CURRENTS[profile] }, () => owner.storeCurrent()), 'memory_store',
+    );
+    await writeAll(
+      'owner-current', liveRecords(dbPath, PROJECT_ID, 'VALIDATED_CURRENT').map((record) => owner.reverify(record)),
+      'memory_update',
+    );
     const burstMs: Record<string, number> = {};
     for (const target of WRITE_TARGETS) burstMs[target] = await calibrateWrite(target);
     await stopServer();
@@ -342,7 +383,8 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
 
     return {
       figures: {
-        kills: tally.kills, kills_planned: KILLS[profile], kills_attempted: attempted, kills_by_target: tally.killsByTarget,
+        kills: tally.kills, kills_planned: KILLS[profile], kills_attempted: attempted,
+        kills_by_target: tally.killsByTarget,
         kills_with_requests_in_flight: tally.killsWithRequestsInFlight, missed_kills: tally.missedKills,
         acked_writes: acked.size, acked_writes_checked: tally.ackedChecked, lost_writes: tally.lostWrites,
         resends_after_kill: tally.resends, resend_failures: tally.resendFailures,
@@ -353,14 +395,23 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
         killed_run_leftovers: tally.leftovers, migrate_state_after_kill: tally.migrateStateAfterKill,
         calibration, duration_s: roundTo((performance.now() - started) / 1000, 1),
       },
-      mustBeZero: ['lost_writes', 'audit_findings', 'integrity_failures', 'rerun_failures', 'resend_failures', 'restart_failures', 'unexpected_exits'],
+      mustBeZero: [
+        'lost_writes', 'audit_findings', 'integrity_failures', 'rerun_failures', 'resend_failures', 'restart_failures',
+        'unexpected_exits',
+      ],
       notes: [
-        `${tally.kills} seeded-random SIGKILLs (\`kills_by_target\`): a warm server with ${BURST} stores, REVERIFYs, promotions or REPLACEs in flight, or `
-          + '`factlane-admin housekeep`, `reembed`, `backup`, `restore` and `factlane-migrate up` (on a schema-1 copy) after a random delay past node startup.',
-        'After a server kill a server restarts on the same profile and every unanswered request is resent (`resends_after_kill`: replayed if committed, else written fresh); '
-          + 'after every kill each acknowledged write is looked up at its revision (`acked_writes_checked` lookups, `lost_writes` misses), with integrity_check, '
-          + 'the FTS5 integrity-check and the lineage audit (the migrate copy is audited after its rerun, since a kill may rightly leave it at schema 1).',
-        'Every killed command is rerun, backup and restore to a fresh path, and must exit 0 (`rerun_failures`); `killed_run_leftovers` counts what killed runs left '
+        `${tally.kills} seeded-random SIGKILLs (\`kills_by_target\`): a warm server with ${BURST} stores, REVERIFYs, `
+          + `promotions or REPLACEs in flight, or `
+          + '`factlane-admin housekeep`, `reembed`, `backup`, `restore` and `factlane-migrate up` (on a schema-1 '
+          + 'copy) after a random delay past node startup.',
+        'After a server kill a server restarts on the same profile and every unanswered request is resent '
+          + '(`resends_after_kill`: replayed if committed, else written fresh); '
+          + 'after every kill each acknowledged write is looked up at its revision (`acked_writes_checked` lookups, '
+          + '`lost_writes` misses), with integrity_check, '
+          + 'the FTS5 integrity-check and the lineage audit (the migrate copy is audited after its rerun, since a '
+          + 'kill may rightly leave it at schema 1).',
+        'Every killed command is rerun, backup and restore to a fresh path, and must exit 0 (`rerun_failures`); '
+          + '`killed_run_leftovers` counts what killed runs left '
           + '(temporary files, outputs published whole or in part), which the part removes.',
       ],
     };

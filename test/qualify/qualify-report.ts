@@ -18,5 +18,7 @@ export type QualifyPart = (profile: QualifyProfile, workDir: string) => Promise<
 
 /** The non-zero must-be-zero figures of a part, as `key=value`. */
 export function failuresOf(report: PartReport): string[] {
-  return report.mustBeZero.filter((key) => report.figures[key] !== 0).map((key) => `${key}=${String(report.figures[key])}`);
+  return report.mustBeZero.filter((key) => report.figures[key] !== 0).map(
+    (key) => `${key}=${String(report.figures[key])}`,
+  );
 }

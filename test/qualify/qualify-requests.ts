@@ -5,9 +5,15 @@ import type { PublicRecord } from './server-fleet.js';
 // own label and number, so no two are DUPLICATE and no two share a contradiction key; the rest of the sentence comes
 // from a small vocabulary, so KEYWORD, SEMANTIC and HYBRID searches find something.
 
-const SUBJECTS = ['worker pool', 'ingest job', 'release branch', 'cache layer', 'test runner', 'build step', 'log shipper', 'queue consumer'] as const;
+const SUBJECTS = [
+  'worker pool', 'ingest job', 'release branch', 'cache layer', 'test runner', 'build step', 'log shipper',
+  'queue consumer',
+] as const;
 const VERBS = ['runs on', 'writes to', 'reads from', 'is pinned to', 'is drained by', 'retries against'] as const;
-const OBJECTS = ['bucket north', 'shard seven', 'node twenty', 'region west', 'the blue cluster', 'port forty', 'the nightly window', 'replica three'] as const;
+const OBJECTS = [
+  'bucket north', 'shard seven', 'node twenty', 'region west', 'the blue cluster', 'port forty', 'the nightly window',
+  'replica three',
+] as const;
 /** The search kinds of CONTRACT.md §5.1, all of which the parts exercise. */
 export const SEARCH_KINDS = ['EXACT', 'KEYWORD', 'SEMANTIC', 'HYBRID'] as const;
 export type SearchKind = (typeof SEARCH_KINDS)[number];
@@ -42,19 +48,26 @@ export class QualifyRequests {
   }
 
   #fact(): string {
-    return `${this.#label} ${this.#next}: the ${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, VERBS)} ${pick(this.#rng, OBJECTS)}`;
+    return `${this.#label} ${this.#next}: ` +
+      `the ${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, VERBS)} ${pick(this.#rng, OBJECTS)}`;
   }
 
   #provenance(): Record<string, string> {
-    return { source_class: 'repo', source_ref: `config/${this.#label}/${this.#next}.toml`, source_hash: 'cd'.repeat(32), review_ref: 'qualify-review', extraction_method: 'manual' };
+    return {
+      source_class: 'repo', source_ref: `config/${this.#label}/${this.#next}.toml`, source_hash: 'cd'.repeat(32),
+      review_ref: 'qualify-review', extraction_method: 'manual',
+    };
   }
 
-  /** A Candidate store (any writing profile); it carries source_timestamp, so an owner can promote it without a payload. */
+  /**
+   * A Candidate store (any writing profile); it carries source_timestamp, so an owner can promote it without a payload.
+   */
   storeCandidate(): Record<string, unknown> {
     const idempotencyKey = this.#key('cand');
     return {
       ...this.#scope, fact: this.#fact(), memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: idempotencyKey,
-      freshness_policy: { kind: 'never' }, source_provenance: this.#provenance(), source_timestamp: nowText(), tags: ['qualify'],
+      freshness_policy: { kind: 'never' }, source_provenance: this.#provenance(), source_timestamp: nowText(),
+      tags: ['qualify'],
     };
   }
 
@@ -64,7 +77,8 @@ export class QualifyRequests {
     const now = nowText();
     return {
       ...this.#scope, fact: this.#fact(), memory_type: 'PROJECT_LEARNED_FACT', idempotency_key: idempotencyKey,
-      freshness_policy: { kind: 'never' }, source_provenance: this.#provenance(), requested_lifecycle_state: 'VALIDATED_CURRENT',
+      freshness_policy: { kind: 'never' }, source_provenance: this.#provenance(),
+      requested_lifecycle_state: 'VALIDATED_CURRENT',
       source_timestamp: now, last_verified_at: now,
     };
   }
@@ -80,7 +94,8 @@ export class QualifyRequests {
   /** The REVERIFY that promotes a Candidate (owner-current): expected_record_id names the Candidate. */
   promote(record: PublicRecord): Record<string, unknown> {
     return {
-      ...this.#scope, memory_id: record.memory_id, expected_revision: record.revision, expected_record_id: record.record_id, mode: 'REVERIFY',
+      ...this.#scope, memory_id: record.memory_id, expected_revision: record.revision,
+      expected_record_id: record.record_id, mode: 'REVERIFY',
       idempotency_key: this.#key('pr'),
     };
   }
@@ -89,8 +104,12 @@ export class QualifyRequests {
   replace(record: PublicRecord): Record<string, unknown> {
     const idempotencyKey = this.#key('rp');
     return {
-      ...this.#scope, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REPLACE', idempotency_key: idempotencyKey,
-      replacement: { fact: this.#fact(), source_provenance: this.#provenance(), freshness_policy: { kind: 'never' }, source_timestamp: nowText() },
+      ...this.#scope, memory_id: record.memory_id, expected_revision: record.revision, mode: 'REPLACE',
+      idempotency_key: idempotencyKey,
+      replacement: {
+        fact: this.#fact(), source_provenance: this.#provenance(), freshness_policy: { kind: 'never' },
+        source_timestamp: nowText(),
+      },
     };
   }
 
@@ -105,10 +124,12 @@ export class QualifyRequests {
   search(kind: SearchKind, mode: RetrievalMode, exactFact: string | undefined): Record<string, unknown> {
     const query = kind === 'EXACT' && exactFact !== undefined
       ? exactFact
-      : kind === 'KEYWORD' ? `${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, OBJECTS)}` : `which ${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, VERBS)} ${pick(this.#rng, OBJECTS)}`;
+      : kind === 'KEYWORD' ? `${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, OBJECTS)}`
+        : `which ${pick(this.#rng, SUBJECTS)} ${pick(this.#rng, VERBS)} ${pick(this.#rng, OBJECTS)}`;
     return {
       ...this.#scope, query, retrieval_mode: mode, retrieval_mode_kind: kind,
-      intent_class: mode === 'CURRENT' ? 'CURRENT_PROJECT_STATE' : 'HISTORICAL_QUESTION', top_k: 5, max_memories: 4, max_bytes: 8000,
+      intent_class: mode === 'CURRENT' ? 'CURRENT_PROJECT_STATE' : 'HISTORICAL_QUESTION', top_k: 5, max_memories: 4,
+      max_bytes: 8000,
     };
   }
 

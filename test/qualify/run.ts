@@ -73,7 +73,9 @@ async function main(argv: readonly string[]): Promise<number> {
   mkdirSync(REPORT_DIR, { recursive: true });
   writeFileSync(join(REPORT_DIR, 'report.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeFileSync(join(REPORT_DIR, 'report.md'), markdown(report, parts));
-  process.stdout.write(`${JSON.stringify({ profile, result: report.result, duration_s: report.duration_s, failures })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ profile, result: report.result, duration_s: report.duration_s, failures })}\n`,
+  );
   return failures.length === 0 ? 0 : 1;
 }
 

@@ -112,11 +112,14 @@ export class ServedProcess {
 
   /** Starts the launcher and completes the MCP initialize handshake. */
   static async start(registry: ChildRegistry, options: ServerOptions): Promise<ServedProcess> {
-    const args = [FACTLANE_BIN, '--db', options.dbPath, '--host-id', options.hostId, '--write-profile', options.writeProfile];
+    const args =
+      [FACTLANE_BIN, '--db', options.dbPath, '--host-id', options.hostId, '--write-profile', options.writeProfile];
     if (options.projectId !== undefined) args.push('--project-id', options.projectId);
     const transport = new StdioClientTransport({ command: process.execPath, args, stderr: 'pipe' });
     const stderr = { tail: '' };
-    transport.stderr!.on('data', (chunk: Buffer) => { stderr.tail = (stderr.tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES); });
+    transport.stderr!.on(
+      'data', (chunk: Buffer) => { stderr.tail = (stderr.tail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES); },
+    );
     const client = new Client({ name: 'factlane-qualify', version: '0.0.0' });
     // The transport spawns the child inside connect(); it is tracked as soon as it exists.
     const connecting = client.connect(transport);
@@ -140,12 +143,18 @@ export class ServedProcess {
   async call(name: string, request: Record<string, unknown>): Promise<CallOutcome> {
     const started = performance.now();
     try {
-      const result = (await this.client.callTool({ name, arguments: { request } }, undefined, { timeout: CALL_TIMEOUT_MS })) as CallToolResult;
+      const result = (await this.client.callTool(
+        { name, arguments: { request } }, undefined, { timeout: CALL_TIMEOUT_MS },
+      )) as CallToolResult;
       const ms = performance.now() - started;
       if (result.isError) return { envelope: null, failure: 'isError', ms };
       return { envelope: result.structuredContent as unknown as Envelope, failure: null, ms };
     } catch (error) {
-      return { envelope: null, failure: /closed/i.test((error as Error).message) ? 'closed' : (error as Error).message.slice(0, 200), ms: performance.now() - started };
+      return {
+        envelope: null,
+        failure: /closed/i.test((error as Error).message) ? 'closed' : (error as Error).message.slice(0, 200),
+        ms: performance.now() - started,
+      };
     }
   }
 
@@ -176,7 +185,9 @@ export interface CommandRun {
  * Runs `node bin args…` to completion, or SIGKILLs it after `killAfterMs` if it is still running then. Output is
  * kept whole (operator commands print little).
  */
-export function runCommand(registry: ChildRegistry, bin: string, args: readonly string[], killAfterMs?: number): Promise<CommandRun> {
+export function runCommand(
+  registry: ChildRegistry, bin: string, args: readonly string[], killAfterMs?: number,
+): Promise<CommandRun> {
   const started = performance.now();
   const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   registry.track(child);
@@ -192,7 +203,9 @@ export function runCommand(registry: ChildRegistry, bin: string, args: readonly 
     child.once('error', reject);
     child.once('close', (code, signal) => {
       if (timer !== undefined) clearTimeout(timer);
-      resolve({ exit: { code, signal }, killed: killed && signal === 'SIGKILL', ms: performance.now() - started, stdout, stderr });
+      resolve({
+        exit: { code, signal }, killed: killed && signal === 'SIGKILL', ms: performance.now() - started, stdout, stderr,
+      });
     });
   });
 }

@@ -144,7 +144,9 @@ export class StdioPeer {
   }
 
   /** Sends one request and resolves with its response, or with null after `timeoutMs` or when the process ends. */
-  request(method: string, params: Record<string, unknown> | undefined, timeoutMs = 30_000): Promise<RpcResponse | null> {
+  request(
+    method: string, params: Record<string, unknown> | undefined, timeoutMs = 30_000,
+  ): Promise<RpcResponse | null> {
     const id = this.#nextId++;
     const frame = `${JSON.stringify({ jsonrpc: '2.0', id, method, ...(params === undefined ? {} : { params }) })}\n`;
     return new Promise((resolve) => {
@@ -167,13 +169,21 @@ export class StdioPeer {
   /** Sends a notification (no answer expected). */
   notify(method: string, params?: Record<string, unknown>): void {
     if (this.#exit !== null) return;
-    this.child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) })}\n`);
+    this.child.stdin!.write(
+      `${JSON.stringify({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }) })}\n`,
+    );
   }
 
   /** The MCP handshake; throws when the server does not answer. */
   async initialize(timeoutMs = 30_000): Promise<void> {
-    const answer = await this.request('initialize', { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'factlane-qualify', version: '0' } }, timeoutMs);
-    if (answer?.result === undefined) throw new Error(`initialize failed (exit ${JSON.stringify(this.#exit)}): ${this.#stderrTail.split('\n')[0] ?? ''}`);
+    const answer = await this.request(
+      'initialize',
+      { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'factlane-qualify', version: '0' } },
+      timeoutMs,
+    );
+    if (answer?.result === undefined) throw new Error(
+      `initialize failed (exit ${JSON.stringify(this.#exit)}): ${this.#stderrTail.split('\n')[0] ?? ''}`,
+    );
     this.notify('notifications/initialized');
   }
 
