@@ -167,7 +167,7 @@ t.test('claude-code: a claude that cannot run, or a .claude.json of the wrong sh
   t.equal(unrunnable.stderr, 'factlane setup: VERIFY_FAILED: claude mcp add could not run (ENOENT)\n');
   for (const [text, detail] of [
     ['[]', 'the top level is not an object'], ['{"mcpServers": []}', 'mcpServers is not an object'],
-  ]) {
+  ] as const) {
     writeFileSync(box.claudeConfig, text);
     const before = box.snapshot();
     const result = box.run(['claude-code', '--force']);

@@ -15,7 +15,7 @@ import { LAUNCHER, backupsOf, launchEntry, setupSandbox } from '../helpers/host-
 const fsExt: { flockSync(fd: number, flags: string): void } = createRequire(import.meta.url)('fs-ext');
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
 const modeOf = (path: string) => statSync(path).mode & 0o777;
-type Entry = { command: string; args: string[] };
+type Entry = { command: string; args: string[]; timeout?: number };
 const codexEntry = (path: string) =>
   (parseToml(readFileSync(path, 'utf8')) as { mcp_servers: Record<string, Entry> }).mcp_servers.factlane!;
 const hermesEntry = (path: string) =>

@@ -61,7 +61,7 @@ t.test('backup and restore: JSON steps in order, the report alone on stdout, sil
   t.match(backup[0], { lease: 'shared' });
   const pages = backup.at(2)!;
   t.ok(pages.total > 0 && pages.done === pages.total, 'the last pages line has every page copied');
-  t.ok(backup[1].done < pages.total, 'the first one is the copy\'s first step');
+  t.ok(backup[1]!.done < pages.total, 'the first one is the copy\'s first step');
   t.match(backup[3], { failed_checks: 0 });
   const report = JSON.parse(json.stdout) as Json;
   t.equal(backup.at(-1)!.file_bytes, report.manifest.file_bytes, 'the final step and the report agree');
@@ -150,7 +150,7 @@ t.test('recover: its phases through the same reporter, the outcome last', async 
   t.equal(json.status, 0, json.stderr);
   const lines = steps(t, json.stderr, 'recover');
   t.strictSame(lines.map((line) => line.step), lines.map((line) => line.phase), 'step and phase agree');
-  t.equal(lines[0].step, 'preflight');
+  t.equal(lines[0]!.step, 'preflight');
   t.match(lines.at(-1), { step: 'outcome', detail: 'LOCAL_FACTLANE_PURGE_PASS' });
   t.match(JSON.parse(json.stdout), { exit: 0 });
 

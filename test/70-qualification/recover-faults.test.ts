@@ -441,7 +441,7 @@ t.test('a postflight that finds no interlock to delete does not say one blocks r
   t.teardown(() => lease.release());
   const operation = s.plan.operation_id;
   const interlock = { operation_id: operation, plan_sha256: 'a'.repeat(64), committed_at: '2026-12-04T00:00:00Z' };
-  const recordIds = (s.plan.targets as { record_id: string }[]).map((target) => target.record_id);
+  const recordIds = s.plan.targets.map((target) => target.record_id);
   await t.rejects(runPostflight({ path: s.dbPath, lease, operationId: operation, recordIds, interlock }),
     { message: 'the interlock was not found to delete', interlockDeleted: true });
 });
