@@ -1,9 +1,8 @@
-import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { readFileSync, statSync } from 'node:fs';
+import { basename } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { TOOLS } from '@factlane/schema';
-import { sqliteFiles } from '../storage/durable-files.js';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import { loadMigrationFiles, type MigrationFile } from '../storage/migration-files.js';
@@ -21,20 +20,15 @@ import { NEXT_VECTOR_TABLE } from '../storage/schema-verification.js';
 import { verifySchema } from '../storage/schema-verification.js';
 import { WriteConnection, withReadOnly } from '../storage/write-connection.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
-import { sanitizedImagePath } from './recovery-sealing.js';
+import { checkOutputPaths, resolvedPath, type RecoveryPaths } from './recovery-output-paths.js';
 import { parseRecoveryPlan, planSha256, type RecoveryPlan } from './recovery-plan.js';
 import { readRecoveryState, type RecoveryState } from './recovery-state.js';
 
 // OPERATIONS.md §5.3: the 18 preflight checks, in order; the first failure is a hold and nothing was mutated.
 
 /** The command line of one recovery run. */
-export interface RecoveryRequest {
-  readonly dbPath: string;
-  readonly planPath: string;
+export interface RecoveryRequest extends RecoveryPaths {
   readonly confirm: string;
-  readonly receiptPath: string;
-  /** Default `<receipt>.state.json`. */
-  readonly statePath?: string;
 }
 
 /** Seams for tests: the platform, the runtime probe, the /proc inventory, the migrations folder. */
@@ -88,76 +82,6 @@ const hold = (code: RecoveryHoldCode, message: string) => new RecoveryHold(code,
 const MAX_FILE_NAME_BYTES = 255;
 /** What `<db>.recovery-<op>.sanitized-journal` adds to the two names (the longest image sidecar). */
 const IMAGE_NAME_EXTRA = '.recovery-'.length + '.sanitized-journal'.length;
-
-/**
- * The real path of `path` (symbolic links followed), or, for a file that does not exist yet, its directory's real path
- * and its name: two spellings of one file compare equal.
- */
-function resolvedPath(path: string): string {
-  const absolute = resolve(path);
-  if (existsSync(absolute)) return realpathSync(absolute);
-  const directory = dirname(absolute);
-  return join(existsSync(directory) ? realpathSync(directory) : directory, basename(absolute));
-}
-
-/** The device and inode of an existing file, or null. */
-function inodeOf(path: string): string | null {
-  try {
-    const stat = statSync(path);
-    return `${stat.dev}:${stat.ino}`;
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Part of check 2: the receipt and the state file are written over whatever their paths name (the state during the
- * run, the receipt once the purge is verified). Neither may name the database, its `-wal` or `-shm`, the sanitized
- * image, the plan, or the other one, by any spelling or hard link: a receipt written over the database destroyed the
- * sanitized store after the run had verified it. An existing receipt is kept unless it is this operation's, and the
- * receipt's directory must take it: found only at the end, either would fail a run whose purge is already done.
- */
-function checkOutputPaths(request: RecoveryRequest, plan: RecoveryPlan): void {
-  // The database as recovery names it (a symbolic link followed), with every file it or its image may write.
-  const db = resolvedPath(request.dbPath);
-  const image = sanitizedImagePath(db, plan.operation_id);
-  const taken: [string, string][] = [
-    [db, 'the database'], [`${db}-wal`, 'the database\'s -wal'], [`${db}-shm`, 'the database\'s -shm'],
-    ...sqliteFiles(image).map((file): [string, string] => [file, 'the sanitized image']),
-    [resolvedPath(request.planPath), 'the plan'],
-  ];
-  const outputs: [string, string][] = [
-    ['--receipt', request.receiptPath], ['--state', request.statePath ?? `${request.receiptPath}.state.json`],
-  ];
-  for (const [flag, path] of outputs) {
-    const resolved = resolvedPath(path);
-    const inode = inodeOf(resolved);
-    const clash = taken.find(([other]) => other === resolved || (inode !== null && inodeOf(other) === inode));
-    if (clash) throw hold('HOLD_PLAN_INVALID_NO_MUTATION', `${flag} names ${clash[1]}; choose a new file`);
-  }
-  const [receipt, state] = outputs.map(([, path]) => resolvedPath(path));
-  if (receipt === state) throw hold('HOLD_PLAN_INVALID_NO_MUTATION', '--receipt and --state name one file');
-  try {
-    accessSync(dirname(receipt!), constants.W_OK | constants.X_OK);
-  } catch {
-    throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the directory of --receipt does not exist or cannot be written');
-  }
-  if (existsSync(receipt!) && receiptOperation(receipt!) !== plan.operation_id) {
-    throw hold('HOLD_PLAN_INVALID_NO_MUTATION', '--receipt names an existing file that is not this operation\'s '
-      + 'receipt; choose a new file');
-  }
-}
-
-/** The operation_id of a receipt file, or null when the file is not a receipt. */
-function receiptOperation(path: string): string | null {
-  try {
-    const receipt = JSON.parse(readFileSync(path, 'utf8')) as { operation_id?: unknown; result?: unknown };
-    return receipt.result === 'LOCAL_FACTLANE_PURGE_PASS' && typeof receipt.operation_id === 'string'
-      ? receipt.operation_id : null;
-  } catch {
-    return null;
-  }
-}
 
 /** Checks 1-4: platform, plan and authorization by the plan file, the runtime. Nothing is opened yet. */
 function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { plan: RecoveryPlan; euid: number } {
