@@ -17,7 +17,8 @@ const ALLOWED: Record<string, RegExp> = {
   'src/storage/recovery-repository.ts': /^tombstone$/,
 };
 /** The one raw-SQL update: reembed's embedding provenance, which is not public. */
-const RAW_UPDATE = /UPDATE adapter_records SET embedding_profile_id = \$\{[^}]+\}, embedding_model_digest = \$\{[^}]+\},\s*embedding_output_dimension = \$\{[^}]+\}/;
+const RAW_UPDATE = new RegExp('UPDATE adapter_records SET embedding_profile_id = \\$\\{[^}]+\\},\\s*'
+  + 'embedding_model_digest = \\$\\{[^}]+\\},\\s*embedding_output_dimension = \\$\\{[^}]+\\}');
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => entry.isDirectory()
