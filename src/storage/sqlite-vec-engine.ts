@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, readlinkSync, realpathSync, statSync, unlinkSync } from 'node:fs';
-import { basename, dirname, resolve } from 'node:path';
+import { chmodSync, existsSync, statSync, unlinkSync } from 'node:fs';
 import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
@@ -10,6 +9,7 @@ import { sqliteCode } from './sqlite-errors.js';
 import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
+import { resolveDatabasePath } from './database-path.js';
 import { assertNotABackup, createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
@@ -53,41 +53,6 @@ export interface SQLiteVecEngineOptions {
    * instead of taking a shared lease, admits the recovery interlock, and leaves the lease to its owner on close.
    */
   readonly maintenanceLease?: DatabaseLease;
-}
-
-/** True when `path` itself is a symbolic link; false when it is anything else or cannot be looked at (ENOTDIR). */
-function isSymbolicLink(path: string): boolean {
-  try {
-    return lstatSync(path).isSymbolicLink();
-  } catch {
-    return false;
-  }
-}
-
-/** Symbolic links one path may follow before it counts as a loop (Linux's own bound). */
-const MAX_LINK_HOPS = 40;
-
-/**
- * Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. A dangling
- * symbolic link (or a chain of them) is followed first, so a new database is created where the link points, as
- * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1).
- */
-export function resolveDatabasePath(dbPath: string): string {
-  let absolute = resolve(dbPath);
-  for (let hops = 0; !existsSync(absolute) && isSymbolicLink(absolute); hops += 1) {
-    if (hops === MAX_LINK_HOPS) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
-    // Relative to the link's real directory, as the kernel reads it: `dir` may itself be reached through a link.
-    absolute = resolve(realpathSync(dirname(absolute)), readlinkSync(absolute));
-  }
-  if (existsSync(absolute)) return realpathSync(absolute);
-  // The missing components by name: a slice after the parent's length would drop a character under `/`.
-  let parent = dirname(absolute);
-  const tail = [basename(absolute)];
-  while (!existsSync(parent) && dirname(parent) !== parent) {
-    tail.unshift(basename(parent));
-    parent = dirname(parent);
-  }
-  return resolve(realpathSync(parent), ...tail);
 }
 
 /**

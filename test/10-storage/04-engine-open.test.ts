@@ -6,7 +6,7 @@ import {
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { resolveDatabasePath } from '../../src/storage/sqlite-vec-engine.js';
+import { resolveDatabasePath } from '../../src/storage/database-path.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
 import {
   candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION,
