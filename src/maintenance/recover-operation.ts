@@ -11,7 +11,7 @@ import {
 import { AdapterError } from '../core/adapter-error.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 import { inspectTargets, type Inspection, type RecoveryNeedles } from './recovery-inspection.js';
-import { MATERIALIZATION_CLASSES, isTombstoneOf, tombstoneColumns, type RecoveryPlan } from './recovery-plan.js';
+import { MATERIALIZATION_CLASSES, isTombstoneOf, tombstoneColumns } from './recovery-plan.js';
 import {
   runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
 } from './recovery-preflight.js';

@@ -1,8 +1,8 @@
-import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import type { DB } from '../../generated/db.js';
 import { sawCoded, vectorBytes } from './eligible-vectors.js';
 import { inSnapshot } from './read-snapshot.js';
+import type { Reader } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
@@ -35,8 +35,6 @@ export interface Neighbour {
   readonly rowid: number;
   readonly distance: number;
 }
-
-type Reader = Kysely<DB> | Transaction<DB>;
 
 /**
  * CURRENT semantic neighbours of `embedding` in the exact scope, nearest first (ties by row id), at most `limit`.

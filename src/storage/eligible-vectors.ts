@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { CODED_SCOPE_KEYS_QUERY, UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { nextShard, shardsOfNewScope } from './eligible-shards.js';
@@ -15,8 +15,6 @@ import { runShape } from './statement-shapes.js';
 
 /** A rebuild reports its progress every this many vectors (one progress line per report on the operator's stderr). */
 export const REBUILD_REPORT_ROWS = 1000;
-
-type Reader = Kysely<DB> | Transaction<DB>;
 
 /** The bytes of a float32 vector as SQLite binds a vector blob (a view, no copy); floatVector reads them back. */
 export function vectorBytes(vector: Float32Array): Uint8Array {
