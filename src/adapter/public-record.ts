@@ -3,7 +3,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { utf8Bytes } from '../core/text.js';
 import { scopeOf, type RecordRow } from '../storage/record-repository.js';
 import { fitBudget } from './budget-fitting.js';
-import { countObjectTokens, fixedRecordTokens } from './token-measure.js';
+import { countObjectTokens, fixedRecordTokens, fixedTokensRecounter } from './token-measure.js';
 
 /** The public form of a record (CONTRACT.md §6.4); internal hashes, keys and embedding provenance never appear. */
 export function publicRecord(
@@ -61,4 +61,16 @@ export async function measuredBudget(results: readonly Record<string, unknown>[]
 export async function fixedTokensOfRow(row: RecordRow): Promise<number | null> {
   const record = publicRecord(row);
   return fixedRecordTokens(record, canonicalJson(record));
+}
+
+/**
+ * Loads the encoder and resolves with a synchronous fixedTokensOfRow: what `audit` recounts every stored count with
+ * (storage's RecordRecounter; the CLI passes it down, as it passes fixedTokensOfRow to the migration).
+ */
+export async function rowTokenRecounter(): Promise<(row: RecordRow) => number | null> {
+  const recount = await fixedTokensRecounter();
+  return (row) => {
+    const record = publicRecord(row);
+    return recount(record, canonicalJson(record));
+  };
 }

@@ -204,6 +204,14 @@ const CHANGING_KEYS = ['contradiction_state', 'lifecycle_state', 'relevance_scor
  * pieces: not an object whose core counts by segments, or a changing piece not in it as a whole piece.
  */
 async function changingTokens(record: Readonly<Record<string, unknown>>, text: string): Promise<number | null> {
+  const pieces = changingPieces(record, text);
+  if (pieces === null) return null;
+  const count = await load();
+  return pieces.reduce((total, piece) => total + countSegments(count, piece), 0);
+}
+
+/** A record's changing pieces (`key":value,"`) as its canonical text holds them; null as for changingTokens. */
+function changingPieces(record: Readonly<Record<string, unknown>>, text: string): string[] | null {
   if (coreOf(text) === null) return null;
   const pieces: string[] = [];
   for (const key of CHANGING_KEYS) {
@@ -212,8 +220,7 @@ async function changingTokens(record: Readonly<Record<string, unknown>>, text: s
     if (!text.includes(`,"${piece}`)) return null;
     pieces.push(piece);
   }
-  const count = await load();
-  return pieces.reduce((total, piece) => total + countSegments(count, piece), 0);
+  return pieces;
 }
 
 /**
@@ -236,4 +243,19 @@ export async function recordCoreTokens(
 ): Promise<number | undefined> {
   const changing = await changingTokens(record, text);
   return changing === null ? undefined : fixedTokens + changing;
+}
+
+/**
+ * Loads the encoder and resolves with a synchronous fixedRecordTokens for a caller that counts many records inside
+ * one read (audit's recount, decision 0036). It encodes the core and each changing piece whole, not as the sum of
+ * remembered segments (decision 0011), so a stored count is checked against the encoder itself.
+ */
+export async function fixedTokensRecounter(): Promise<
+  (record: Readonly<Record<string, unknown>>, text: string) => number | null
+> {
+  const count = await load();
+  return (record, text) => {
+    const pieces = changingPieces(record, text);
+    return pieces === null ? null : pieces.reduce((total, piece) => total - count(piece), count(coreOf(text)!));
+  };
 }

@@ -6,6 +6,7 @@ import { auditDatabase } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
 import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
 import { housekeep, type HousekeepReport, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
+import { rowTokenRecounter } from '../adapter/public-record.js';
 import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { recoverDatabase } from '../maintenance/recover-operation.js';
@@ -241,8 +242,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     return EXIT.OK;
   }
   if (command === 'restore') {
+    const recount = await rowTokenRecounter();
     const report = await progress('restore').run((onStep) => restoreVerifiedBackup({
-      from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep,
+      from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep, recount,
     }));
     if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else {
@@ -274,7 +276,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   }
   try {
     if (command === 'audit') {
-      const report = { db_identity: target.dbIdentity, ...auditDatabase(target) };
+      const report = { db_identity: target.dbIdentity, ...auditDatabase(target, await rowTokenRecounter()) };
       if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else {
         process.stdout.write(`audit: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}\n`);
@@ -295,8 +297,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       else printVerify(report);
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
+    const recount = await rowTokenRecounter();
     const manifest = await progress('backup')
-      .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep));
+      .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep, recount));
     if (wantsJson()) process.stdout.write(`${JSON.stringify({ db_identity: target.dbIdentity, manifest }, null, 2)}\n`);
     else process.stdout.write(`${backupLine(manifest)}: ${manifest.file_bytes} bytes, sha256 `
       + `${manifest.file_sha256}\n`);

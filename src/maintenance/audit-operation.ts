@@ -3,6 +3,7 @@ import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-tar
 import type { MigrationFile } from '../storage/migration-files.js';
 import { inspectSchema } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
+import type { RecordRecounter } from '../storage/token-count-repository.js';
 
 /** The `factlane-admin audit` report (OPERATIONS.md §4.4). */
 export interface AuditReport {
@@ -18,13 +19,14 @@ function fromVerify(name: string, verify: readonly CheckResult[], parts: readonl
 /**
  * Audits the database file at `path` read-only (sqlite-vec loaded, no writer function): the lineage
  * invariants L1-L10 (schema package queries), fences, schema currency, the recovery interlock and
- * quick_check, each PASS/FAIL with a count and up to 20 samples.
+ * quick_check, each PASS/FAIL with a count and up to 20 samples. With `recount` (the adapter's rowTokenRecounter),
+ * `token_counts` also recounts every stored token count; without it, it checks only which records have one.
  */
-export function auditFile(path: string, shipped: readonly MigrationFile[]): AuditReport {
+export function auditFile(path: string, shipped: readonly MigrationFile[], recount?: RecordRecounter): AuditReport {
   const checks = withReadOnly(path, (connection) => {
     const findings = inspectSchema(connection, shipped);
     const verify = verifySchema(connection, findings, shipped);
-    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection, findings.schemaVersion) : [];
+    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection, findings.schemaVersion, recount) : [];
     return [
       ...lineage,
       fromVerify('fences_present', verify, ['fences_present']),
@@ -39,7 +41,7 @@ export function auditFile(path: string, shipped: readonly MigrationFile[]): Audi
   return { ok: checks.every((check) => check.status === 'PASS'), checks };
 }
 
-/** Audits a live database under the caller's shared lease. */
-export function auditDatabase(target: MaintenanceTarget): AuditReport {
-  return auditFile(target.path, target.shipped);
+/** Audits a live database under the caller's shared lease (`recount` as for auditFile). */
+export function auditDatabase(target: MaintenanceTarget, recount?: RecordRecounter): AuditReport {
+  return auditFile(target.path, target.shipped, recount);
 }

@@ -16,6 +16,7 @@ import {
 import { sqliteCode } from '../storage/sqlite-errors.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
+import type { RecordRecounter } from '../storage/token-count-repository.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
@@ -205,9 +206,11 @@ function createTemporary(temp: string): void {
  * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
  * temporary file is removed. `onStep` hears `lease_taken`, `pages_copied` (copied/total pages, at the copy's
  * first step and at its end), `verified` (`failed_checks`), `published` and last `manifest_written` (decision 0023).
+ * `recount` is audit's (auditFile).
  */
 export async function writeVerifiedBackup(
   target: MaintenanceTarget, outFile: string, clock: Clock, onStep: StepListener = IGNORE_STEPS,
+  recount?: RecordRecounter,
 ): Promise<BackupManifest> {
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   assertNoInterlock(target.findings, 'its old pages may still hold what it purged');
@@ -239,7 +242,7 @@ export async function writeVerifiedBackup(
     });
     return verified;
   }, (temp, { findings, checks }) => {
-    manifest = manifestOf(temp, findings, checks, target.shipped, clock);
+    manifest = manifestOf(temp, findings, checks, { shipped: target.shipped, clock, recount });
     return { path: manifestPath, text: `${canonicalJson(manifest)}\n` };
   });
   // The file and its manifest are published together (writeThenPublish), the file first.
@@ -258,8 +261,9 @@ function countsOrNone(path: string): Record<string, number> {
 }
 
 /** The manifest of a verified copy at `path` (OPERATIONS.md §4.1 step 5), read before the copy is published. */
-function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[], shipped: readonly MigrationFile[],
-  clock: Clock): BackupManifest {
+function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[], { shipped, clock, recount }: {
+  shipped: readonly MigrationFile[]; clock: Clock; recount: RecordRecounter | undefined;
+}): BackupManifest {
   const digest = fileDigest(path);
   return {
     manifest_version: 1,
@@ -275,6 +279,6 @@ function manifestOf(path: string, findings: SchemaFindings, checks: CheckResult[
     // Damage is recorded, not fatal (§4.1 step 3): counts SQLite cannot read are left out; the checks name why.
     lifecycle_counts: countsOrNone(path),
     verification: { integrity_check: 'PASS', checks },
-    audit: auditFile(path, shipped),
+    audit: auditFile(path, shipped, recount),
   };
 }

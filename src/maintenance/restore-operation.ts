@@ -6,6 +6,7 @@ import {
 } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
+import type { RecordRecounter } from '../storage/token-count-repository.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -46,7 +47,7 @@ const failed = (checks: readonly CheckResult[], name: string) =>
  * (copied/total pages), `hash_rechecked`, `verified`, and last `published` (decision 0023).
  */
 export async function restoreVerifiedBackup(input: {
-  from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener;
+  from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener; recount?: RecordRecounter;
 }): Promise<RestoreReport> {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
@@ -97,7 +98,7 @@ export async function restoreVerifiedBackup(input: {
       onStep({ step: 'hash_rechecked' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);
-      const audit = auditFile(temp, input.shipped);
+      const audit = auditFile(temp, input.shipped, input.recount);
       setWalMode(temp);
       onStep({ step: 'verified' });
       return { ...verified, counts, audit };

@@ -8,6 +8,8 @@ import { floatVector } from './eligible-vectors.js';
 import { damagedVectorTables, vectorDamageText } from './schema-inspection.js';
 import { simhashCode } from './simhash-projection.js';
 import { sqliteCode } from './sqlite-errors.js';
+import type { RecordRow } from './record-rows.js';
+import type { RecordRecounter } from './token-count-repository.js';
 
 /** One audit check: PASS/FAIL, how many violations, and up to 20 samples (record ids, or table:rowid). */
 export interface AuditCheck {
@@ -28,9 +30,12 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * Runs the schema package's lineage queries on a read-only connection with sqlite-vec loaded; on a schema with the
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2); on a
- * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY).
+ * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY), which with `recount` also
+ * recounts every stored count (decision 0036).
  */
-export function runLineageAudit(connection: SqliteConnection, schemaVersion: number): AuditCheck[] {
+export function runLineageAudit(
+  connection: SqliteConnection, schemaVersion: number, recount?: RecordRecounter,
+): AuditCheck[] {
   const unsafe = unsafeToQuery(connection);
   const samplesOf = (query: string) =>
     unsafe(query) ?? readSamples(() => connection.prepare(query).pluck().all() as string[]);
@@ -46,7 +51,8 @@ export function runLineageAudit(connection: SqliteConnection, schemaVersion: num
     checks.push(checkOf('eligible_forms', [...samples, ...codes]));
   }
   if (table.get('record_token_counts') !== undefined) {
-    checks.push(checkOf('token_counts', samplesOf(TOKEN_COUNTS_AUDIT_QUERY)));
+    const counts = recount === undefined ? [] : readSamples(() => wrongTokenCounts(connection, recount));
+    checks.push(checkOf('token_counts', [...samplesOf(TOKEN_COUNTS_AUDIT_QUERY), ...counts]));
   }
   return checks;
 }
@@ -89,6 +95,20 @@ function wrongCodes(connection: SqliteConnection): string[] {
     const expected = Buffer.from(simhashCode(floatVector(row.embedding)));
     // A missing code is named by ELIGIBLE_AUDIT_QUERY already.
     if (stored !== undefined && !expected.equals(stored)) wrong.push(`eligible_codes:${row.row_id}`);
+  }
+  return wrong;
+}
+
+/**
+ * The record id of every record whose stored count is not `recount` of its row: a wrong number, or a count stored
+ * for a record whose text does not count by pieces. QUARANTINED records are named by TOKEN_COUNTS_AUDIT_QUERY.
+ */
+function wrongTokenCounts(connection: SqliteConnection, recount: RecordRecounter): string[] {
+  const wrong: string[] = [];
+  const rows = connection.prepare(`SELECT r.*, t.fixed_tokens AS stored_fixed_tokens FROM adapter_records r
+    JOIN record_token_counts t ON t.row_id = r.row_id WHERE r.lifecycle_state != 'QUARANTINED' ORDER BY r.row_id`);
+  for (const row of rows.iterate() as Iterable<RecordRow & { stored_fixed_tokens: number }>) {
+    if (recount(row) !== row.stored_fixed_tokens) wrong.push(row.record_id);
   }
   return wrong;
 }

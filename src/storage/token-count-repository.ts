@@ -13,6 +13,12 @@ import { runShape } from './statement-shapes.js';
  */
 export type RecordCounter = (row: RecordRow) => Promise<number | null>;
 
+/**
+ * The same count, synchronous, once the adapter has loaded the encoder (rowTokenRecounter): `audit` recounts every
+ * stored count with it inside its one read.
+ */
+export type RecordRecounter = (row: RecordRow) => number | null;
+
 /** Stores one record's count inside the caller's write transaction: for its writer (insertRecord) and the rebuild. */
 export async function storeTokenCount(trx: Transaction<DB>, rowId: number, fixedTokens: number): Promise<void> {
   await runShape(trx, 'insertTokenCount', [rowId, fixedTokens], ([id, tokens]) =>

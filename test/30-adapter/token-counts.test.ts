@@ -1,7 +1,10 @@
 import t, { type Test } from 'tap';
+import { dirname, join } from 'node:path';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
-import { fixedTokensOfRow, publicRecord } from '../../src/adapter/public-record.js';
+import { fixedTokensOfRow, publicRecord, rowTokenRecounter } from '../../src/adapter/public-record.js';
+import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { canonicalJson } from '../../src/core/canonical-json.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import type { RecordRow } from '../../src/storage/record-repository.js';
 import { rebuildTokenCounts } from '../../src/storage/token-count-repository.js';
 import { sortedJson } from '../helpers/mcp.js';
@@ -146,6 +149,41 @@ for (const appears of [false, true]) {
     t.equal(found.budget.serialized_tokens, whole(sortedJson(found.results)), 'the served budget');
   });
 }
+
+t.test('audit recounts every stored count: a wrong one fails token_counts, in audit, backup and restore', async (t) => {
+  const bench = await openReadBench(t);
+  await everyWrite(t, bench);
+  await bench.engine.close();
+  const rows = records(bench.dbPath);
+  const recount = await rowTokenRecounter();
+  for (const row of rows) t.equal(recount(row), expectedFixed(publicRecord(row)), `recounted: ${row.row_id}`);
+  const tokenCounts = (report: { checks: readonly { name: string; status: string; samples: readonly string[] }[] }) =>
+    report.checks.find((check) => check.name === 'token_counts')!;
+  t.match(tokenCounts(auditFile(bench.dbPath, MaintenanceTarget.shippedMigrations(), recount)),
+    { status: 'PASS', samples: [] }, 'every count the writers stored is the recount');
+
+  const wrong = rows[rows.length - 2]!;
+  inGatedTransaction(bench.dbPath, (raw) =>
+    raw.prepare('UPDATE record_token_counts SET fixed_tokens = fixed_tokens + 1 WHERE row_id = ?').run(wrong.row_id));
+  t.match(tokenCounts(auditFile(bench.dbPath, MaintenanceTarget.shippedMigrations(), recount)),
+    { status: 'FAIL', count: 1, samples: [wrong.record_id] }, 'a count one token off is named by its record');
+  t.match(tokenCounts(auditFile(bench.dbPath, MaintenanceTarget.shippedMigrations())), { status: 'PASS' },
+    'without a recounter only the rows are checked');
+
+  const audit = runBin(ADMIN_BIN, ['audit', '--db', bench.dbPath, '--json']);
+  t.equal(audit.status, 3, 'factlane-admin audit: problems found');
+  t.match(tokenCounts(JSON.parse(audit.stdout)), { status: 'FAIL', samples: [wrong.record_id] });
+  const out = join(dirname(bench.dbPath), 'copy.sqlite3');
+  const backup = runBin(ADMIN_BIN, ['backup', '--db', bench.dbPath, '--out', out, '--json']);
+  t.equal(backup.status, 0, backup.stderr);
+  t.match(tokenCounts(JSON.parse(backup.stdout).manifest.audit), { status: 'FAIL', samples: [wrong.record_id] },
+    'the backup manifest records it');
+  const restore = runBin(ADMIN_BIN, ['restore', '--from', out, '--db', join(dirname(bench.dbPath), 'back.sqlite3'),
+    '--json']);
+  t.equal(restore.status, 0, restore.stderr);
+  t.match(tokenCounts(JSON.parse(restore.stdout).audit), { status: 'FAIL', samples: [wrong.record_id] },
+    'the restore report records it');
+});
 
 t.test('a record without a count is counted whole, and the rebuild stores what its writer would have', async (t) => {
   const bench = await openReadBench(t);
