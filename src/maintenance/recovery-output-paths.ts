@@ -1,5 +1,6 @@
-import { accessSync, constants, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { realPathOf } from '../storage/database-path.js';
 import { sqliteFiles } from '../storage/durable-files.js';
 import { RecoveryHold } from './recovery-hold.js';
 import type { RecoveryPlan } from './recovery-plan.js';
@@ -20,14 +21,15 @@ export interface RecoveryPaths {
 const invalid = (message: string) => new RecoveryHold('HOLD_PLAN_INVALID_NO_MUTATION', message);
 
 /**
- * The real path of `path` (symbolic links followed), or, for a file that does not exist yet, its directory's real path
- * and its name: two spellings of one file compare equal.
+ * The real path of `path` as every file of a run is compared (realPathOf: symbolic links followed, a dangling one
+ * too, a missing file by its existing ancestor's real path), so two spellings of one file compare equal.
+ * HOLD_PLAN_INVALID_NO_MUTATION naming `name` for a loop of symbolic links: a write through it would fail at the end
+ * of a run whose purge is done.
  */
-export function resolvedPath(path: string): string {
-  const absolute = resolve(path);
-  if (existsSync(absolute)) return realpathSync(absolute);
-  const directory = dirname(absolute);
-  return join(existsSync(directory) ? realpathSync(directory) : directory, basename(absolute));
+export function resolvedPath(path: string, name: string): string {
+  const resolved = realPathOf(path);
+  if (resolved === null) throw invalid(`${name} is a loop of symbolic links`);
+  return resolved;
 }
 
 /** The device and inode of an existing file, or null. */
@@ -49,23 +51,23 @@ function inodeOf(path: string): string | null {
  */
 export function checkOutputPaths(request: RecoveryPaths, plan: RecoveryPlan): void {
   // The database as recovery names it (a symbolic link followed), with every file it or its image may write.
-  const db = resolvedPath(request.dbPath);
+  const db = resolvedPath(request.dbPath, '--db');
   const image = sanitizedImagePath(db, plan.operation_id);
   const taken: [string, string][] = [
     [db, 'the database'], [`${db}-wal`, 'the database\'s -wal'], [`${db}-shm`, 'the database\'s -shm'],
     ...sqliteFiles(image).map((file): [string, string] => [file, 'the sanitized image']),
-    [resolvedPath(request.planPath), 'the plan'],
+    [resolvedPath(request.planPath, '--plan'), 'the plan'],
   ];
   const outputs: [string, string][] = [
     ['--receipt', request.receiptPath], ['--state', request.statePath ?? `${request.receiptPath}.state.json`],
   ];
   for (const [flag, path] of outputs) {
-    const resolved = resolvedPath(path);
+    const resolved = resolvedPath(path, flag);
     const inode = inodeOf(resolved);
     const clash = taken.find(([other]) => other === resolved || (inode !== null && inodeOf(other) === inode));
     if (clash) throw invalid(`${flag} names ${clash[1]}; choose a new file`);
   }
-  const [receipt, state] = outputs.map(([, path]) => resolvedPath(path));
+  const [receipt, state] = outputs.map(([flag, path]) => resolvedPath(path, flag));
   if (receipt === state) throw invalid('--receipt and --state name one file');
   try {
     accessSync(dirname(receipt!), constants.W_OK | constants.X_OK);

@@ -3,7 +3,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 
 // The file `--db` names (CONTRACT.md §16.1), resolved once to an absolute real path before the engine takes its
-// lease or opens a connection.
+// lease or opens a connection; recovery resolves every path of its run the same way (recovery-output-paths.ts).
 
 /** True when `path` itself is a symbolic link; false when it is anything else or cannot be looked at (ENOTDIR). */
 function isSymbolicLink(path: string): boolean {
@@ -18,14 +18,15 @@ function isSymbolicLink(path: string): boolean {
 const MAX_LINK_HOPS = 40;
 
 /**
- * Resolves `--db` once to an absolute path: the real path when it exists, else its parent's real path. A dangling
- * symbolic link (or a chain of them) is followed first, so a new database is created where the link points, as
- * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1).
+ * The absolute real path of `path`: its real path when it exists, else its nearest existing ancestor's real path and
+ * the missing names. A dangling symbolic link (or a chain of them) is followed first, as the kernel follows it when a
+ * file is created through it, so two names of one file, existing or not yet, resolve equal. Null for a loop of
+ * symbolic links.
  */
-export function resolveDatabasePath(dbPath: string): string {
-  let absolute = resolve(dbPath);
+export function realPathOf(path: string): string | null {
+  let absolute = resolve(path);
   for (let hops = 0; !existsSync(absolute) && isSymbolicLink(absolute); hops += 1) {
-    if (hops === MAX_LINK_HOPS) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
+    if (hops === MAX_LINK_HOPS) return null;
     // Relative to the link's real directory, as the kernel reads it: `dir` may itself be reached through a link.
     absolute = resolve(realpathSync(dirname(absolute)), readlinkSync(absolute));
   }
@@ -38,4 +39,14 @@ export function resolveDatabasePath(dbPath: string): string {
     parent = dirname(parent);
   }
   return resolve(realpathSync(parent), ...tail);
+}
+
+/**
+ * Resolves `--db` once to an absolute path (realPathOf): a new database is created where a dangling link points, as
+ * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1). BACKEND_UNAVAILABLE for a loop.
+ */
+export function resolveDatabasePath(dbPath: string): string {
+  const path = realPathOf(dbPath);
+  if (path === null) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
+  return path;
 }

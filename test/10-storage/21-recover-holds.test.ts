@@ -4,12 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
   chmodSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, readSync, renameSync,
-  symlinkSync, writeFileSync, writeSync,
+  realpathSync, symlinkSync, writeFileSync, writeSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { recoverDatabase, type RecoverOptions, type RecoveryOutcome } from '../../src/maintenance/recover-operation.js';
 import { RECOVERY_HOLD_CODES, type RecoveryHoldCode } from '../../src/maintenance/recovery-hold.js';
 import { planSha256, tombstoneColumns, type RecoveryPlan } from '../../src/maintenance/recovery-plan.js';
+import { sanitizedImagePath } from '../../src/maintenance/recovery-sealing.js';
 import { writeRecoveryState } from '../../src/maintenance/recovery-state.js';
 import { dbIdentity } from '../../src/storage/maintenance-target.js';
 import { recreateNextTable } from '../../src/storage/reembed-repository.js';
@@ -215,6 +216,18 @@ t.test('check 2: a receipt or state path that would overwrite something holds wi
       }, /--receipt names the database's -wal/],
       ['the plan as --receipt', (s, planPath) => ({ receiptPath: planPath, statePath: join(s.dir, 'state.json') }),
         /--receipt names the plan/],
+      // A dangling link is written through: the state file would be created where the image is about to be.
+      ['a dangling symbolic link to the sanitized image as --state', (s, planPath) => {
+        const plan = JSON.parse(readFileSync(planPath, 'utf8')) as RecoveryPlan;
+        const image = sanitizedImagePath(realpathSync(s.dbPath), plan.operation_id);
+        symlinkSync(image, join(s.dir, 'state-link.json'));
+        return { statePath: join(s.dir, 'state-link.json') };
+      }, /--state names the sanitized image/],
+      // Found only when the receipt is written, after the purge.
+      ['a loop of symbolic links as --receipt', (s) => {
+        symlinkSync('loop.json', join(s.dir, 'loop.json'));
+        return { receiptPath: join(s.dir, 'loop.json'), statePath: join(s.dir, 'state.json') };
+      }, /--receipt is a loop of symbolic links/],
       ['one file as both', (s) => ({ statePath: join(s.dir, 'receipt.json') }), /--receipt and --state name one file/],
       ['a directory that is not there', (s) => ({ receiptPath: join(s.dir, 'missing', 'receipt.json'),
         statePath: join(s.dir, 'state.json') }), /directory of --receipt does not exist/],
