@@ -2,7 +2,8 @@ import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { SqliteConnection } from './native.js';
 
-type Reader = Kysely<DB> | Transaction<DB>;
+/** Reads run on the root handle or inside a transaction. */
+export type Reader = Kysely<DB> | Transaction<DB>;
 
 // The executors of handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that
 // snapshot. Kept by executor, not by handle, so a wrapper of the handle (a Proxy) is still seen as inside.

@@ -1,16 +1,15 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DB } from '../../generated/db.js';
 import { keepEligibleFormsOnInsert, removeEligibleVector, vectorBytes } from './eligible-vectors.js';
 import { assertRecordInvariants } from './record-invariants.js';
+import type { Reader } from './read-snapshot.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
 import { storeTokenCount } from './token-count-repository.js';
 
 export type { NewRecordRow, RecordRow } from './record-rows.js';
-
-/** Reads run on the root handle or inside a transaction. */
-export type Reader = Kysely<DB> | Transaction<DB>;
+export type { Reader } from './read-snapshot.js';
 
 /** The exact scope tuple, absent identities null. */
 export interface ScopeColumns {
