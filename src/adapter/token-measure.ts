@@ -200,19 +200,24 @@ export async function countListTokens(
 const CHANGING_KEYS = ['contradiction_state', 'lifecycle_state', 'relevance_score', 'retrieval_rank'] as const;
 
 /**
- * The count of a record's changing pieces as its canonical text holds them, or null when the text does not count by
- * pieces: not an object whose core counts by segments, or a changing piece not in it as a whole piece.
+ * A record's core and the count of its changing pieces as its canonical text holds them, or null when the text does
+ * not count by pieces: not an object whose core counts by segments, or a changing piece not in it as a whole piece.
  */
-async function changingTokens(record: Readonly<Record<string, unknown>>, text: string): Promise<number | null> {
-  const pieces = changingPieces(record, text);
-  if (pieces === null) return null;
+async function changingTokens(
+  record: Readonly<Record<string, unknown>>, text: string,
+): Promise<{ core: string; changing: number } | null> {
+  const split = changingPieces(record, text);
+  if (split === null) return null;
   const count = await load();
-  return pieces.reduce((total, piece) => total + countSegments(count, piece), 0);
+  return { core: split.core, changing: split.pieces.reduce((total, piece) => total + countSegments(count, piece), 0) };
 }
 
-/** A record's changing pieces (`key":value,"`) as its canonical text holds them; null as for changingTokens. */
-function changingPieces(record: Readonly<Record<string, unknown>>, text: string): string[] | null {
-  if (coreOf(text) === null) return null;
+/** A record's core and its changing pieces (`key":value,"`) as its canonical text holds them; null as above. */
+function changingPieces(
+  record: Readonly<Record<string, unknown>>, text: string,
+): { core: string; pieces: string[] } | null {
+  const core = coreOf(text);
+  if (core === null) return null;
   const pieces: string[] = [];
   for (const key of CHANGING_KEYS) {
     if (record[key] === undefined) return null;
@@ -220,7 +225,7 @@ function changingPieces(record: Readonly<Record<string, unknown>>, text: string)
     if (!text.includes(`,"${piece}`)) return null;
     pieces.push(piece);
   }
-  return pieces;
+  return { core, pieces };
 }
 
 /**
@@ -230,8 +235,8 @@ function changingPieces(record: Readonly<Record<string, unknown>>, text: string)
 export async function fixedRecordTokens(
   record: Readonly<Record<string, unknown>>, text: string,
 ): Promise<number | null> {
-  const changing = await changingTokens(record, text);
-  return changing === null ? null : (await coreTokens(coreOf(text)!)) - changing;
+  const split = await changingTokens(record, text);
+  return split === null ? null : (await coreTokens(split.core)) - split.changing;
 }
 
 /**
@@ -241,8 +246,8 @@ export async function fixedRecordTokens(
 export async function recordCoreTokens(
   record: Readonly<Record<string, unknown>>, text: string, fixedTokens: number,
 ): Promise<number | undefined> {
-  const changing = await changingTokens(record, text);
-  return changing === null ? undefined : fixedTokens + changing;
+  const split = await changingTokens(record, text);
+  return split === null ? undefined : fixedTokens + split.changing;
 }
 
 /**
@@ -255,7 +260,7 @@ export async function fixedTokensRecounter(): Promise<
 > {
   const count = await load();
   return (record, text) => {
-    const pieces = changingPieces(record, text);
-    return pieces === null ? null : pieces.reduce((total, piece) => total - count(piece), count(coreOf(text)!));
+    const split = changingPieces(record, text);
+    return split === null ? null : split.pieces.reduce((total, piece) => total - count(piece), count(split.core));
   };
 }
