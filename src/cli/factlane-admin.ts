@@ -5,18 +5,17 @@ import { createProvider } from '../embedding/provider-factory.js';
 import { auditDatabase } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
 import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
-import { housekeep, type HousekeepReport, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
+import { housekeep, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
 import { rowTokenRecounter } from '../adapter/public-record.js';
 import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
-import { reembedDatabase, type ReembedReport } from '../maintenance/reembed-operation.js';
-import {
-  unreadableFile, unreadableReport, verifyBackup, verifyDatabase, type VerifyReport,
-} from '../maintenance/verify-operation.js';
+import { reembedDatabase } from '../maintenance/reembed-operation.js';
+import { unreadableFile, unreadableReport, verifyBackup, verifyDatabase } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
-import { EXIT, UsageError, backupLine, parseFlags, runCommand } from './cli-support.js';
+import { printAudit, printBackup, printHousekeep, printReembed, printRestore, printVerify } from './admin-output.js';
+import { EXIT, UsageError, parseFlags, runCommand } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
@@ -154,42 +153,8 @@ function housekeepRequest(values: Record<string, string | undefined>): Housekeep
   };
 }
 
-function printHousekeep(report: HousekeepReport): void {
-  if (wantsJson()) {
-    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    return;
-  }
-  const free = (bytes: number | null) => (bytes === null ? 'unknown' : `${bytes}`);
-  process.stdout.write(`housekeep: ${report.outcome}\n  next: ${report.next_action}\n  compacted `
-    + `${report.compacted_records} of ${report.selected_records} selected (at most ${report.max_records}); ready `
-    + `${report.compaction_ready_before} -> ${report.compaction_ready_after}\n  free bytes `
-    + `${free(report.filesystem_free_bytes_before)} -> ${free(report.filesystem_free_bytes_after)}, required `
-    + `${report.required_free_bytes}; the file does not shrink\n`);
-}
-
-function printVerify(report: VerifyReport): void {
-  process.stdout.write(`verify: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}; interlock `
-    + `${report.interlock_present ? 'PRESENT' : 'absent'}\n`);
-  for (const check of report.checks)
-    process.stdout.write(`  ${check.status}  ${check.name.padEnd(24)} ${check.detail}\n`);
-}
-
 /** The command's progress on stderr (decision 0023): a live line on a terminal, JSON lines with --json. */
 const progress = (operation: ProgressOperation) => operationProgress(operation, wantsJson());
-
-const formatDuration = (ms: number) => (ms < 1000 ? `${ms} ms` : `${Math.ceil(ms / 1000)} s`);
-
-function printReembed(report: ReembedReport): void {
-  if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-  else if (report.dry_run) {
-    process.stdout.write(`reembed --dry-run: ${report.records_to_embed} records would be embedded under `
-      + `${report.to_profile} in ${report.batches} batch(es), about `
-      + `${formatDuration(report.estimated_ms ?? 0)}; nothing changed\n`);
-  } else {
-    process.stdout.write(`reembed: ${report.records_embedded} records embedded in ${report.batches} batch(es), `
-      + `${report.elapsed_ms} ms; bound ${report.from_profile ?? '(no valid binding)'} -> ${report.to_profile}\n`);
-  }
-}
 
 await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   const parsedCommand = parse();
@@ -238,7 +203,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     printReembed(await progress('reembed').run((onStep) => reembedDatabase({
       dbPath: values.db!, provider, dryRun: values['dry-run'] === true,
       onStep, onProgress: (batch) => onStep(reembedBatchStep(batch)),
-    })));
+    })), wantsJson());
     return EXIT.OK;
   }
   if (command === 'restore') {
@@ -246,20 +211,12 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     const report = await progress('restore').run((onStep) => restoreVerifiedBackup({
       from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep, recount,
     }));
-    if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    else {
-      process.stdout.write(`restored and verified: ${report.file_bytes} bytes, database_id `
-        + `${report.database_id}, schema version ${report.schema_version}\n`);
-      if (report.needs_migration)
-        process.stdout.write('the schema is older than this release: run factlane-migrate up on it before serving '
-          + 'it\n');
-    }
+    printRestore(report, wantsJson());
     return EXIT.OK;
   }
   if (command === 'verify' && values.backup) {
     const report = verifyBackup(values.backup, MaintenanceTarget.shippedMigrations());
-    if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    else printVerify(report);
+    printVerify(report, wantsJson());
     return report.ok ? EXIT.OK : EXIT.PROBLEMS;
   }
   let target: MaintenanceTarget;
@@ -269,40 +226,29 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3).
     const unreadable = command === 'verify' ? unreadableFile(values.db!, error) : undefined;
     if (!unreadable) throw error;
-    const report = { db_identity: unreadable.db_identity, ...unreadableReport(unreadable.notADatabase) };
-    if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-    else printVerify(report);
+    printVerify({ db_identity: unreadable.db_identity, ...unreadableReport(unreadable.notADatabase) }, wantsJson());
     return EXIT.PROBLEMS;
   }
   try {
     if (command === 'audit') {
       const report = { db_identity: target.dbIdentity, ...auditDatabase(target, await rowTokenRecounter()) };
-      if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-      else {
-        process.stdout.write(`audit: ${report.ok ? 'all checks passed' : 'PROBLEMS FOUND'}\n`);
-        for (const check of report.checks)
-          process.stdout.write(`  ${check.status}  ${check.name.padEnd(26)} ${check.count}`
-            + `${check.samples.length > 0 ? `  e.g. ${check.samples.slice(0, 3).join(', ')}` : ''}\n`);
-      }
+      printAudit(report, wantsJson());
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
     if (command === 'housekeep') {
       printHousekeep(await progress('housekeep')
-        .run((onStep) => housekeep(target, { ...parsedCommand.housekeep!, onStep })));
+        .run((onStep) => housekeep(target, { ...parsedCommand.housekeep!, onStep })), wantsJson());
       return EXIT.OK;
     }
     if (command === 'verify') {
       const report = { db_identity: target.dbIdentity, ...verifyDatabase(target) };
-      if (wantsJson()) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
-      else printVerify(report);
+      printVerify(report, wantsJson());
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
     const recount = await rowTokenRecounter();
     const manifest = await progress('backup')
       .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep, recount));
-    if (wantsJson()) process.stdout.write(`${JSON.stringify({ db_identity: target.dbIdentity, manifest }, null, 2)}\n`);
-    else process.stdout.write(`${backupLine(manifest)}: ${manifest.file_bytes} bytes, sha256 `
-      + `${manifest.file_sha256}\n`);
+    printBackup({ db_identity: target.dbIdentity, manifest }, wantsJson());
     return EXIT.OK;
   } finally {
     target.close();
