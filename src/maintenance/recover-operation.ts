@@ -11,13 +11,15 @@ import {
 import { AdapterError } from '../core/adapter-error.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 import { inspectTargets, type Inspection, type RecoveryNeedles } from './recovery-inspection.js';
-import { MATERIALIZATION_CLASSES, isTombstoneOf, tombstoneColumns } from './recovery-plan.js';
+import { isTombstoneOf, tombstoneColumns } from './recovery-plan.js';
+import { receiptOf, type RecoveryReceipt } from './recovery-receipt.js';
 import {
   runPreflight, type PreflightEnvironment, type PreparedRecovery, type RecoveryRequest,
 } from './recovery-preflight.js';
 import {
   SealingFailure, residualTexts, runPostflight, sealDatabase, type ResidualScan, type SealStep,
 } from './recovery-sealing.js';
+import { Interrupted, watchSignals } from './recovery-signals.js';
 import { phaseReached, writeRecoveryState, type RecoveryPhase, type RecoveryState } from './recovery-state.js';
 
 // `factlane-admin recover` (OPERATIONS.md §5): preflight, inspection, one purge transaction, sealing, postflight.
@@ -40,9 +42,6 @@ export interface RecoverOptions extends RecoveryRequest {
   readonly signals?: NodeJS.EventEmitter;
 }
 
-/** The receipt of OPERATIONS.md §5.9: no content, content hash or path. */
-export type RecoveryReceipt = Readonly<Record<string, unknown>>;
-
 /** How a run ended: exit 0 done, 1 failed before any commit, 3 held without mutating, 4 committed but not sealed. */
 export interface RecoveryOutcome {
   readonly exit: 0 | 1 | 3 | 4;
@@ -53,53 +52,6 @@ export interface RecoveryOutcome {
   /** The resume path this run took. */
   readonly mode: 'FRESH' | 'RESUME_SEALING' | 'RESUME_POSTFLIGHT' | 'ALREADY_VERIFIED' | null;
   readonly receipt: RecoveryReceipt | null;
-}
-
-/** SIGINT or SIGTERM arrived: the run stops at its next step (and fails closed after the commit). */
-class Interrupted extends Error {
-  override name = 'Interrupted';
-}
-
-/**
- * Watches SIGINT and SIGTERM for the run; `check` throws once one arrived. Node hands a signal to its listener on a
- * turn of the event loop, and the run's SQLite work is synchronous, so `check` first lets the loop turn once: without
- * that, a Ctrl-C during target inspection or the purge was only seen after the run had finished.
- */
-function watchSignals(emitter: NodeJS.EventEmitter) {
-  let received: string | null = null;
-  const handler = (signal: string) => {
-    received = signal;
-  };
-  emitter.on('SIGINT', handler);
-  emitter.on('SIGTERM', handler);
-  return {
-    async check() {
-      await new Promise<void>((resolve) => { setImmediate(resolve); });
-      if (received !== null) throw new Interrupted(`interrupted by ${received}`);
-    },
-    stop() {
-      emitter.off('SIGINT', handler);
-      emitter.off('SIGTERM', handler);
-    },
-  };
-}
-
-function receiptOf(prepared: PreparedRecovery, residual: ResidualScan, completedAt: string): RecoveryReceipt {
-  const { plan } = prepared;
-  const classes = Object.fromEntries(MATERIALIZATION_CLASSES.map((name) => [
-    name, plan.targets.filter((t) => t.expected_materialization === name).length,
-  ]));
-  return {
-    operation_id: plan.operation_id, incident_class: plan.incident_class, db_identity: prepared.dbIdentity,
-    database_id: plan.database_id, result: 'LOCAL_FACTLANE_PURGE_PASS', recovery_state: 'LOCAL_FACTLANE_PURGE_VERIFIED',
-    target_count: plan.targets.length, materialization_classes: classes, core_secure_delete: true,
-    fts5_secure_delete: true, fts_rebuild_in_logical_transaction: true, fts_integrity_check: 'PASS',
-    first_wal_checkpoint_truncate: 'PASS', vacuum_into_sanitized_image: 'PASS', second_wal_checkpoint_truncate: 'PASS',
-    post_sealing_db_fts_verification: 'PASS', residual_byte_scan: residual, public_mcp_tool_count: 5,
-    plaintext_pre_mutation_backup: false, raw_content_logged: false, content_derived_confirmation_oracle: false,
-    external_residual_copy_status: 'UNKNOWN', physical_erasure_claim: false, completed_at: completedAt,
-    ...(plan.safe_ids_for_receipt === true ? { safe_target_ids: plan.targets.map((t) => t.record_id) } : {}),
-  };
 }
 
 /** The state's `last_hold` after a byte scan found target content (content-free; docs/decisions/0019). */
