@@ -231,7 +231,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   }
   try {
     if (command === 'audit') {
-      const report = { db_identity: target.dbIdentity, ...auditDatabase(target, await rowTokenRecounter()) };
+      const recount = await rowTokenRecounter();
+      const audit = await progress('audit').run(async (onStep) => auditDatabase(target, recount, onStep));
+      const report = { db_identity: target.dbIdentity, ...audit };
       printAudit(report, wantsJson());
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }

@@ -4,7 +4,8 @@ import type { ReembedProgress } from '../maintenance/reembed-operation.js';
 import { ProgressReporter, type ProgressStream } from './progress-reporter.js';
 
 /** The operator operations that report progress, by their JSON `operation` value. */
-export type ProgressOperation = 'backup' | 'restore' | 'housekeep' | 'reembed' | 'recover' | 'migrate_up';
+export type ProgressOperation =
+  'backup' | 'restore' | 'audit' | 'housekeep' | 'reembed' | 'recover' | 'migrate_up';
 
 /** A reembed batch as a step: `batch` with done/total records, and the batch number, rate and time left. */
 export function reembedBatchStep(progress: ReembedProgress): OperationStep {
@@ -26,7 +27,7 @@ const number = (step: OperationStep, key: string) => Number(step.fields?.[key] ?
 
 /**
  * The plain stderr lines the commands printed before decision 0023, kept byte for byte: reembed a line per batch,
- * recover a line per phase, migrate up a line per applied file. Backup, restore and housekeep have none.
+ * recover a line per phase, migrate up a line per applied file. Backup, restore, audit and housekeep have none.
  */
 const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationStep) => string | null>>> = {
   reembed: (step) => {

@@ -4,6 +4,7 @@ import type { MigrationFile } from '../storage/migration-files.js';
 import { inspectSchema } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { RecordRecounter } from '../storage/token-count-repository.js';
+import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** The `factlane-admin audit` report (OPERATIONS.md §4.4). */
 export interface AuditReport {
@@ -21,12 +22,23 @@ function fromVerify(name: string, verify: readonly CheckResult[], parts: readonl
  * invariants L1-L10 (schema package queries), fences, schema currency, the recovery interlock and
  * quick_check, each PASS/FAIL with a count and up to 20 samples. With `recount` (the adapter's rowTokenRecounter),
  * `token_counts` also recounts every stored token count; without it, it checks only which records have one.
+ * `onStep` hears `schema_verified` (the verify checks, quick_check among them, are done) and then `checked` for each
+ * lineage check (`done` of them so far, its `check` and `status`; decision 0023).
  */
-export function auditFile(path: string, shipped: readonly MigrationFile[], recount?: RecordRecounter): AuditReport {
+export function auditFile(
+  path: string, shipped: readonly MigrationFile[], recount?: RecordRecounter, onStep: StepListener = IGNORE_STEPS,
+): AuditReport {
   const checks = withReadOnly(path, (connection) => {
     const findings = inspectSchema(connection, shipped);
     const verify = verifySchema(connection, findings, shipped);
-    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection, findings.schemaVersion, recount) : [];
+    onStep({ step: 'schema_verified' });
+    let done = 0;
+    const onCheck = (check: AuditCheck) => {
+      done += 1;
+      onStep({ step: 'checked', done, fields: { check: check.name, status: check.status } });
+    };
+    const lineage = findings.kind === 'FACTLANE'
+      ? runLineageAudit(connection, findings.schemaVersion, recount, onCheck) : [];
     return [
       ...lineage,
       fromVerify('fences_present', verify, ['fences_present']),
@@ -41,7 +53,10 @@ export function auditFile(path: string, shipped: readonly MigrationFile[], recou
   return { ok: checks.every((check) => check.status === 'PASS'), checks };
 }
 
-/** Audits a live database under the caller's shared lease (`recount` as for auditFile). */
-export function auditDatabase(target: MaintenanceTarget, recount?: RecordRecounter): AuditReport {
-  return auditFile(target.path, target.shipped, recount);
+/** Audits a live database under the caller's shared lease (`recount` and `onStep` as for auditFile). */
+export function auditDatabase(
+  target: MaintenanceTarget, recount?: RecordRecounter, onStep: StepListener = IGNORE_STEPS,
+): AuditReport {
+  onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
+  return auditFile(target.path, target.shipped, recount, onStep);
 }

@@ -31,15 +31,21 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2); on a
  * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY), which with `recount` also
- * recounts every stored count (decision 0036).
+ * recounts every stored count (decision 0036). `onCheck` hears each check as it is done.
  */
 export function runLineageAudit(
   connection: SqliteConnection, schemaVersion: number, recount?: RecordRecounter,
+  onCheck: (check: AuditCheck) => void = () => {},
 ): AuditCheck[] {
   const unsafe = unsafeToQuery(connection);
   const samplesOf = (query: string) =>
     unsafe(query) ?? readSamples(() => connection.prepare(query).pluck().all() as string[]);
-  const checks = Object.entries(LINEAGE_AUDIT_QUERIES).map(([name, query]) => checkOf(name, samplesOf(query)));
+  const checks: AuditCheck[] = [];
+  const done = (check: AuditCheck) => {
+    checks.push(check);
+    onCheck(check);
+  };
+  for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) done(checkOf(name, samplesOf(query)));
   const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
   if (table.get('eligible_vectors') !== undefined) {
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
@@ -48,11 +54,11 @@ export function runLineageAudit(
     const samples = samplesOf(rule);
     const unreadable = samples[0]?.startsWith(UNREADABLE) === true;
     const codes = unreadable ? [] : readSamples(() => wrongCodes(connection));
-    checks.push(checkOf('eligible_forms', [...samples, ...codes]));
+    done(checkOf('eligible_forms', [...samples, ...codes]));
   }
   if (table.get('record_token_counts') !== undefined) {
     const counts = recount === undefined ? [] : readSamples(() => wrongTokenCounts(connection, recount));
-    checks.push(checkOf('token_counts', [...samplesOf(TOKEN_COUNTS_AUDIT_QUERY), ...counts]));
+    done(checkOf('token_counts', [...samplesOf(TOKEN_COUNTS_AUDIT_QUERY), ...counts]));
   }
   return checks;
 }

@@ -93,6 +93,23 @@ t.test('backup and restore: JSON steps in order, the report alone on stdout, sil
   t.match(plainRestore.stdout, /^restored and verified: \d+ bytes, database_id [^\n]+, schema version \d+\n$/);
 });
 
+t.test('audit: the schema verified, then each lineage check in the report\'s order; silence on a pipe', async (t) => {
+  const dbPath = await seeded(t);
+  const json = admin('audit', '--db', dbPath, '--json');
+  t.equal(json.status, 0, json.stderr);
+  const audit = steps(t, json.stderr, 'audit');
+  const report = JSON.parse(json.stdout) as Json;
+  const lineage = (report.checks as Json[]).slice(0, -4);
+  t.strictSame(audit.map((line) => line.step), ['lease_taken', 'schema_verified', ...lineage.map(() => 'checked')]);
+  t.match(audit[0], { lease: 'shared' });
+  t.strictSame(audit.slice(2).map((line) => [line.done, line.check, line.status]),
+    lineage.map((check, i) => [i + 1, check.name, check.status]), 'one step a check, counted, named as reported');
+  t.ok(lineage.some((check) => check.name === 'token_counts'), 'the recount is among them');
+  const plain = admin('audit', '--db', dbPath);
+  t.equal(plain.stderr, '', 'no --json, not a terminal: nothing on stderr');
+  t.match(plain.stdout, /^audit: all checks passed\n/);
+});
+
 t.test('housekeep: selected, each compaction n/N, the outcome last', async (t) => {
   const dbPath = await seeded(t);
   const args = ['housekeep', '--db', dbPath, '--scope', 'GLOBAL_USER', '--max-records', '2',
