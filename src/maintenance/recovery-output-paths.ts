@@ -61,13 +61,15 @@ export function checkOutputPaths(request: RecoveryPaths, plan: RecoveryPlan): vo
   const outputs: [string, string][] = [
     ['--receipt', request.receiptPath], ['--state', request.statePath ?? `${request.receiptPath}.state.json`],
   ];
+  const resolvedOutputs: string[] = [];
   for (const [flag, path] of outputs) {
     const resolved = resolvedPath(path, flag);
     const inode = inodeOf(resolved);
     const clash = taken.find(([other]) => other === resolved || (inode !== null && inodeOf(other) === inode));
     if (clash) throw invalid(`${flag} names ${clash[1]}; choose a new file`);
+    resolvedOutputs.push(resolved);
   }
-  const [receipt, state] = outputs.map(([flag, path]) => resolvedPath(path, flag));
+  const [receipt, state] = resolvedOutputs;
   if (receipt === state) throw invalid('--receipt and --state name one file');
   try {
     accessSync(dirname(receipt!), constants.W_OK | constants.X_OK);

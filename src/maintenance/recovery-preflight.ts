@@ -97,12 +97,14 @@ function checkCommand(request: RecoveryRequest, env: PreflightEnvironment): { pl
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan file cannot be read');
   }
   const plan = parseRecoveryPlan(text);
-  if (resolvedPath(plan.db_path, 'the plan\'s db_path') !== resolvedPath(request.dbPath, '--db')) {
+  const planned = resolvedPath(plan.db_path, 'the plan\'s db_path');
+  const db = resolvedPath(request.dbPath, '--db');
+  if (planned !== db) {
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'the plan names another database than --db');
   }
   // The image of §5.6 and its sidecars are named after the operation: a name the filesystem refuses would only fail
   // after the commit, and every rerun would fail the same way.
-  const imageNameBytes = Buffer.byteLength(basename(resolvedPath(request.dbPath, '--db'))) + IMAGE_NAME_EXTRA
+  const imageNameBytes = Buffer.byteLength(basename(db)) + IMAGE_NAME_EXTRA
     + plan.operation_id.length;
   if (imageNameBytes > MAX_FILE_NAME_BYTES) {
     throw hold('HOLD_PLAN_INVALID_NO_MUTATION', 'operation_id is too long for an image name beside this database'
