@@ -32,11 +32,8 @@ export function auditFile(
     const findings = inspectSchema(connection, shipped);
     const verify = verifySchema(connection, findings, shipped);
     onStep({ step: 'schema_verified' });
-    let done = 0;
-    const onCheck = (check: AuditCheck) => {
-      done += 1;
+    const onCheck = (check: AuditCheck, done: number) =>
       onStep({ step: 'checked', done, fields: { check: check.name, status: check.status } });
-    };
     const lineage = findings.kind === 'FACTLANE'
       ? runLineageAudit(connection, findings.schemaVersion, recount, onCheck) : [];
     return [

@@ -31,11 +31,11 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2); on a
  * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY), which with `recount` also
- * recounts every stored count (decision 0036). `onCheck` hears each check as it is done.
+ * recounts every stored count (decision 0036). `onCheck` hears each check as it is done, with how many are done.
  */
 export function runLineageAudit(
   connection: SqliteConnection, schemaVersion: number, recount?: RecordRecounter,
-  onCheck: (check: AuditCheck) => void = () => {},
+  onCheck: (check: AuditCheck, done: number) => void = () => {},
 ): AuditCheck[] {
   const unsafe = unsafeToQuery(connection);
   const samplesOf = (query: string) =>
@@ -43,7 +43,7 @@ export function runLineageAudit(
   const checks: AuditCheck[] = [];
   const done = (check: AuditCheck) => {
     checks.push(check);
-    onCheck(check);
+    onCheck(check, checks.length);
   };
   for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) done(checkOf(name, samplesOf(query)));
   const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
