@@ -2,23 +2,19 @@ import { readFileSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR } from '../core/package-info.js';
-import { TOOLS } from '@factlane/schema';
 import { DatabaseLease } from '../storage/database-lease.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import { loadMigrationFiles, type MigrationFile } from '../storage/migration-files.js';
-import type { SqliteConnection } from '../storage/native.js';
 import { hardLinkedFiles, otherOpeners, type InventoryOptions } from '../storage/quiescence-inventory.js';
-import {
-  checkpointTruncate, enableSecureDelete, ftsPresent, bothIntegrityChecksOk, journalMode,
-} from '../storage/recovery-pragmas.js';
+import { bothIntegrityChecksOk, journalMode } from '../storage/recovery-pragmas.js';
 import { MalformedInterlock, readInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
-import { ftsSecureDeleteSettable } from '../storage/recovery-repository.js';
 import { RuntimeRefusal, probeRuntime, type RuntimeProbeOptions } from '../storage/runtime-probe.js';
-import { bindingProfileId, inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
+import { inspectSchema, type SchemaFindings } from '../storage/schema-inspection.js';
 import { hasNextVectorTable } from '../storage/reembed-repository.js';
 import { NEXT_VECTOR_TABLE } from '../storage/schema-verification.js';
 import { verifySchema } from '../storage/schema-verification.js';
 import { WriteConnection, withReadOnly } from '../storage/write-connection.js';
+import { checkCapabilities, type CapabilityOverrides } from './recovery-capabilities.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
 import { checkOutputPaths, resolvedPath, type RecoveryPaths } from './recovery-output-paths.js';
 import { parseRecoveryPlan, planSha256, type RecoveryPlan } from './recovery-plan.js';
@@ -31,33 +27,15 @@ export interface RecoveryRequest extends RecoveryPaths {
   readonly confirm: string;
 }
 
-/** Seams for tests: the platform, the runtime probe, the /proc inventory, the migrations folder. */
-export interface PreflightEnvironment {
+/** Seams for tests: the platform, the runtime probe, the /proc inventory, the migrations folder, checks 14-18. */
+export interface PreflightEnvironment extends CapabilityOverrides {
   readonly platform?: NodeJS.Platform;
   readonly runtime?: RuntimeProbeOptions;
   readonly inventory?: InventoryOptions;
   readonly migrationsDir?: string;
   /** The effective user id; default process.geteuid(). */
   readonly euid?: number;
-  /** Checks 14 and 15 (what this SQLite build can do); default the real probes. */
-  readonly capabilities?: Partial<CapabilityProbes>;
-  /** Check 18: the tool names this build serves; default the schema package's tools/list. */
-  readonly exposedTools?: readonly string[];
 }
-
-/** The probes of checks 14 and 15, each true when the capability is there. */
-export interface CapabilityProbes {
-  readonly secureDelete: (connection: SqliteConnection) => boolean;
-  readonly ftsPresent: (connection: SqliteConnection) => boolean;
-  readonly ftsSecureDelete: (connection: SqliteConnection) => boolean;
-}
-
-const REAL_PROBES: CapabilityProbes = {
-  secureDelete: enableSecureDelete, ftsPresent, ftsSecureDelete: ftsSecureDeleteSettable,
-};
-
-/** The public contract's five tools (CONTRACT.md §1); check 18 compares the build's tools/list with them. */
-const CONTRACT_TOOLS = ['memory_get', 'memory_search', 'memory_status', 'memory_store', 'memory_update'];
 
 /** What a passed preflight holds: the exclusive lease, the open write connection and what was read. */
 export interface PreparedRecovery {
@@ -233,39 +211,6 @@ function checkDatabase(path: string, plan: RecoveryPlan, shipped: readonly Migra
     }
     return findings;
   }, { loadVec: true });
-}
-
-/** Checks 14-17 on the read-write connection; check 18 on the schema package. */
-function checkCapabilities(connection: WriteConnection, plan: RecoveryPlan, findings: SchemaFindings,
-  env: PreflightEnvironment): void {
-  const raw = connection.connection;
-  const probes = { ...REAL_PROBES, ...env.capabilities };
-  if (!probes.secureDelete(raw)) {
-    throw hold('HOLD_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'PRAGMA secure_delete does not read back on');
-  }
-  if (!probes.ftsPresent(raw)) throw hold('HOLD_FTS_UNAVAILABLE_NO_MUTATION', 'the fact_fts table is missing');
-  if (!probes.ftsSecureDelete(raw)) {
-    throw hold('HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'FTS5 secure-delete cannot be set');
-  }
-  let binding: { vector_dimension?: unknown } = {};
-  try {
-    binding = JSON.parse(findings.bindingText ?? '{}') as { vector_dimension?: unknown };
-  } catch {
-    // A malformed binding matches no plan profile.
-  }
-  if (bindingProfileId(findings.bindingText) !== plan.profile
-    || binding.vector_dimension !== findings.vectorDimension) {
-    throw hold('HOLD_PROFILE_MISMATCH_NO_MUTATION',
-      'the plan\'s profile or the vector dimension differs from the database binding');
-  }
-  if (!checkpointTruncate(raw)) {
-    throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
-      'wal_checkpoint(TRUNCATE) did not return (0, 0, 0): another connection is active');
-  }
-  const names = [...(env.exposedTools ?? TOOLS.map((tool) => tool.name))].sort();
-  if (names.length !== CONTRACT_TOOLS.length || names.some((name, i) => name !== CONTRACT_TOOLS[i])) {
-    throw hold('HOLD_PUBLIC_CONTRACT_DRIFT_NO_MUTATION', 'this build does not expose exactly the five memory tools');
-  }
 }
 
 /**
