@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, existsSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import type { Kysely, Transaction } from 'kysely';
 import { AdapterError } from '../core/adapter-error.js';
 import { MIGRATIONS_DIR, PACKAGE_LABEL } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp, type Clock } from '../core/time.js';
 import { STORAGE_CONTRACT_VERSION } from '@factlane/schema';
-import { sqliteCode } from './sqlite-errors.js';
 import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
@@ -20,7 +19,8 @@ import {
   assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
 } from './schema-inspection.js';
 import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
-import { WRITER_SIDECAR_SUFFIX, type WriterQueueTurns } from './writer-queue.js';
+import { creationFailure, privateMode, removeUnfinishedDatabase } from './new-database-files.js';
+import type { WriterQueueTurns } from './writer-queue.js';
 import type { Logger } from '../core/logger.js';
 
 /** The embedding binding written into a new database (CONTRACT.md §14.5). */
@@ -53,18 +53,6 @@ export interface SQLiteVecEngineOptions {
    * instead of taking a shared lease, admits the recovery interlock, and leaves the lease to its owner on close.
    */
   readonly maintenanceLease?: DatabaseLease;
-}
-
-/**
- * A plain SQLITE_ERROR while a new database was being made (its file is removed again): sqlite-vec reports a write
- * the disk refused (full, a file size limit) that way. A governed error instead of a stack (CONTRACT.md §16.2); every
- * other error passes unchanged (a full disk or an I/O error is governed already, anything else is a fault).
- */
-function creationFailure(error: unknown): unknown {
-  const code = sqliteCode(error);
-  if (error instanceof AdapterError || code !== 'SQLITE_ERROR') return error;
-  return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, `
-    + 'its free space and any file size limit, then start again', { cause: error });
 }
 
 function parseBindingDimension(bindingText: string | null): number | null {
@@ -273,31 +261,4 @@ function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number
     throw new AdapterError('BACKEND_UNAVAILABLE', 'the maintenance capability does not hold this database');
   }
   lease.assertSameInode();
-}
-
-/** Removes a database this process created but could not finish, when nobody else attached to it. */
-function removeUnfinishedDatabase(lease: DatabaseLease): void {
-  if (!lease.tryUpgradeToExclusive()) return;
-  try {
-    lease.assertSameInode();
-  } catch {
-    return;
-  }
-  // The sidecar too: with the exclusive lease nobody else is attached, so nobody can be queued on it.
-  for (const suffix of ['', '-wal', '-shm', WRITER_SIDECAR_SUFFIX]) {
-    try {
-      unlinkSync(lease.path + suffix);
-    } catch {
-      // Already absent.
-    }
-  }
-}
-
-/** Sets `path` to mode 0600 when this process may; a file of another owner keeps its mode. */
-function privateMode(path: string): void {
-  try {
-    chmodSync(path, 0o600);
-  } catch {
-    // Not ours (EPERM), or gone: the open that follows says what is wrong, if anything.
-  }
 }
