@@ -207,9 +207,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     return EXIT.OK;
   }
   if (command === 'restore') {
-    const recount = await rowTokenRecounter();
     const report = await progress('restore').run((onStep) => restoreVerifiedBackup({
-      from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep, recount,
+      from: values.from!, dbPath: values.db!, shipped: MaintenanceTarget.shippedMigrations(), onStep,
+      loadRecounter: rowTokenRecounter,
     }));
     printRestore(report, wantsJson());
     return EXIT.OK;

@@ -47,7 +47,9 @@ const failed = (checks: readonly CheckResult[], name: string) =>
  * (copied/total pages), `hash_rechecked`, `verified`, and last `published` (decision 0023).
  */
 export async function restoreVerifiedBackup(input: {
-  from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener; recount?: RecordRecounter;
+  from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener;
+  /** Loads what the audit recounts token counts with (the encoder, ~250 ms): only once the backup passed its checks. */
+  loadRecounter?: () => Promise<RecordRecounter>;
 }): Promise<RestoreReport> {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);
@@ -87,6 +89,7 @@ export async function restoreVerifiedBackup(input: {
       + 'overwrites: stop every FactLane process and move them aside first');
   }
   onStep({ step: 'manifest_checked' });
+  const recount = await input.loadRecounter?.();
   const createdDirectories = createPrivateParents(file);
   try {
     const copy = await writeThenPublish(file, async (temp) => {
@@ -98,7 +101,7 @@ export async function restoreVerifiedBackup(input: {
       onStep({ step: 'hash_rechecked' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);
-      const audit = auditFile(temp, input.shipped, input.recount);
+      const audit = auditFile(temp, input.shipped, recount);
       setWalMode(temp);
       onStep({ step: 'verified' });
       return { ...verified, counts, audit };

@@ -257,6 +257,23 @@ t.test('a schema newer than the release is refused; an older one is restored and
   t.ok(existsSync(join(dir, 'older.sqlite3')));
 });
 
+t.test('restore loads the token recounter only once the backup passed its checks', async (t) => {
+  const { dir, live, backup } = await backedUp(t);
+  const shipped = MaintenanceTarget.shippedMigrations();
+  let loads = 0;
+  const loadRecounter = async () => {
+    loads += 1;
+    return () => null;
+  };
+  const restore = (dbPath: string, migrations = shipped) =>
+    restoreVerifiedBackup({ from: backup, dbPath, shipped: migrations, loadRecounter });
+  await t.rejects(restore(join(dir, 'newer.sqlite3'), []), { code: 'SCHEMA_MISMATCH' });
+  await t.rejects(restore(live), { code: 'TARGET_EXISTS' });
+  t.equal(loads, 0, 'a refused restore does not load the encoder (about 250 ms)');
+  await restore(join(dir, 'back.sqlite3'));
+  t.equal(loads, 1, 'a restore that copies loads it once');
+});
+
 t.test('restore usage errors exit 2', async (t) => {
   const dir = t.testdir();
   for (const args of [['restore', '--db', join(dir, 'x')], ['restore', '--from', join(dir, 'b')],
