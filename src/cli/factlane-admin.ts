@@ -247,9 +247,8 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
       printVerify(report, wantsJson());
       return report.ok ? EXIT.OK : EXIT.PROBLEMS;
     }
-    const recount = await rowTokenRecounter();
     const manifest = await progress('backup')
-      .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep, recount));
+      .run((onStep) => writeVerifiedBackup(target, values.out!, SYSTEM_CLOCK, onStep, rowTokenRecounter));
     printBackup({ db_identity: target.dbIdentity, manifest }, wantsJson());
     return EXIT.OK;
   } finally {

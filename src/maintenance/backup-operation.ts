@@ -16,7 +16,7 @@ import {
 import { sqliteCode } from '../storage/sqlite-errors.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';
 import type { MigrationFile } from '../storage/migration-files.js';
-import type { RecordRecounter } from '../storage/token-count-repository.js';
+import type { RecordRecounter, RecounterLoader } from '../storage/token-count-repository.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
@@ -206,11 +206,11 @@ function createTemporary(temp: string): void {
  * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
  * temporary file is removed. `onStep` hears `lease_taken`, `pages_copied` (copied/total pages, at the copy's
  * first step and at its end), `verified` (`failed_checks`), `published` and last `manifest_written` (decision 0023).
- * `recount` is audit's (auditFile).
+ * `loadRecounter` gives audit's recounter (auditFile), once the checks above passed.
  */
 export async function writeVerifiedBackup(
   target: MaintenanceTarget, outFile: string, clock: Clock, onStep: StepListener = IGNORE_STEPS,
-  recount?: RecordRecounter,
+  loadRecounter?: RecounterLoader,
 ): Promise<BackupManifest> {
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   assertNoInterlock(target.findings, 'its old pages may still hold what it purged');
@@ -233,6 +233,7 @@ export async function writeVerifiedBackup(
       + 'a new path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
+  const recount = await loadRecounter?.();
   let manifest: BackupManifest | undefined;
   await writeThenPublish(file, async (temp) => {
     await onlineBackup(target.path, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));

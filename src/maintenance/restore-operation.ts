@@ -6,7 +6,7 @@ import {
 } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
-import type { RecordRecounter } from '../storage/token-count-repository.js';
+import type { RecounterLoader } from '../storage/token-count-repository.js';
 import { lifecycleCounts, onlineBackup, setWalMode } from '../storage/online-backup.js';
 import type { CheckResult } from '../storage/schema-verification.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -48,8 +48,8 @@ const failed = (checks: readonly CheckResult[], name: string) =>
  */
 export async function restoreVerifiedBackup(input: {
   from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener;
-  /** Loads what the audit recounts token counts with (the encoder, ~250 ms): only once the backup passed its checks. */
-  loadRecounter?: () => Promise<RecordRecounter>;
+  /** Gives audit's recounter (auditFile), once the backup passed its checks. */
+  loadRecounter?: RecounterLoader;
 }): Promise<RestoreReport> {
   const onStep = input.onStep ?? IGNORE_STEPS;
   const source = verifyBackup(input.from, input.shipped);

@@ -19,6 +19,9 @@ export type RecordCounter = (row: RecordRow) => Promise<number | null>;
  */
 export type RecordRecounter = (row: RecordRow) => number | null;
 
+/** Loads a RecordRecounter (the encoder, about 250 ms): an operation calls it only once its own checks passed. */
+export type RecounterLoader = () => Promise<RecordRecounter>;
+
 /** Stores one record's count inside the caller's write transaction: for its writer (insertRecord) and the rebuild. */
 export async function storeTokenCount(trx: Transaction<DB>, rowId: number, fixedTokens: number): Promise<void> {
   await runShape(trx, 'insertTokenCount', [rowId, fixedTokens], ([id, tokens]) =>

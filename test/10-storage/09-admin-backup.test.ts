@@ -2,7 +2,9 @@ import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeThenPublish } from '../../src/maintenance/backup-operation.js';
+import { SYSTEM_CLOCK } from '../../src/core/time.js';
+import { writeThenPublish, writeVerifiedBackup } from '../../src/maintenance/backup-operation.js';
+import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
@@ -68,6 +70,28 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const missing = admin('verify', '--db', join(dir, 'nope.sqlite3'));
   t.equal(missing.status, 1);
   t.notOk(existsSync(join(dir, 'nope.sqlite3')));
+});
+
+t.test('backup loads the token recounter only once its checks passed', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  const target = MaintenanceTarget.open({ dbPath, lease: 'shared' });
+  t.teardown(() => target.close());
+  let loads = 0;
+  const loadRecounter = async () => {
+    loads += 1;
+    return () => null;
+  };
+  const backup = (out: string) => writeVerifiedBackup(target, out, SYSTEM_CLOCK, undefined, loadRecounter);
+  writeFileSync(join(dir, 'taken.sqlite3'), 'someone else');
+  await t.rejects(backup(join(dir, 'taken.sqlite3')), { code: 'TARGET_EXISTS' });
+  await t.rejects(backup(join(dir, 'missing', 'b.sqlite3')), { code: 'SOURCE_NOT_FOUND' });
+  t.equal(loads, 0, 'a refused backup does not load the encoder (about 250 ms)');
+  await backup(join(dir, 'b.sqlite3'));
+  t.equal(loads, 1, 'a backup that copies loads it once');
 });
 
 t.test('a damaged database is still saved, its failures recorded; a sidecar name of the database is refused',
