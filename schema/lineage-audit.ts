@@ -13,29 +13,36 @@ const CURRENT_ROLE =
 export const LINEAGE_AUDIT_QUERIES = Object.freeze({
   /** L2: at most one live record per memory. */
   no_current_forks: `SELECT r.record_id AS sample FROM adapter_records r WHERE r.lifecycle_state IN ${LIVE}
-    AND r.memory_id IN (SELECT memory_id FROM adapter_records WHERE lifecycle_state IN ${LIVE} GROUP BY memory_id HAVING count(*) > 1)
+    AND r.memory_id IN (SELECT memory_id FROM adapter_records WHERE lifecycle_state IN ${LIVE}
+      GROUP BY memory_id HAVING count(*) > 1)
     ORDER BY r.record_id`,
   /** L3: at most one successor per record. */
   single_successor: `SELECT p.record_id AS sample FROM adapter_records p
     WHERE (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) > 1 ORDER BY p.record_id`,
   /** L7: every SUPERSEDED or HISTORICAL record has exactly one successor; a live record has none. */
   superseded_have_successor: `SELECT p.record_id AS sample FROM adapter_records p
-    WHERE (p.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL') AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) <> 1)
-       OR (p.lifecycle_state IN ${LIVE} AND EXISTS (SELECT 1 FROM adapter_records c WHERE c.parent_record_id = p.record_id))
+    WHERE (p.lifecycle_state IN ('SUPERSEDED', 'HISTORICAL')
+             AND (SELECT count(*) FROM adapter_records c WHERE c.parent_record_id = p.record_id) <> 1)
+       OR (p.lifecycle_state IN ${LIVE}
+             AND EXISTS (SELECT 1 FROM adapter_records c WHERE c.parent_record_id = p.record_id))
     ORDER BY p.record_id`,
   /** L1, L4: revisions 1…n per memory; revision k > 1 has the memory's revision k − 1 as parent. */
   revisions_consecutive: `SELECT r.record_id AS sample FROM adapter_records r
-    WHERE (r.revision > 1 AND NOT EXISTS (SELECT 1 FROM adapter_records p WHERE p.record_id = r.parent_record_id AND p.memory_id = r.memory_id AND p.revision = r.revision - 1))
-       OR r.memory_id IN (SELECT memory_id FROM adapter_records GROUP BY memory_id HAVING min(revision) <> 1 OR max(revision) <> count(*))
+    WHERE (r.revision > 1 AND NOT EXISTS (SELECT 1 FROM adapter_records p WHERE p.record_id = r.parent_record_id
+             AND p.memory_id = r.memory_id AND p.revision = r.revision - 1))
+       OR r.memory_id IN (SELECT memory_id FROM adapter_records GROUP BY memory_id
+             HAVING min(revision) <> 1 OR max(revision) <> count(*))
     ORDER BY r.record_id`,
   /** L5, L6: revision 1 is a root or a REPLACE successor; a successor keeps its parent's scope tuple. */
-  lineage_shape: `SELECT r.record_id AS sample FROM adapter_records r LEFT JOIN adapter_records p ON p.record_id = r.parent_record_id
+  lineage_shape: `SELECT r.record_id AS sample FROM adapter_records r
+    LEFT JOIN adapter_records p ON p.record_id = r.parent_record_id
     WHERE (r.revision = 1 AND NOT ((r.parent_record_id IS NULL AND r.supersedes = '[]')
              OR (p.record_id IS NOT NULL AND p.memory_id <> r.memory_id AND r.supersedes = json_array(p.memory_id))))
        OR (r.revision > 1 AND r.supersedes <> '[]')
        OR (r.parent_record_id IS NOT NULL AND p.record_id IS NULL)
-       OR (p.record_id IS NOT NULL AND (p.scope IS NOT r.scope OR p.project_id IS NOT r.project_id OR p.worktree_id IS NOT r.worktree_id
-             OR p.workflow_id IS NOT r.workflow_id OR p.agent_id IS NOT r.agent_id))
+       OR (p.record_id IS NOT NULL AND (p.scope IS NOT r.scope OR p.project_id IS NOT r.project_id
+             OR p.worktree_id IS NOT r.worktree_id OR p.workflow_id IS NOT r.workflow_id
+             OR p.agent_id IS NOT r.agent_id))
     ORDER BY r.record_id`,
   /** L8: current and Candidate metadata (STORAGE.md §7.3). */
   current_metadata: `SELECT r.record_id AS sample FROM adapter_records r
@@ -45,9 +52,11 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
        OR (r.lifecycle_state = 'CANDIDATE' AND (r.authority_role <> 'UNRESOLVED' OR r.verified_by <> 'UNVERIFIED'))
     ORDER BY r.record_id`,
   /** L9: no two current records of one scope share a contradiction key with different content. */
-  contradiction_exclusive: `SELECT a.record_id AS sample FROM adapter_records a WHERE a.lifecycle_state = 'VALIDATED_CURRENT'
-    AND EXISTS (SELECT 1 FROM adapter_records b WHERE b.lifecycle_state = 'VALIDATED_CURRENT' AND b.scope_key = a.scope_key
-      AND b.contradiction_key = a.contradiction_key AND b.native_content_hash <> a.native_content_hash)
+  contradiction_exclusive: `SELECT a.record_id AS sample FROM adapter_records a
+    WHERE a.lifecycle_state = 'VALIDATED_CURRENT'
+    AND EXISTS (SELECT 1 FROM adapter_records b WHERE b.lifecycle_state = 'VALIDATED_CURRENT'
+      AND b.scope_key = a.scope_key AND b.contradiction_key = a.contradiction_key
+      AND b.native_content_hash <> a.native_content_hash)
     ORDER BY a.record_id`,
   /**
    * L10: FTS and vector rows per lifecycle (STORAGE.md §4.5); the vector's scope_key and is_current equal the
@@ -61,13 +70,16 @@ export const LINEAGE_AUDIT_QUERIES = Object.freeze({
         (SELECT v.is_current FROM fact_vec v WHERE v.rowid = r.row_id) AS vec_current
       FROM adapter_records r)
     WHERE (state IN ('CANDIDATE', 'VALIDATED_CURRENT', 'SUPERSEDED')
-             AND (NOT has_fts OR vec_rows <> 1 OR vec_key IS NOT key OR vec_current IS NOT (state = 'VALIDATED_CURRENT')))
+             AND (NOT has_fts OR vec_rows <> 1 OR vec_key IS NOT key
+                  OR vec_current IS NOT (state = 'VALIDATED_CURRENT')))
        OR (state = 'HISTORICAL' AND (NOT has_fts OR vec_rows <> 0))
        OR (state = 'QUARANTINED' AND (has_fts OR vec_rows <> 0))
     ORDER BY record_id`,
   /** L10: no FTS or vector row lacks its record. */
-  no_orphans: `SELECT 'fact_fts:' || f.rowid AS sample FROM fact_fts f WHERE f.rowid NOT IN (SELECT row_id FROM adapter_records)
-    UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
+  no_orphans: `SELECT 'fact_fts:' || f.rowid AS sample FROM fact_fts f
+      WHERE f.rowid NOT IN (SELECT row_id FROM adapter_records)
+    UNION ALL SELECT 'fact_vec:' || v.rowid AS sample FROM fact_vec v
+      WHERE v.rowid NOT IN (SELECT row_id FROM adapter_records)`,
 } as const);
 
 /**
@@ -87,7 +99,8 @@ const ELIGIBLE_FORMS_MATCH = `e.row_id IS NOT NULL AND (e.scope_key IS NOT r.sco
 const ELIGIBLE_ROWS_CONSISTENT = `SELECT 'eligible_vectors:' || e.row_id FROM eligible_vectors e
       WHERE e.row_id NOT IN (SELECT row_id FROM adapter_records)
          OR NOT EXISTS (SELECT 1 FROM eligible_shards s WHERE s.scope_key = e.scope_key AND s.shard = e.shard)
-    UNION ALL SELECT 'eligible_codes:' || c.rowid FROM eligible_codes c WHERE c.rowid NOT IN (SELECT row_id FROM eligible_vectors)
+    UNION ALL SELECT 'eligible_codes:' || c.rowid FROM eligible_codes c
+      WHERE c.rowid NOT IN (SELECT row_id FROM eligible_vectors)
     UNION ALL SELECT 'eligible_shards:' || s.scope_key || '/' || s.shard FROM eligible_shards s
       LEFT JOIN (SELECT scope_key, shard, count(*) AS n FROM eligible_vectors GROUP BY scope_key, shard) g
         ON g.scope_key = s.scope_key AND g.shard = s.shard

@@ -26,19 +26,21 @@ const USAGE = `usage:
   factlane-admin verify (--db PATH | --backup FILE) [--json]
   factlane-admin reembed --db PATH --profile ID [--ollama-url URL] [--dry-run] [--json]
   factlane-admin audit --db PATH [--json]
-  factlane-admin housekeep --db PATH --scope SCOPE [--project-id ID] [--worktree-id ID] [--workflow-id ID] [--agent-id ID]
-                           --max-records N --required-free-bytes B [--json]
+  factlane-admin housekeep --db PATH --scope SCOPE [--project-id ID] [--worktree-id ID] [--workflow-id ID]
+                           [--agent-id ID] --max-records N --required-free-bytes B [--json]
 ${REVIEW_USAGE}  factlane-admin recover plan --db PATH --memory-id ID [--memory-id ID ...] [--incident-class S1|M1]
                               --out PLAN.json [--json]
   factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json
                          [--state STATE.json] [--json]
 
 restore writes a new database only: PATH, PATH-wal, PATH-shm and PATH-journal must not exist
-reembed needs every FactLane process on the database stopped; profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
+reembed needs every FactLane process on the database stopped;
+  profiles: ${Object.keys(EMBEDDING_PROFILES).join(', ')}
 housekeep compacts at most N ready SUPERSEDED records of one exact scope, only while free space is below B
 ${REVIEW_NOTES}recover purges the records of a plan for good (docs/operations.md, "Operations: incident recovery"):
   stop every host first, run as root
-exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems, or recover held without mutating;
+exit codes: 0 success; 1 refused or failed; 2 usage; 3 verify or audit found problems,
+  or recover held without mutating;
   4 recover committed but sealing is incomplete (rerun the same plan)
 `;
 

@@ -15,7 +15,8 @@ export const SETUP_HOSTS = ['codex', 'claude-code', 'hermes'] as const;
 export type SetupHost = (typeof SETUP_HOSTS)[number];
 
 /** The text of `factlane setup --help`, also printed after a usage error. */
-export const SETUP_USAGE = `usage: factlane setup codex|claude-code|hermes [--db PATH] [--write-profile P] [--project-id ID] [--print] [--force]
+export const SETUP_USAGE = `usage: factlane setup codex|claude-code|hermes [--db PATH] [--write-profile P]
+                      [--project-id ID] [--print] [--force]
 
 Adds FactLane to the host's MCP servers, as the entry "${ENTRY_NAME}" launching this factlane with absolute paths:
   codex         $CODEX_HOME/config.toml (default ~/.codex/config.toml), table [mcp_servers.${ENTRY_NAME}]

@@ -15,9 +15,10 @@ export const REVIEW_USAGE = `  factlane-admin candidates --db PATH [--scope SCOP
   factlane-admin promote --db PATH --memory-id ID --expected-revision N --expected-record-id ID
                          [--source-timestamp TS] [--ollama-url URL] [--json]
 `;
-export const REVIEW_NOTES = `candidates lists pending Candidates oldest first, read-only: every scope or one exact scope,
-  at most N (default 50)
-promote makes one Candidate VALIDATED_CURRENT, verified_by OWNER, as memory_update REVERIFY; copy its ids from candidates
+export const REVIEW_NOTES = `candidates lists pending Candidates oldest first, read-only: every scope or one exact
+  scope, at most N (default 50)
+promote makes one Candidate VALIDATED_CURRENT, verified_by OWNER, as memory_update REVERIFY;
+  copy its ids from candidates
 `;
 
 /** The parseArgs options the review commands add to factlane-admin's. */
