@@ -14,10 +14,11 @@ export interface MemoryGatewayOptions {
   readonly transport: string;
 }
 
-// Which bound ids the gateway governs per scope (CONTRACT.md §4.5).
-const GOVERNED: Readonly<Record<string, readonly ('project_id' | 'workflow_id' | 'agent_id')[]>> = {
-  PROJECT: ['project_id'], WORKFLOW: ['project_id', 'workflow_id'], TOOL_ENVIRONMENT: ['agent_id'],
-};
+// Which bound ids the gateway governs per scope (CONTRACT.md §4.5). A Map, not an object: the scope is the caller's
+// string, and an object would answer `toString` or `__proto__` with what it inherits.
+const GOVERNED: ReadonlyMap<string, readonly ('project_id' | 'workflow_id' | 'agent_id')[]> = new Map([
+  ['PROJECT', ['project_id']], ['WORKFLOW', ['project_id', 'workflow_id']], ['TOOL_ENVIRONMENT', ['agent_id']],
+]);
 
 
 /**
@@ -77,7 +78,7 @@ export class MemoryGateway {
   #inject(request: Record<string, unknown>): Record<string, unknown> {
     const copy = copyJson(request);
     const binding = this.#options.contextBinding;
-    const governed = typeof copy.scope === 'string' ? GOVERNED[copy.scope] ?? [] : [];
+    const governed = typeof copy.scope === 'string' ? GOVERNED.get(copy.scope) ?? [] : [];
     for (const key of binding ? governed : []) {
       const bound = binding![key];
       if (bound === undefined) continue;

@@ -118,6 +118,16 @@ t.test('GLOBAL_USER and CROSS_PROJECT_WORKFLOW inherit nothing; ungoverned keys 
   t.equal(unbound.calls[0]!.request.project_id, 'anything', 'no binding: nothing governed');
 });
 
+t.test('a scope named like an inherited property is passed on untouched for the adapter to refuse', async (t) => {
+  const { calls, gateway } = setup();
+  for (const operation of TOOL_NAMES) {
+    for (const scope of ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf']) {
+      await gateway.handle(operation, { scope, request_id: 'r1' });
+      t.strictSame(calls.at(-1)!.request, { scope, request_id: 'r1' }, `${operation} ${scope}: nothing injected`);
+    }
+  }
+});
+
 t.test("the caller's request is never modified; the adapter gets a deep copy", async (t) => {
   const { calls, gateway } = setup();
   const request = { scope: 'WORKFLOW', source_provenance: { source_ref: 'a', nested: { deep: [1, 2] } }, tags: ['x'] };

@@ -128,6 +128,13 @@ t.test('governed failures are BLOCKED envelopes, not isError', async (t) => {
   t.match(badEnum.message, /GLOBAL_USER/, 'names the choices');
   t.notMatch(JSON.stringify(badEnum), 'NOPE', 'not the submitted value');
 
+  const bound = await connectClient(t, join(t.testdir(), 'bound.sqlite3'), { context: { projectId: 'p1' } });
+  for (const scope of ['toString', '__proto__', 'constructor']) {
+    const inherited = blocked(t, await call(bound.client, 'memory_status', { request: { scope } }), 'INVALID_ENUM');
+    t.strictSame(inherited.audit.context_binding, bound.contextBinding, `${scope}: bound launcher, still governed`);
+  }
+  t.strictSame(bound.logger.lines, [], 'no fault logged');
+
   const unknownKey = blocked(
     t, await call(client, 'memory_status', { request: { ...GLOBAL, colour_zq: 'QQ_VALUE_ZQ' } }), 'INVALID_ENVELOPE',
   );
