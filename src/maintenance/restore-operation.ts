@@ -2,7 +2,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import {
-  backupManifestPath, createPrivateParents, fileDigest, removeDirectories, sqliteFiles,
+  backupManifestPath, companionOwner, createPrivateParents, fileDigest, removeDirectories, sqliteFiles,
 } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
@@ -87,6 +87,11 @@ export async function restoreVerifiedBackup(input: {
   if (sqliteFiles(file).some((path) => existsSync(path))) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm/-journal already exists; restore never '
       + 'overwrites: stop every FactLane process and move them aside first');
+  }
+  if (companionOwner(file) !== undefined) {
+    throw new AdapterError('TARGET_EXISTS', 'the database path names the -wal, -shm or -journal of an existing file: '
+      + 'SQLite would take the restored database for that file\'s companion and replay or delete it; choose another '
+      + 'name');
   }
   onStep({ step: 'manifest_checked' });
   const recount = await input.loadRecounter?.();

@@ -11,6 +11,16 @@ export function sqliteFiles(path: string): string[] {
   return ['', '-wal', '-shm', '-journal'].map((suffix) => `${path}${suffix}`);
 }
 
+/**
+ * The file whose -wal, -shm or -journal `path` would be, when its name ends in one of those suffixes and that file
+ * exists: SQLite would take a database written at `path` for that file's companion, and replay or delete it.
+ */
+export function companionOwner(path: string): string | undefined {
+  const suffix = ['-wal', '-shm', '-journal'].find((name) => path.endsWith(name));
+  const owner = suffix === undefined ? undefined : path.slice(0, -suffix.length);
+  return owner !== undefined && existsSync(owner) ? owner : undefined;
+}
+
 /** The manifest `factlane-admin backup` writes beside a backup FILE: FILE.manifest.json (OPERATIONS.md §4.1). */
 export function backupManifestPath(path: string): string {
   return `${path}.manifest.json`;

@@ -110,6 +110,22 @@ t.test('restore never overwrites a database, a WAL or a shared-memory file, nor 
   t.notOk(existsSync(join(dir, 'nowhere')), 'nothing written through the link');
 });
 
+t.test('restore refuses a name that is the -wal, -shm or -journal of an existing file, which SQLite would take for '
+  + 'that file\'s companion', async (t) => {
+  const { dir, live, backup } = await backedUp(t);
+  const message = /TARGET_EXISTS: the database path names the -wal, -shm or -journal of an existing file/;
+  // The live database (in WAL mode, its -wal and -shm already there) and the backup itself (no companion yet).
+  for (const target of [`${live}-journal`, `${backup}-wal`, `${backup}-shm`, `${backup}-journal`]) {
+    refused(t, ['--from', backup, '--db', target], 'TARGET_EXISTS', dir);
+    t.match(admin('restore', '--from', backup, '--db', target).stderr, message, target);
+  }
+  t.equal(admin('verify', '--db', live).status, 0, 'the live database still verifies');
+  t.equal(admin('verify', '--backup', backup).status, 0, 'the backup still matches its manifest');
+  const alone = join(dir, 'alone', 'x.sqlite3-wal');
+  const restored = admin('restore', '--from', backup, '--db', alone);
+  t.equal(restored.status, 0, `a name ending in -wal with no such file beside it: ${restored.stderr}`);
+});
+
 t.test('a backup that is missing, changed, damaged or interlocked is refused before anything is written', async (t) => {
   const { dir, backup } = await backedUp(t);
   const targetDir = join(dir, 'target');
