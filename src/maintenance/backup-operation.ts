@@ -6,7 +6,7 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
-import { backupManifestPath, fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
+import { backupManifestPath, companionOwner, fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -226,11 +226,11 @@ export async function writeVerifiedBackup(
       + 'choose a new path (a run stopped after writing it left a complete backup there: check it with '
       + 'factlane-admin verify --backup)');
   }
-  // A backup named like a sidecar of the database would be read by SQLite as that database's journal or WAL.
-  const source = resolve(target.path);
-  if (sqliteFiles(source).includes(file)) {
-    throw new AdapterError('TARGET_EXISTS', 'the backup path names a -wal, -shm or -journal of the database; choose '
-      + 'a new path');
+  // A backup named like a companion of a file (this database or any other) would be read by SQLite as its journal
+  // or WAL.
+  if (companionOwner(file) !== undefined) {
+    throw new AdapterError('TARGET_EXISTS', 'the backup path names the -wal, -shm or -journal of an existing file; '
+      + 'choose a new path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
   const recount = await loadRecounter?.();
