@@ -47,6 +47,7 @@ export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promis
  */
 export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T {
   if (connection.inTransaction) return work();
+  const changesBefore = totalChanges(connection);
   connection.exec('BEGIN');
   let result: T;
   try {
@@ -61,6 +62,18 @@ export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T
     throw error;
   }
   // A check may have caught an error (I/O, full, out of memory) that already ended the transaction.
-  if (connection.inTransaction) connection.exec('COMMIT');
+  if (!connection.inTransaction) return result;
+  try {
+    connection.exec('COMMIT');
+  } catch (error) {
+    // SQLite reports again when a read ends the corruption a check met (and recorded: audit's lineage checks on a
+    // damaged page), ending the transaction all the same. What was read stands; an error with writes made is kept.
+    if (connection.inTransaction || totalChanges(connection) !== changesBefore) throw error;
+  }
   return result;
+}
+
+/** Rows changed through the connection since it opened; reading it touches no page. */
+function totalChanges(connection: SqliteConnection): number {
+  return connection.prepare('SELECT total_changes()').pluck().get() as number;
 }

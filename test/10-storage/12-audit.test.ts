@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -200,6 +201,30 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
       t.equal(JSON.parse(cli.stdout).ok, false);
     });
   }
+});
+
+t.test('a damaged page of adapter_records fails the checks that read it; the audit still reports, exit 3', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  const pageSize = raw.pragma('page_size', { simple: true }) as number;
+  const page = raw.prepare("SELECT pageno FROM dbstat WHERE name = 'adapter_records' ORDER BY pageno LIMIT 1")
+    .pluck().get() as number;
+  raw.close();
+  // As a failing disk would: the table's page overwritten, header included.
+  const fd = openSync(dbPath, 'r+');
+  writeSync(fd, Buffer.alloc(pageSize, 0x55), 0, pageSize, (page - 1) * pageSize);
+  closeSync(fd);
+  const before = readFileSync(dbPath);
+  const report = auditFile(dbPath, shipped());
+  t.same(report.checks.map((c) => c.name), ALL_CHECKS, 'every check reported');
+  const failed = report.checks.filter((c) => c.status === 'FAIL').map((c) => c.name);
+  t.ok(failed.includes('quick_check') && failed.includes('revisions_consecutive'), `failed: ${failed}`);
+  const cli = admin('audit', '--db', dbPath, '--json');
+  t.equal(cli.status, 3, cli.stderr);
+  t.equal(JSON.parse(cli.stdout).ok, false);
+  t.ok(readFileSync(dbPath).equals(before), 'the file is unchanged');
 });
 
 t.test('a backup manifest records the audit', async (t) => {
