@@ -1,10 +1,10 @@
 import t, { type Test } from 'tap';
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import {
-  ADMIN_BIN, candidateRow, downgradeToSchemaOne, openEngine, RawDatabase, runBin, sqliteVec,
+  ADMIN_BIN, candidateRow, damageFirstPage, downgradeToSchemaOne, openEngine, RawDatabase, runBin, sqliteVec,
   storeRow, writeInterlock,
 } from '../helpers/storage.js';
 import { fixtureRow, insertFixtures, padScope, scopeTuple } from '../helpers/reads.js';
@@ -206,16 +206,7 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
 t.test('a damaged page of adapter_records fails the checks that read it; the audit still reports, exit 3', async (t) => {
   const { dbPath, close } = await lineage(t);
   await close();
-  const raw = new RawDatabase(dbPath);
-  raw.pragma('wal_checkpoint(TRUNCATE)');
-  const pageSize = raw.pragma('page_size', { simple: true }) as number;
-  const page = raw.prepare("SELECT pageno FROM dbstat WHERE name = 'adapter_records' ORDER BY pageno LIMIT 1")
-    .pluck().get() as number;
-  raw.close();
-  // As a failing disk would: the table's page overwritten, header included.
-  const fd = openSync(dbPath, 'r+');
-  writeSync(fd, Buffer.alloc(pageSize, 0x55), 0, pageSize, (page - 1) * pageSize);
-  closeSync(fd);
+  damageFirstPage(dbPath, 'adapter_records');
   const before = readFileSync(dbPath);
   const report = auditFile(dbPath, shipped());
   t.same(report.checks.map((c) => c.name), ALL_CHECKS, 'every check reported');

@@ -11,7 +11,8 @@ import { readCapacity } from '../../src/storage/status-repository.js';
 import { WriteConnection } from '../../src/storage/write-connection.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import {
-  ADMIN_BIN, migrationsDir, nextMigration, RawDatabase, runBin, sqliteVec, withRaw, writeInterlock,
+  ADMIN_BIN, damageFirstPage, migrationsDir, nextMigration, RawDatabase, runBin, sqliteVec, withRaw,
+  writeInterlock,
 } from '../helpers/storage.js';
 import {
   currentRequest, derivedRows, diskState, openWriteBench, reverifyRequest, store, update, type Json, type WriteBench,
@@ -389,6 +390,25 @@ t.test('a damaged or empty file is refused before anything runs (BACKEND_CORRUPT
     t.equal(cli.status, 1);
     t.match(cli.stderr, /^factlane-admin: SCHEMA_MISMATCH: the file is not a FactLane database/);
     t.equal(statSync(empty).size, 0, 'the empty file stays empty');
+  });
+
+t.test('a damaged page is row 6 of the table, BLOCKED_DATABASE_INTEGRITY, once rows 1-5 do not match; nothing written',
+  async (t) => {
+    const bench = await openWriteBench(t);
+    await supersededHistory(bench);
+    await bench.engine.close();
+    damageFirstPage(bench.dbPath, 'idx_adapter_scope_key');
+    const before = readFileSync(bench.dbPath);
+    const run = (requiredFreeBytes: number) => {
+      const cli = admin('housekeep', '--db', bench.dbPath, '--scope', 'GLOBAL_USER', '--max-records', '2',
+        '--required-free-bytes', String(requiredFreeBytes), '--json');
+      t.equal(cli.status, 0, cli.stderr);
+      return JSON.parse(cli.stdout) as Json;
+    };
+    t.match(run(NEVER_ENOUGH), { outcome: 'BLOCKED_DATABASE_INTEGRITY', mutation: 'NONE', compacted_records: 0,
+      next_action: 'REPAIR_DATABASE_INTEGRITY_BEFORE_MEMORY_MUTATION', quick_check_after: 'FAIL' });
+    t.match(run(0), { outcome: 'NO_ACTION_CAPACITY_REQUIREMENT_ALREADY_MET' }, 'row 2 comes first');
+    t.ok(readFileSync(bench.dbPath).equals(before), 'the file unchanged');
   });
 
 t.test('a binding the server can still open (UNPROVEN) does not stop housekeeping, which never reads it', async (t) => {

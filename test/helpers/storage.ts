@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -77,6 +77,25 @@ export function unitVector(hot: number, dimension = TEST_DIMENSION): Float32Arra
  */
 export function storeRow(engine: SQLiteVecEngine, row: NewRecordRow, hot = 0): Promise<bigint> {
   return engine.write((trx) => insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: unitVector(hot) }));
+}
+
+/**
+ * Overwrites the first page of b-tree `name` (a table or an index) on disk, header included, as a failing disk would;
+ * the WAL is checkpointed into the file first. The database must be closed.
+ */
+export function damageFirstPage(dbPath: string, name: string): void {
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  const pageSize = raw.pragma('page_size', { simple: true }) as number;
+  const page = raw.prepare('SELECT pageno FROM dbstat WHERE name = ? ORDER BY pageno LIMIT 1').pluck()
+    .get(name) as number;
+  raw.close();
+  const fd = openSync(dbPath, 'r+');
+  try {
+    writeSync(fd, Buffer.alloc(pageSize, 0x55), 0, pageSize, (page - 1) * pageSize);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Runs `read` on a raw read-only connection with sqlite-vec loaded, then closes it. */
