@@ -4,6 +4,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { AdapterError } from '../core/adapter-error.js';
 import { isSecretLike } from '../core/identifiers.js';
 import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
+import { Interrupted } from '../maintenance/operation-signals.js';
 import { MigrationFileError } from '../storage/migration-files.js';
 
 /** Exit codes shared by the operator commands (STORAGE.md §12.3, OPERATIONS.md §1). */
@@ -101,6 +102,9 @@ export async function runCommand(
         process.stdout.write(`${JSON.stringify({
           error_code: error.code, message: error.message, retryable: error.retryable,
         })}\n`);
+      code = EXIT.FAILED;
+    } else if (error instanceof Interrupted) {
+      process.stderr.write(`${command}: ${error.message}\n`);
       code = EXIT.FAILED;
     } else if (error instanceof MigrationFileError) {
       process.stderr.write(`${command}: SCHEMA_MISMATCH: ${error.message}\n`);

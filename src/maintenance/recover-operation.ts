@@ -16,7 +16,7 @@ import {
 import {
   SealingFailure, runPostflight, sealDatabase, type ResidualScan, type SealStep,
 } from './recovery-sealing.js';
-import { Interrupted, watchSignals } from './recovery-signals.js';
+import { Interrupted, watchSignals } from './operation-signals.js';
 import { phaseReached, writeRecoveryState, type RecoveryPhase, type RecoveryState } from './recovery-state.js';
 
 // `factlane-admin recover` (OPERATIONS.md §5): preflight, inspection, one purge transaction, sealing, postflight.

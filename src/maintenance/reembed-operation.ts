@@ -15,6 +15,7 @@ import {
 } from '../storage/schema-inspection.js';
 import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
+import { Interrupted, watchSignals } from './operation-signals.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** Records embedded per committed batch unless told otherwise. */
@@ -39,6 +40,8 @@ export interface ReembedOptions {
    * records), then last `sampled` (dry run: the sample's records) or `switched` (records embedded).
    */
   readonly onStep?: StepListener;
+  /** Where SIGINT and SIGTERM are watched (the run stops before its next batch or its switch); default the process. */
+  readonly signals?: NodeJS.EventEmitter;
 }
 
 /** One progress line (OPERATIONS.md §7): records done / total, rate and time left. */
@@ -145,10 +148,12 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     const definitions = vectorTableDefinitions(target.shipped, findings.schemaVersion, profile.outputDimension);
     const connection = WriteConnection.open({ path: target.path });
     connectionClosed = false;
+    const signals = watchSignals(options.signals ?? process);
     try {
       await connection.write(async (_trx, raw) => recreateNextTable(raw, definitions));
       const filled = new Map<number, VectorRow>();
       const fill = async (rows: readonly VectorRow[], remove: readonly number[] = []) => {
+        await signals.check();
         const documents = readDocuments(connection.connection, rows);
         const embedded = await embed(provider, documents);
         await connection.write(async (_trx, raw) => writeNextVectors(raw, embedded, remove));
@@ -160,6 +165,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
         offset + batchSize));
 
       for (let attempt = 1; ; attempt += 1) {
+        await signals.check();
         const now = await provider.statusCheck();
         if (runtimeFingerprint(now) !== fingerprint) {
           throw new AdapterError('PROFILE_MISMATCH',
@@ -185,7 +191,12 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
       }
       return { ...report, records_embedded: filled.size, batches: progress.batches, estimated_ms: null,
         elapsed_ms: Math.round(performance.now() - started), switched: true };
+    } catch (error) {
+      if (!(error instanceof Interrupted)) throw error;
+      throw new Interrupted(error.signal, `reembed stopped by ${error.signal} before the switch: the database still `
+        + 'serves its old vectors and profile; rerun reembed to switch');
     } finally {
+      signals.stop();
       connectionClosed = await connection.close();
     }
   } finally {

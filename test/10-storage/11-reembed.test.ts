@@ -1,5 +1,6 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { createServer } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -154,6 +155,25 @@ t.test('an interrupted fill leaves the old binding and table in use; a rerun dro
   target.close();
 });
 
+t.test('SIGINT or SIGTERM stops the fill before its next batch, switching nothing; a rerun succeeds', async (t) => {
+  for (const signal of ['SIGINT', 'SIGTERM']) {
+    const dbPath = join(t.testdir(), `${signal}.sqlite3`);
+    await fixture(dbPath);
+    const before = readDb(dbPath);
+    const signals = new EventEmitter();
+    const run = reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2, signals,
+      onProgress: () => signals.emit(signal, signal) });
+    await t.rejects(run, { name: 'Interrupted', message: new RegExp(`^reembed stopped by ${signal} before the switch: `
+      + 'the database still serves its old vectors and profile; rerun reembed to switch$') }, signal);
+    const stopped = readDb(dbPath);
+    t.equal(stopped.bindingText, before.bindingText, `${signal}: old binding`);
+    t.same(stopped.vec, before.vec, `${signal}: old vectors`);
+    t.equal(signals.listenerCount(signal), 0, `${signal}: no listener left`);
+    const rerun = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
+    t.match(rerun, { switched: true, records_embedded: before.vec.length }, `${signal}: the lease was given back`);
+  }
+});
+
 t.test('a runtime fingerprint that changes before the switch fails with PROFILE_MISMATCH and switches nothing',
   async (t) => {
   const dbPath = join(t.testdir(), 'db.sqlite3');
@@ -246,7 +266,7 @@ t.test('the CLI: usage errors exit 2, refusals exit 1, success prints the report
   t.equal(admin('verify', '--db', dbPath).status, 0);
 });
 
-t.test('a killed CLI run leaves the old binding usable and a rerun succeeds', async (t) => {
+t.test('a killed CLI run leaves the old binding usable and a rerun succeeds; Ctrl-C says what it left', async (t) => {
   const dbPath = join(t.testdir(), 'db.sqlite3');
   const engine = await openEngine(dbPath);
   await engine.write(async (trx) => {
@@ -270,6 +290,19 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds', as
   const reopened = await openEngine(dbPath);
   await storeRow(reopened, candidateRow({ scope_key: 'scope-1' }));
   await reopened.close();
+  // Ctrl-C (SIGINT) after a committed batch: one line on what was left, exit 1, not the signal's death.
+  const interrupted = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  await new Promise<void>((resolve) => interrupted.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    if (chunk.includes('"batch"')) resolve();
+  }));
+  interrupted.kill('SIGINT');
+  const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
+    interrupted.once('exit', (c, s) => resolve([c, s])));
+  t.same([code, signal], [1, null], 'exit 1');
+  t.match(stderr, /\nfactlane-admin: reembed stopped by SIGINT before the switch: the database still serves its old /);
+  t.equal(readDb(dbPath).bindingText, before.bindingText, 'old binding after Ctrl-C');
   const rerun = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
   t.equal(rerun.status, 0, rerun.status === 0 ? 'rerun exits 0' : rerun.stderr);
   t.match(JSON.parse(rerun.stdout), { records_embedded: 5001, switched: true });

@@ -1,9 +1,14 @@
-// SIGINT and SIGTERM during a recovery run (OPERATIONS.md §5.8): the run stops at its next step, and after the commit
-// it fails closed (the state says sealing is incomplete).
+// SIGINT and SIGTERM during a long operator run that stops between steps: a recovery run (OPERATIONS.md §5.8) stops at
+// its next step, and after the commit it fails closed (the state says sealing is incomplete); reembed stops before its
+// next batch or its switch, and the database keeps serving its old vectors.
 
-/** SIGINT or SIGTERM arrived: the run stops at its next step (and fails closed after the commit). */
+/** SIGINT or SIGTERM arrived: the run stops at its next step; its message says what the stop left. */
 export class Interrupted extends Error {
   override name = 'Interrupted';
+
+  constructor(readonly signal: string, message = `interrupted by ${signal}`) {
+    super(message);
+  }
 }
 
 /**
@@ -21,7 +26,7 @@ export function watchSignals(emitter: NodeJS.EventEmitter) {
   return {
     async check() {
       await new Promise<void>((resolve) => { setImmediate(resolve); });
-      if (received !== null) throw new Interrupted(`interrupted by ${received}`);
+      if (received !== null) throw new Interrupted(received);
     },
     stop() {
       emitter.off('SIGINT', handler);
