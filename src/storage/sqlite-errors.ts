@@ -73,7 +73,8 @@ export function translateSqliteError(error: unknown): unknown {
   }
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
     return new AdapterError('BACKEND_UNAVAILABLE',
-      'the database file cannot be read or written; check the file and its disk', { cause: error });
+      'the database file cannot be read or written; check the file, that its directory is writable (SQLite keeps '
+        + 'the -wal and -shm there, for readers too) and its disk', { cause: error });
   }
   // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR, and so does SQLite
   // for a virtual table whose shadow table went.

@@ -64,6 +64,16 @@ t.test('sqlite-vec refused a write of a sound table (a full disk): BACKEND_UNAVA
     'a wrong size is damage');
 });
 
+t.test('a file SQLite cannot open or write names the directory as well: a reader of a WAL database writes there',
+  async (t) => {
+    const named = /^the database file cannot be read or written; check the file, that its directory is writable/;
+    for (const [code, message] of [['SQLITE_CANTOPEN', 'unable to open database file'],
+      ['SQLITE_READONLY_DIRECTORY', 'attempt to write a readonly database'], ['SQLITE_IOERR_WRITE', 'disk I/O error'],
+      ['SQLITE_PERM', 'access permission denied']] as const) {
+      t.match(translateSqliteError(sqliteError(code, message)), { code: 'BACKEND_UNAVAILABLE', message: named }, code);
+    }
+  });
+
 t.test('a backup or restore copy that cannot be written blames the copy\'s disk, never the database', async (t) => {
   const full = copyFailure(sqliteError('SQLITE_FULL', 'database or disk is full'));
   t.ok(full instanceof AdapterError && full.code === 'BACKEND_UNAVAILABLE');
