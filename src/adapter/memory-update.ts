@@ -10,11 +10,12 @@ import {
   type RecordRow,
 } from '../storage/record-repository.js';
 import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
+import { checkCrossProjectWrite } from '../storage/record-invariants.js';
 import { envelopeScope } from './envelope.js';
 import { isFresh } from './freshness.js';
 import type { WriteContext } from './memory-store.js';
 import { assertRecordFitsBudget, publicRecord } from './public-record.js';
-import { checkCrossProjectWrite, type WriteAuthorization } from './request-policy.js';
+import type { WriteAuthorization } from './request-policy.js';
 import { requireEnum, requireIdentifier, type ScopeTuple } from './request-scope.js';
 import { checkOnChange, type FreshnessPolicy, type SourceProvenance } from './write-fields.js';
 import { requireCompatible } from './runtime-compatibility.js';

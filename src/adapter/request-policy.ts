@@ -1,10 +1,11 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject, MAX_REQUEST_DEPTH, nestsDeeperThan } from '../core/canonical-json.js';
 import { isSecretLike } from '../core/identifiers.js';
-import { cutText, escapeUnprintable, strip } from '../core/text.js';
+import { cutText, escapeUnprintable } from '../core/text.js';
 import {
   TOOL_DEFINITIONS, TOOLS, TRUST_CLAIM_KEYS, WRITE_PROFILE_SPECS, type ToolName, type WriteProfile,
 } from '@factlane/schema';
+import { checkCrossProjectWrite } from '../storage/record-invariants.js';
 import { validateScope, type ScopeTuple } from './request-scope.js';
 
 type Json = Readonly<Record<string, unknown>>;
@@ -71,34 +72,6 @@ function nestedPayloads(request: Json): [string, Json, ReadonlySet<string>][] {
 const CPW_SEARCH_ALLOWED = new Set([
   'WORKFLOW_RULE/CURRENT', 'WORKFLOW_RULE/REVIEW_HISTORY', 'HISTORICAL_QUESTION/REVIEW_HISTORY',
 ]);
-
-/** §4.4 rules of CROSS_PROJECT_WORKFLOW for store (and for update on the merged successor). */
-export function checkCrossProjectWrite(
-  fields: { memory_type: unknown; source_provenance: unknown; freshness_policy: unknown },
-): void {
-  if (fields.memory_type !== 'WORKFLOW_RULE' && fields.memory_type !== 'DECISION_RATIONALE') {
-    throw new AdapterError('SCOPE_TYPE_MISMATCH',
-      'CROSS_PROJECT_WORKFLOW stores only WORKFLOW_RULE and DECISION_RATIONALE memories');
-  }
-  const provenance = isJsonObject(fields.source_provenance) ? fields.source_provenance : {};
-  if (provenance.source_fingerprint !== undefined && provenance.source_fingerprint !== null) {
-    throw new AdapterError('SCOPE_FRESHNESS_MISMATCH',
-      'CROSS_PROJECT_WORKFLOW facts carry no source_provenance.source_fingerprint');
-  }
-  const freshness = isJsonObject(fields.freshness_policy) ? fields.freshness_policy : {};
-  const blank = (value: unknown) => typeof value !== 'string' || strip(value) === '';
-  if (freshness.kind === 'manual' && blank(freshness.recheck_ref) && blank(freshness.source_fingerprint)) {
-    throw new AdapterError('INVALID_FRESHNESS',
-      'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
-  }
-  // Values are compared as they will be stored: stripped, hex in lower case (CONTRACT.md §5.6).
-  const hex = (value: unknown) => (typeof value === 'string' ? strip(value).toLowerCase() : null);
-  if (freshness.kind === 'on_change' && !blank(freshness.recheck_ref) && hex(freshness.source_fingerprint) !== null &&
-    hex(freshness.source_fingerprint) === hex(provenance.source_hash)) {
-    throw new AdapterError('INVALID_FRESHNESS',
-      'CROSS_PROJECT_WORKFLOW on_change freshness cannot follow a project source; use manual with recheck_ref');
-  }
-}
 
 /** What authorization decided for a write (CONTRACT.md §8.2). */
 export interface WriteAuthorization {

@@ -1,4 +1,6 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { isJsonObject } from '../core/canonical-json.js';
+import { strip } from '../core/text.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
 
 // STORAGE.md §7.3: the storage floor re-validates lineage and current-authority metadata on every write,
@@ -10,6 +12,37 @@ const SCOPE_ROLE: Readonly<Record<string, string>> = {
 };
 const VERIFIERS = new Set(['OWNER', 'CURRENT_REPO_CHECK', 'AUTOMATED_CHECK']);
 const SCOPE_COLUMNS = ['scope', 'project_id', 'worktree_id', 'workflow_id', 'agent_id'] as const;
+
+/**
+ * CONTRACT.md §4.4 rules of CROSS_PROJECT_WORKFLOW writes, with their codes: the adapter checks a store's request (and
+ * an update's merged successor), and assertRecordInvariants every record it inserts (STORAGE.md §7.3).
+ */
+export function checkCrossProjectWrite(
+  fields: { memory_type: unknown; source_provenance: unknown; freshness_policy: unknown },
+): void {
+  if (fields.memory_type !== 'WORKFLOW_RULE' && fields.memory_type !== 'DECISION_RATIONALE') {
+    throw new AdapterError('SCOPE_TYPE_MISMATCH',
+      'CROSS_PROJECT_WORKFLOW stores only WORKFLOW_RULE and DECISION_RATIONALE memories');
+  }
+  const provenance = isJsonObject(fields.source_provenance) ? fields.source_provenance : {};
+  if (provenance.source_fingerprint !== undefined && provenance.source_fingerprint !== null) {
+    throw new AdapterError('SCOPE_FRESHNESS_MISMATCH',
+      'CROSS_PROJECT_WORKFLOW facts carry no source_provenance.source_fingerprint');
+  }
+  const freshness = isJsonObject(fields.freshness_policy) ? fields.freshness_policy : {};
+  const blank = (value: unknown) => typeof value !== 'string' || strip(value) === '';
+  if (freshness.kind === 'manual' && blank(freshness.recheck_ref) && blank(freshness.source_fingerprint)) {
+    throw new AdapterError('INVALID_FRESHNESS',
+      'CROSS_PROJECT_WORKFLOW manual freshness needs freshness_policy.recheck_ref or source_fingerprint');
+  }
+  // Values are compared as they will be stored: stripped, hex in lower case (CONTRACT.md §5.6).
+  const hex = (value: unknown) => (typeof value === 'string' ? strip(value).toLowerCase() : null);
+  if (freshness.kind === 'on_change' && !blank(freshness.recheck_ref) && hex(freshness.source_fingerprint) !== null &&
+    hex(freshness.source_fingerprint) === hex(provenance.source_hash)) {
+    throw new AdapterError('INVALID_FRESHNESS',
+      'CROSS_PROJECT_WORKFLOW on_change freshness cannot follow a project source; use manual with recheck_ref');
+  }
+}
 
 /** The authority role a current record of `scope` carries. */
 export function currentRoleOf(scope: string): string {
@@ -40,8 +73,17 @@ export function assertRecordInvariants(record: NewRecordRow, parent: RecordRow |
   } else {
     throw shape('only live records are inserted');
   }
-  if (record.scope === 'CROSS_PROJECT_WORKFLOW' && SCOPE_COLUMNS.slice(1).some((key) => record[key] !== null))
-    throw shape('CROSS_PROJECT_WORKFLOW records carry no identity');
+  if (record.scope === 'CROSS_PROJECT_WORKFLOW') {
+    if (SCOPE_COLUMNS.slice(1).some((key) => record[key] !== null))
+      throw shape('CROSS_PROJECT_WORKFLOW records carry no identity');
+    try {
+      checkCrossProjectWrite({ memory_type: record.memory_type, source_provenance: JSON.parse(record.source_provenance),
+        freshness_policy: JSON.parse(record.freshness_policy) });
+    } catch (error) {
+      if (error instanceof AdapterError) throw shape(error.message);
+      throw error;
+    }
+  }
   const supersedes = JSON.parse(record.supersedes) as string[];
   if (parent === null) {
     if (record.revision !== 1 || record.parent_record_id !== null || supersedes.length !== 0)
