@@ -2,7 +2,7 @@
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
-import { auditDatabase } from '../maintenance/audit-operation.js';
+import { auditDatabase, unreadableAudit } from '../maintenance/audit-operation.js';
 import { writeVerifiedBackup } from '../maintenance/backup-operation.js';
 import { restoreVerifiedBackup } from '../maintenance/restore-operation.js';
 import { housekeep, type HousekeepRequest } from '../maintenance/housekeep-operation.js';
@@ -225,10 +225,13 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   try {
     target = MaintenanceTarget.open({ dbPath: values.db!, lease: 'shared' });
   } catch (error) {
-    // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3).
-    const unreadable = command === 'verify' ? unreadableFile(values.db!, error) : undefined;
+    // OPERATIONS.md §4.3: "an SQLite file" is one of verify's checks, reported like the others (exit 3); audit,
+    // read-only too, reports its checks failed on such a file (STORAGE.md §10).
+    const unreadable = command === 'verify' || command === 'audit' ? unreadableFile(values.db!, error) : undefined;
     if (!unreadable) throw error;
-    printVerify({ db_identity: unreadable.db_identity, ...unreadableReport(unreadable.notADatabase) }, wantsJson());
+    const identity = { db_identity: unreadable.db_identity };
+    if (command === 'audit') printAudit({ ...identity, ...unreadableAudit(unreadable.notADatabase) }, wantsJson());
+    else printVerify({ ...identity, ...unreadableReport(unreadable.notADatabase) }, wantsJson());
     return EXIT.PROBLEMS;
   }
   try {

@@ -50,6 +50,18 @@ export function auditFile(
   return { ok: checks.every((check) => check.status === 'PASS'), checks };
 }
 
+/** The checks an audit reports on any file, FactLane database or not. */
+const FILE_CHECKS = ['fences_present', 'schema_current', 'interlock_absent', 'quick_check'] as const;
+
+/**
+ * The audit of a file SQLite cannot open for its checks, reported rather than refused (STORAGE.md §10, read-only
+ * commands): the checks of any file, each FAIL with the reason as its one sample, as verify reports `sqlite_file`.
+ */
+export function unreadableAudit(notADatabase: boolean): AuditReport {
+  const reason = notADatabase ? 'unreadable: not an SQLite database' : 'unreadable: the schema cannot be read';
+  return { ok: false, checks: FILE_CHECKS.map((name) => ({ name, status: 'FAIL', count: 1, samples: [reason] })) };
+}
+
 /** Audits a live database under the caller's shared lease (`recount` and `onStep` as for auditFile). */
 export function auditDatabase(
   target: MaintenanceTarget, recount?: RecordRecounter, onStep: StepListener = IGNORE_STEPS,

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -216,6 +216,32 @@ t.test('a damaged page of adapter_records fails the checks that read it; the aud
   t.equal(cli.status, 3, cli.stderr);
   t.equal(JSON.parse(cli.stdout).ok, false);
   t.ok(readFileSync(dbPath).equals(before), 'the file is unchanged');
+});
+
+t.test('a file SQLite cannot read is reported, not refused: the checks of any file FAIL, exit 3', async (t) => {
+  const { dbPath, close } = await lineage(t);
+  await close();
+  const dir = dirname(dbPath);
+  const text = join(dir, 'notes.sqlite3');
+  writeFileSync(text, 'these are notes, not a database\n'.repeat(200));
+  // An SQLite file whose schema page is garbage: the header stays, the schema behind it does not.
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('wal_checkpoint(TRUNCATE)');
+  raw.close();
+  const header = join(dir, 'garbled.sqlite3');
+  writeFileSync(header, Buffer.concat([readFileSync(dbPath).subarray(0, 100), Buffer.alloc(3000, 0x55),
+    readFileSync(dbPath).subarray(3100)]));
+  for (const [file, reason] of [[text, 'not an SQLite database'], [header, 'the schema cannot be read']] as const) {
+    const before = readFileSync(file);
+    const cli = admin('audit', '--db', file, '--json');
+    t.equal(cli.status, 3, cli.stderr);
+    const report = JSON.parse(cli.stdout);
+    t.match(report, { ok: false, db_identity: /^[0-9a-f]+$/ });
+    t.same(report.checks.map((c: Json) => [c.name, c.status, c.samples]),
+      ['fences_present', 'schema_current', 'interlock_absent', 'quick_check'].map((name) =>
+        [name, 'FAIL', [`unreadable: ${reason}`]]), reason);
+    t.ok(readFileSync(file).equals(before), `${reason}: the file unchanged`);
+  }
 });
 
 t.test('a backup manifest records the audit', async (t) => {
