@@ -81,7 +81,14 @@ export function createPrivateParents(path: string): string[] {
   const created: string[] = [];
   try {
     for (const dir of missing) {
-      mkdirSync(dir, { mode: 0o700 });
+      try {
+        mkdirSync(dir, { mode: 0o700 });
+      } catch (error) {
+        // Another process starting on the same new path made it first (STORAGE.md §10 step 4: continue as if it
+        // existed); it is that process's to set up, and anything but a directory is still an error.
+        if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(dir).isDirectory()) continue;
+        throw error;
+      }
       created.push(dir);
       chmodSync(dir, 0o700);
       fsyncPath(dirname(dir));

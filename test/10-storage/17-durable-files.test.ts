@@ -3,8 +3,20 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateParents, fileDigest, removeDirectories } from '../../src/storage/durable-files.js';
+import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
 
 // STORAGE.md §2: parent directories of a new database are created 0700, whatever the umask.
+
+t.test('processes creating the same new parents at once all go on (STORAGE.md §10 step 4)', async (t) => {
+  // Two hosts started together on a fresh machine create $XDG_DATA_HOME/factlane at the same moment: whoever makes a
+  // directory second must take it as made, not fail with EEXIST.
+  const root = t.testdir();
+  const startAt = Date.now() + 4000;
+  const children = Array.from({ length: 4 }, () => spawnTsHelper('parents-race.ts', [root, String(startAt), '40']));
+  const lines = await Promise.all(children.map((child) => waitForLine(child, /./)));
+  t.same(lines, ['ok', 'ok', 'ok', 'ok'], lines.join(' | '));
+  t.equal(statSync(join(root, 'p39', 'a', 'b', 'c', 'd', 'e', 'f', 'g')).mode & 0o777, 0o700);
+});
 
 t.test('missing parents are created 0700 under any umask, outermost first, and can be removed again', async (t) => {
   const dir = t.testdir();
