@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
@@ -154,6 +154,17 @@ function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan 
   return expect.needles.short ? 'NOT_APPLICABLE_SHORT_CONTENT' : 'CLEAN';
 }
 
+/**
+ * Gives the image the database's owner and group: recover runs as root (§5.2), and an image owned by root would lock
+ * out every host of the user the database belongs to once it is renamed over it. Run by the owner itself, the image
+ * is already theirs.
+ */
+function keepOwner(path: string, image: string): void {
+  if (process.geteuid?.() !== 0) return;
+  const { uid, gid } = statSync(path);
+  chownSync(image, uid, gid);
+}
+
 function removeIfPresent(path: string): void {
   try {
     unlinkSync(path);
@@ -182,6 +193,7 @@ export async function sealDatabase(
   const image = sanitizedImagePath(path, expect.operationId);
   for (const file of sqliteFiles(image)) removeIfPresent(file);
   createPrivateFile(image);
+  keepOwner(path, image);
   vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
   await onStep('vacuum_into');

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { searchText } from '../../src/core/text.js';
@@ -9,7 +9,7 @@ import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery
 import { buildRecoveryPlan } from '../../src/maintenance/recovery-plan-builder.js';
 import { verifyDatabase } from '../../src/maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { openLocalHashEngine } from '../helpers/mcp.js';
+import { FACTLANE_BIN, openLocalHashEngine } from '../helpers/mcp.js';
 import { padScope, scopeTuple } from '../helpers/reads.js';
 import {
   adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
@@ -183,6 +183,27 @@ t.test('recover purges all records of the memory, keeps the rest byte for byte, 
   const again = await recover(dir, s.dbPath, plan.planPath);
   t.match(again, { exit: 0, mode: 'ALREADY_VERIFIED' }, 'a rerun of a completed plan exits 0 and changes nothing');
 });
+
+t.test('run as root, recover gives the sealed database back to its owner, whose server still opens it',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root, as recover itself does (§5.2)' }, async (t) => {
+    const dir = t.testdir();
+    const scenario = await secretScenario(dir);
+    const nobody = 65534;
+    // A host user's database in a directory of theirs; the operator's plan, receipt and state stay root's.
+    const home = join(dir, 'home');
+    mkdirSync(home, { mode: 0o700 });
+    const dbPath = join(home, 'recover.sqlite3');
+    renameSync(scenario.dbPath, dbPath);
+    for (const path of [home, dbPath]) chownSync(path, nobody, nobody);
+    const { planPath } = planFor(dir, dbPath, [scenario.memoryId]);
+    t.match(await recover(dir, dbPath, planPath), { exit: 0 });
+    const after = statSync(dbPath);
+    t.same([after.uid, after.gid, after.mode & 0o777], [nobody, nobody, 0o600], 'owner, group and mode kept');
+    // Without tap's NODE_OPTIONS: its coverage hooks would write under .tap as that user.
+    const served = spawnSync(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'owner-host'],
+      { uid: nobody, gid: nobody, input: '', encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home } });
+    t.equal(served.status, 0, `the owner's server starts on it: ${served.stderr}`);
+  });
 
 t.test('recover plan refuses a file whose vector table lost a shadow table (BACKEND_CORRUPT), changing nothing',
   async (t) => {
