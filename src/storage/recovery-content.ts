@@ -41,6 +41,9 @@ export function rowsHoldingContent(
   for (const row of ftsRows) {
     if (!skip.has(row.id) && containsText(row.text)) found.push(`fact_fts:${row.id}`);
   }
+  for (const doc of docsWithTermsHolding(connection, needles.texts)) {
+    if (!skip.has(doc)) found.push(`fact_fts:${doc}`);
+  }
   const blobTables = [
     ['fact_vec', 'SELECT rowid AS id, embedding AS blob FROM fact_vec'],
     ['eligible_vectors', 'SELECT row_id AS id, embedding AS blob FROM eligible_vectors'],
@@ -53,7 +56,27 @@ export function rowsHoldingContent(
       }
     }
   }
-  return found;
+  return [...new Set(found)];
+}
+
+/**
+ * The FTS rows whose indexed terms hold one of `texts`. The index keeps the tokenizer's terms, not search_text:
+ * unicode61 removes diacritics, so another record's "…nümmer" is indexed as a target's "…nummer", and the residual
+ * byte scan of §5.6 finds that term in the file after the commit, on every rerun. Read through a temporary fts5vocab
+ * table (one pass over every term instance), dropped again.
+ */
+function docsWithTermsHolding(connection: SqliteConnection, texts: readonly string[]): Set<number> {
+  const docs = new Set<number>();
+  if (texts.length === 0) return docs;
+  connection.exec('CREATE VIRTUAL TABLE temp.recovery_fts_terms USING fts5vocab(main, fact_fts, instance)');
+  try {
+    const instances = connection.prepare('SELECT term, doc FROM temp.recovery_fts_terms').iterate() as
+      Iterable<{ term: string; doc: number }>;
+    for (const { term, doc } of instances) if (texts.some((text) => term.includes(text))) docs.add(doc);
+  } finally {
+    connection.exec('DROP TABLE temp.recovery_fts_terms');
+  }
+  return docs;
 }
 
 /**

@@ -585,6 +585,29 @@ t.test('another record holding the secret holds with HOLD_TARGET_SET_INCOMPLETE_
   t.match(await recover(s.dir, s.dbPath, both.planPath), { exit: 0 }, 'planned with it, the recovery runs');
 });
 
+t.test('a word the index keeps without its diacritics holds too, before anything changes', async (t) => {
+  // unicode61 indexes "…nümmer" as "…nummer": the target's one-word fact as a term of another record, which the
+  // residual byte scan found in the file after the commit, holding the database under its interlock for good.
+  const s = await scenario(t, 'Quellensteuerbescheinigungsnummer');
+  const engine = await openLocalHashEngine(s.dbPath);
+  let stored: Json;
+  try {
+    const request = storeRequest({ scope: 'PROJECT', project_id: 'proj-a',
+      fact: 'Die Angabe lautet Quellensteuerbescheinigungsnümmer' });
+    stored = (await adapterFor(engine, 'delegated-candidate', 'agent-host').execute('memory_store', request)) as Json;
+    t.equal(stored.status, 'OK');
+  } finally {
+    await engine.close();
+  }
+  const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+  const outcome = await assertInspectionHold(t, s, 'HOLD_TARGET_SET_INCOMPLETE_NO_MUTATION', planPath);
+  t.match(outcome.message, new RegExp(`^1 row\\(s\\) outside the target set hold target content, in memory `
+    + `${stored.results[0].memory_id}; write`));
+  const both = planFor(s.dir, s.dbPath, [s.memoryId, stored.results[0].memory_id], 'both.json');
+  t.match(await recover(s.dir, s.dbPath, both.planPath), { exit: 0, receipt: { residual_byte_scan: 'CLEAN' } },
+    'planned with it, the recovery runs and the scan is clean');
+});
+
 t.test('a vector row of no record holds with HOLD_UNATTRIBUTABLE_VECTOR_NO_MUTATION', async (t) => {
   const s = await scenario(t);
   gatedRaw(s.dbPath, (db) => {
