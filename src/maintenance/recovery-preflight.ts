@@ -148,8 +148,10 @@ function checkQuiescence(
   }
   if (openers > 0) {
     lease.release();
+    // Not root, it cannot look inside other users' processes and counts those of root and of the owner as holders.
+    const blind = euid === 0 ? '' : ', or could not be looked into (run recover as root, which can)';
     throw hold('HOLD_NONQUIESCENT_NO_MUTATION',
-      `${openers} other process(es) have the database, -wal, -shm or -writer open; stop every host first`);
+      `${openers} other process(es) have the database, -wal, -shm or -writer open${blind}; stop every host first`);
   }
   return { path, lease };
 }
