@@ -69,7 +69,7 @@ export const TOOL_DEFINITIONS = {
     intent_class: enumOf(INTENT_CLASSES,
       'why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers '
         + 'NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes '
-        + 'WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only'),
+        + 'WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only'),
     retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES,
       'CURRENT: validated fresh facts; REVIEW_HISTORY: past revisions and Candidates', 'CURRENT')),
     retrieval_mode_kind: Type.Optional(enumOf(RETRIEVAL_MODE_KINDS, 'how to match: SEMANTIC ranks by the embedding '

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { ERROR_CODES, fullToolReference } from '@factlane/schema';
 
 const AUDIENCE = {
-  tool: 'a tool call (BLOCKED envelope)', startup: 'the launcher at startup (exit 1 or 2)',
+  tool: 'a tool call (BLOCKED envelope)', startup: 'the launcher at startup',
   operator: 'operator commands', internal: 'nobody (internal invariant guard)',
   reserved: 'nobody (reserved, never produced)',
 };

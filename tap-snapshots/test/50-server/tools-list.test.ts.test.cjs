@@ -152,7 +152,7 @@ Object {
                 ],
               },
               "intent_class": Object {
-                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only",
+                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only",
                 "enum": Array [
                   "CURRENT_PROJECT_STATE",
                   "GENERAL_TASK_NO_MEMORY_REQUIRED",
@@ -958,7 +958,7 @@ Object {
                 ],
               },
               "intent_class": Object {
-                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only",
+                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only",
                 "enum": Array [
                   "CURRENT_PROJECT_STATE",
                   "GENERAL_TASK_NO_MEMORY_REQUIRED",
@@ -1764,7 +1764,7 @@ Object {
                 ],
               },
               "intent_class": Object {
-                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only",
+                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only",
                 "enum": Array [
                   "CURRENT_PROJECT_STATE",
                   "GENERAL_TASK_NO_MEMORY_REQUIRED",
@@ -2570,7 +2570,7 @@ Object {
                 ],
               },
               "intent_class": Object {
-                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only",
+                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only",
                 "enum": Array [
                   "CURRENT_PROJECT_STATE",
                   "GENERAL_TASK_NO_MEMORY_REQUIRED",
@@ -3376,7 +3376,7 @@ Object {
                 ],
               },
               "intent_class": Object {
-                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY) only",
+                "description": "why memory is asked; it does not filter or rank the facts. GENERAL_TASK_NO_MEMORY_REQUIRED answers NO_MEMORY_NEEDED without searching; HISTORICAL_QUESTION needs REVIEW_HISTORY; CROSS_PROJECT_WORKFLOW takes WORKFLOW_RULE (or HISTORICAL_QUESTION with REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED) only",
                 "enum": Array [
                   "CURRENT_PROJECT_STATE",
                   "GENERAL_TASK_NO_MEMORY_REQUIRED",
