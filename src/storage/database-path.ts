@@ -1,6 +1,7 @@
 import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { companionOwner } from './durable-files.js';
 
 // The file `--db` names (CONTRACT.md §16.1), resolved once to an absolute real path before the engine takes its
 // lease or opens a connection; recovery resolves every path of its run the same way (recovery-output-paths.ts).
@@ -46,7 +47,13 @@ export function realPathOf(path: string): string | null {
  * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1). BACKEND_UNAVAILABLE for a loop.
  */
 export function resolveDatabasePath(dbPath: string): string {
+  // A trailing slash names a directory, which resolve() would turn into a file of that name.
+  if (dbPath.endsWith('/')) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
   const path = realPathOf(dbPath);
   if (path === null) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
+  if (companionOwner(path) !== undefined) {
+    throw new AdapterError('BACKEND_UNAVAILABLE', '--db names the -wal, -shm, -journal or -writer file of another '
+      + 'database; give that database itself');
+  }
   return path;
 }

@@ -12,11 +12,12 @@ export function sqliteFiles(path: string): string[] {
 }
 
 /**
- * The file whose -wal, -shm or -journal `path` would be, when its name ends in one of those suffixes and that file
- * exists: SQLite would take a database written at `path` for that file's companion, and replay or delete it.
+ * The file whose -wal, -shm, -journal or -writer `path` would be, when its name ends in one of those suffixes and that
+ * file exists: SQLite would take a database written at `path` for that file's companion, and replay or delete it (the
+ * writer queue, for a -writer, would lock it).
  */
 export function companionOwner(path: string): string | undefined {
-  const suffix = ['-wal', '-shm', '-journal'].find((name) => path.endsWith(name));
+  const suffix = ['-wal', '-shm', '-journal', '-writer'].find((name) => path.endsWith(name));
   const owner = suffix === undefined ? undefined : path.slice(0, -suffix.length);
   return owner !== undefined && existsSync(owner) ? owner : undefined;
 }

@@ -198,6 +198,23 @@ t.test('foreign, non-SQLite and non-regular files are refused and left as they w
 
   mkdirSync(join(dir, 'a-directory'));
   await t.rejects(openEngine(join(dir, 'a-directory')), { code: 'BACKEND_UNAVAILABLE' });
+  // A trailing slash names a directory: no file of that name is made.
+  await t.rejects(openEngine(`${join(dir, 'new-directory')}/`),
+    { code: 'BACKEND_UNAVAILABLE', message: /regular file/ });
+  t.notOk(existsSync(join(dir, 'new-directory')), 'nothing created');
+
+  // Another database's companion files: its -writer sidecar would become a database, its -journal a hot journal.
+  const live = join(dir, 'live.sqlite3');
+  const engine = await openEngine(live);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  t.equal(statSync(`${live}-writer`).size, 0, 'the writer sidecar is there, empty');
+  for (const suffix of ['-writer', '-journal', '-wal', '-shm']) {
+    const message = /^--db names the -wal, -shm, -journal or -writer file of another database; give that database/;
+    await t.rejects(openEngine(`${live}${suffix}`), { code: 'BACKEND_UNAVAILABLE', message }, suffix);
+  }
+  t.equal(statSync(`${live}-writer`).size, 0, 'the sidecar is left empty');
+  t.same(['-journal', '-wal', '-shm'].filter((suffix) => existsSync(`${live}${suffix}`)), [], 'no companion made');
 });
 
 t.test('a vector table that lost a shadow table is refused (BACKEND_CORRUPT), named, the file unchanged', async (t) => {
