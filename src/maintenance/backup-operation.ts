@@ -229,8 +229,8 @@ export async function writeVerifiedBackup(
   // A backup named like a companion of a file (this database or any other) would be read by SQLite as its journal
   // or WAL.
   if (companionOwner(file) !== undefined) {
-    throw new AdapterError('TARGET_EXISTS', 'the backup path names the -wal, -shm or -journal of an existing file; '
-      + 'choose a new path');
+    throw new AdapterError('TARGET_EXISTS', 'the backup path names the -wal, -shm, -journal or -writer of an '
+      + 'existing file; choose a new path');
   }
   if (!existsSync(dirname(file))) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup directory does not exist');
   const recount = await loadRecounter?.();

@@ -12,14 +12,19 @@ export class Interrupted extends Error {
 }
 
 /**
- * Watches SIGINT and SIGTERM for the run; `check` throws once one arrived. Node hands a signal to its listener on a
+ * Watches SIGINT and SIGTERM for the run; `check` throws once one arrived, and `onSignal` hears each as it comes
+ * (`repeated` from the second on). Node hands a signal to its listener on a
  * turn of the event loop, and the run's SQLite work is synchronous, so `check` first lets the loop turn once: without
  * that, a Ctrl-C during target inspection or the purge was only seen after the run had finished.
  */
-export function watchSignals(emitter: NodeJS.EventEmitter) {
+export function watchSignals(
+  emitter: NodeJS.EventEmitter, onSignal?: (signal: string, repeated: boolean) => void,
+) {
   let received: string | null = null;
   const handler = (signal: string) => {
+    const repeated = received !== null;
     received = signal;
+    onSignal?.(signal, repeated);
   };
   emitter.on('SIGINT', handler);
   emitter.on('SIGTERM', handler);

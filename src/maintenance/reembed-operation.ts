@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -42,7 +43,25 @@ export interface ReembedOptions {
   readonly onStep?: StepListener;
   /** Where SIGINT and SIGTERM are watched (the run stops before its next batch or its switch); default the process. */
   readonly signals?: NodeJS.EventEmitter;
+  /** Hears each signal; default SAY_AND_STOP_AT_ONCE_ON_REPEAT. */
+  readonly onSignal?: (signal: string, repeated: boolean) => void;
 }
+
+/**
+ * The first signal is said on stderr (a batch, one embedding call, may take up to its provider's timeout); a second
+ * stops the process at once, as a kill would: the old vectors stay in use either way (OPERATIONS.md §7).
+ */
+export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean): void => {
+  const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
+  if (!repeated) {
+    process.stderr.write(`${command}: ${signal}: reembed stops before its next batch, switching nothing; send it `
+      + 'again to stop at once\n');
+    return;
+  }
+  process.stderr.write(`${command}: reembed stopped at once by a second ${signal} before the switch: the database `
+    + 'still serves its old vectors and profile; rerun reembed to switch\n');
+  process.exit(1);
+};
 
 /** One progress line (OPERATIONS.md §7): records done / total, rate and time left. */
 export interface ReembedProgress {
@@ -148,7 +167,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     const definitions = vectorTableDefinitions(target.shipped, findings.schemaVersion, profile.outputDimension);
     const connection = WriteConnection.open({ path: target.path });
     connectionClosed = false;
-    const signals = watchSignals(options.signals ?? process);
+    const signals = watchSignals(options.signals ?? process, options.onSignal ?? SAY_AND_STOP_AT_ONCE_ON_REPEAT);
     try {
       await connection.write(async (_trx, raw) => recreateNextTable(raw, definitions));
       const filled = new Map<number, VectorRow>();

@@ -89,9 +89,9 @@ export async function restoreVerifiedBackup(input: {
       + 'overwrites: stop every FactLane process and move them aside first');
   }
   if (companionOwner(file) !== undefined) {
-    throw new AdapterError('TARGET_EXISTS', 'the database path names the -wal, -shm or -journal of an existing file: '
-      + 'SQLite would take the restored database for that file\'s companion and replay or delete it; choose another '
-      + 'name');
+    throw new AdapterError('TARGET_EXISTS', 'the database path names the -wal, -shm, -journal or -writer of an '
+      + 'existing file: SQLite would take the restored database for that file\'s companion and replay or delete it; '
+      + 'choose another name');
   }
   onStep({ step: 'manifest_checked' });
   const recount = await input.loadRecounter?.();

@@ -47,8 +47,8 @@ export function realPathOf(path: string): string | null {
  * SQLite would write through it, instead of failing on the link (CONTRACT.md §16.1). BACKEND_UNAVAILABLE for a loop.
  */
 export function resolveDatabasePath(dbPath: string): string {
-  // A trailing slash names a directory, which resolve() would turn into a file of that name.
-  if (dbPath.endsWith('/')) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
+  // A trailing slash, `.` or `..` names a directory, which resolve() would turn into a file of that name.
+  if (/(^|\/)\.{0,2}$/.test(dbPath)) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
   const path = realPathOf(dbPath);
   if (path === null) throw new AdapterError('BACKEND_UNAVAILABLE', '--db is a loop of symbolic links');
   if (companionOwner(path) !== undefined) {

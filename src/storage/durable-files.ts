@@ -19,7 +19,7 @@ export function sqliteFiles(path: string): string[] {
 export function companionOwner(path: string): string | undefined {
   const suffix = ['-wal', '-shm', '-journal', '-writer'].find((name) => path.endsWith(name));
   const owner = suffix === undefined ? undefined : path.slice(0, -suffix.length);
-  return owner !== undefined && existsSync(owner) ? owner : undefined;
+  return owner !== undefined && existsSync(owner) && statSync(owner).isFile() ? owner : undefined;
 }
 
 /** The manifest `factlane-admin backup` writes beside a backup FILE: FILE.manifest.json (OPERATIONS.md §4.1). */

@@ -47,10 +47,11 @@ export async function inSnapshot<T>(reader: Reader, work: (db: Reader) => Promis
  */
 export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T {
   if (connection.inTransaction) return work();
-  const changesBefore = totalChanges(connection);
   connection.exec('BEGIN');
+  let changesBefore: number;
   let result: T;
   try {
+    changesBefore = totalChanges(connection);
     result = work();
   } catch (error) {
     // Ends the snapshot; the work's error is the one to report.
@@ -67,13 +68,15 @@ export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T
     connection.exec('COMMIT');
   } catch (error) {
     // SQLite reports again when a read ends the corruption a check met (and recorded: audit's lineage checks on a
-    // damaged page), ending the transaction all the same. What was read stands; an error with writes made is kept.
-    if (connection.inTransaction || totalChanges(connection) !== changesBefore) throw error;
+    // damaged page), ending the transaction all the same. What was read stands; any other error, or one with rows
+    // changed, is kept.
+    const corruption = /^SQLITE_CORRUPT(_|$)/.test(String((error as { code?: unknown }).code));
+    if (!corruption || connection.inTransaction || totalChanges(connection) !== changesBefore) throw error;
   }
   return result;
 }
 
-/** Rows changed through the connection since it opened; reading it touches no page. */
+/** Rows changed through the connection since it opened (its first use loads the schema, as any statement does). */
 function totalChanges(connection: SqliteConnection): number {
   return connection.prepare('SELECT total_changes()').pluck().get() as number;
 }

@@ -202,6 +202,14 @@ t.test('foreign, non-SQLite and non-regular files are refused and left as they w
   await t.rejects(openEngine(`${join(dir, 'new-directory')}/`),
     { code: 'BACKEND_UNAVAILABLE', message: /regular file/ });
   t.notOk(existsSync(join(dir, 'new-directory')), 'nothing created');
+  for (const name of ['.', '..']) {
+    await t.rejects(openEngine(join(dir, 'new-directory') + `/${name}`), { code: 'BACKEND_UNAVAILABLE' }, name);
+  }
+  t.notOk(existsSync(join(dir, 'new-directory')), 'nor through . or ..');
+  // A name like a companion of a directory is a database like any other: SQLite keeps no journal for a directory.
+  mkdirSync(join(dir, 'notes'));
+  const named = await openEngine(join(dir, 'notes-journal'));
+  await named.close();
 
   // Another database's companion files: its -writer sidecar would become a database, its -journal a hot journal.
   const live = join(dir, 'live.sqlite3');

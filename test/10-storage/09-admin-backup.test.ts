@@ -118,21 +118,21 @@ t.test('a damaged database is still saved, its failures recorded; a sidecar name
   // A backup named like the database's -journal would be read by SQLite as that database's hot journal.
   const journal = admin('backup', '--db', out, '--out', `${out}-journal`);
   t.equal(journal.status, 1);
-  t.match(journal.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names the -wal, -shm or -journal of an existing file/m);
+  t.match(journal.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names the -wal, -shm, -journal or -writer/m);
   t.notOk(existsSync(`${out}-journal`), 'nothing written there');
   // The same name through a symbolic link to the directory.
   const link = join(dir, 'link');
   symlinkSync(dir, link);
   const viaLink = admin('backup', '--db', join(link, 'saved.sqlite3'), '--out', join(link, 'saved.sqlite3-journal'));
   t.equal(viaLink.status, 1);
-  t.match(viaLink.stderr, /TARGET_EXISTS: the backup path names the -wal, -shm or -journal/m);
+  t.match(viaLink.stderr, /TARGET_EXISTS: the backup path names the -wal, -shm, -journal or -writer/m);
   t.notOk(existsSync(`${out}-journal`), 'nothing written through the link');
   // Nor as the companion of another file: the next open of that file would roll the backup into it.
   const other = join(dir, 'other.sqlite3');
   writeFileSync(other, 'another database');
   const beside = admin('backup', '--db', out, '--out', `${other}-journal`);
   t.equal(beside.status, 1);
-  t.match(beside.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names the -wal, -shm or -journal/m);
+  t.match(beside.stderr, /^factlane-admin: TARGET_EXISTS: the backup path names the -wal, -shm, -journal or -writer/m);
   t.notOk(existsSync(`${other}-journal`), 'nothing written beside the other file');
 });
 

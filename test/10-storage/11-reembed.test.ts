@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { createServer } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
@@ -12,7 +12,8 @@ import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
 import { FaultyProvider, fixture, rawWrite, readDb, storedEmbedding } from '../helpers/reembed.js';
 import {
-  ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow, TEST_BINDING, unitVector, writeInterlock,
+  ADMIN_BIN, candidateRow, openEngine, RawDatabase, REPO_ROOT, runBin, storeRow, TEST_BINDING, TS_IMPORT, unitVector,
+  writeInterlock,
 } from '../helpers/storage.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
@@ -161,17 +162,56 @@ t.test('SIGINT or SIGTERM stops the fill before its next batch, switching nothin
     await fixture(dbPath);
     const before = readDb(dbPath);
     const signals = new EventEmitter();
+    const heard: [string, boolean][] = [];
     const run = reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2, signals,
-      onProgress: () => signals.emit(signal, signal) });
+      onSignal: (name, repeated) => heard.push([name, repeated]), onProgress: () => signals.emit(signal, signal) });
     await t.rejects(run, { name: 'Interrupted', message: new RegExp(`^reembed stopped by ${signal} before the switch: `
       + 'the database still serves its old vectors and profile; rerun reembed to switch$') }, signal);
     const stopped = readDb(dbPath);
     t.equal(stopped.bindingText, before.bindingText, `${signal}: old binding`);
     t.same(stopped.vec, before.vec, `${signal}: old vectors`);
     t.equal(signals.listenerCount(signal), 0, `${signal}: no listener left`);
+    t.same(heard, [[signal, false]], `${signal}: heard once, as the first`);
     const rerun = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2 });
     t.match(rerun, { switched: true, records_embedded: before.vec.length }, `${signal}: the lease was given back`);
   }
+});
+
+t.test('a signal during a slow embedding call is said at once; a second one is heard as a repeat', async (t) => {
+  const dbPath = join(t.testdir(), 'slow.sqlite3');
+  await fixture(dbPath);
+  const signals = new EventEmitter();
+  const heard: [string, boolean][] = [];
+  let release = () => {};
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  // The second batch's embedding call hangs (a slow Ollama) until both signals came.
+  class Slow extends LocalHashProvider {
+    #calls = 0;
+    override async embedDocuments(texts: readonly string[]): Promise<Float32Array[]> {
+      this.#calls += 1;
+      if (this.#calls === 2) {
+        signals.emit('SIGINT', 'SIGINT');
+        signals.emit('SIGINT', 'SIGINT');
+        await held;
+      }
+      return super.embedDocuments(texts);
+    }
+  }
+  const run = reembedDatabase({ dbPath, provider: new Slow(), batchSize: 2, signals,
+    onSignal: (name, repeated) => {
+      heard.push([name, repeated]);
+      if (repeated) release();
+    } });
+  await t.rejects(run, { name: 'Interrupted', message: /^reembed stopped by SIGINT before the switch/ });
+  t.same(heard, [['SIGINT', false], ['SIGINT', true]], 'the first said, the second a repeat, while the call hung');
+});
+
+t.test('by default a repeated signal stops the process at once, exit 1, saying what it left', async (t) => {
+  const script = "const m = await import(process.argv[1]); m.SAY_AND_STOP_AT_ONCE_ON_REPEAT('SIGTERM', true);";
+  const child = spawnSync(process.execPath, ['--import', TS_IMPORT, '--input-type=module', '-e', script,
+    join(REPO_ROOT, 'src/maintenance/reembed-operation.ts')], { encoding: 'utf8' });
+  t.equal(child.status, 1, child.stderr);
+  t.match(child.stderr, /reembed stopped at once by a second SIGTERM before the switch: the database still serves /);
 });
 
 t.test('a runtime fingerprint that changes before the switch fails with PROFILE_MISMATCH and switches nothing',
@@ -301,6 +341,7 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds; Ctr
   const [code, signal] = await new Promise<[number | null, string | null]>((resolve) =>
     interrupted.once('exit', (c, s) => resolve([c, s])));
   t.same([code, signal], [1, null], 'exit 1');
+  t.match(stderr, /\nfactlane-admin: SIGINT: reembed stops before its next batch, switching nothing; send it again/);
   t.match(stderr, /\nfactlane-admin: reembed stopped by SIGINT before the switch: the database still serves its old /);
   t.equal(readDb(dbPath).bindingText, before.bindingText, 'old binding after Ctrl-C');
   const rerun = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');

@@ -203,7 +203,7 @@ t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still 
   }
 });
 
-t.test('a damaged page of adapter_records fails the checks that read it; the audit still reports, exit 3', async (t) => {
+t.test('a damaged page of adapter_records fails the checks reading it; the audit still reports, exit 3', async (t) => {
   const { dbPath, close } = await lineage(t);
   await close();
   damageFirstPage(dbPath, 'adapter_records');

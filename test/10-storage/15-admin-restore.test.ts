@@ -113,7 +113,7 @@ t.test('restore never overwrites a database, a WAL or a shared-memory file, nor 
 t.test('restore refuses a name that is the -wal, -shm or -journal of an existing file, which SQLite would take for '
   + 'that file\'s companion', async (t) => {
   const { dir, live, backup } = await backedUp(t);
-  const message = /TARGET_EXISTS: the database path names the -wal, -shm or -journal of an existing file/;
+  const message = /TARGET_EXISTS: the database path names the -wal, -shm, -journal or -writer of an existing file/;
   // The live database (in WAL mode, its -wal and -shm already there) and the backup itself (no companion yet).
   for (const target of [`${live}-journal`, `${backup}-wal`, `${backup}-shm`, `${backup}-journal`]) {
     refused(t, ['--from', backup, '--db', target], 'TARGET_EXISTS', dir);

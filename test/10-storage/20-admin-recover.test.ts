@@ -2,7 +2,6 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { searchText } from '../../src/core/text.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
 import { tombstoneColumns, TOMBSTONE_FACT } from '../../src/maintenance/recovery-plan.js';
@@ -15,13 +14,12 @@ import {
   adapterFor, digestsByRecord, fileBytes, MARKER, planFor, recover, secretScenario,
 } from '../helpers/recovery.js';
 import {
-  ADMIN_BIN, MIGRATE_BIN, RawDatabase, REPO_ROOT, runBin, SHIPPED_MIGRATIONS, sqliteVec, withRaw,
+  ADMIN_BIN, MIGRATE_BIN, RawDatabase, REPO_ROOT, runBin, SHIPPED_MIGRATIONS, sqliteVec, TS_IMPORT, withRaw,
 } from '../helpers/storage.js';
 import { reverifyRequest, type Json } from '../helpers/writes.js';
 
 // factlane-admin recover (OPERATIONS.md §5): the purge, the sealed image, the receipt, the plan helper, the command.
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 const migrate = (...args: string[]) => runBin(MIGRATE_BIN, args);
 

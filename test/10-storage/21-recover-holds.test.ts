@@ -3,8 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
-  chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, readSync, renameSync,
-  realpathSync, symlinkSync, writeFileSync, writeSync,
+  chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, readSync,
+  renameSync, realpathSync, symlinkSync, writeFileSync, writeSync,
 } from 'node:fs';
 import { basename, join } from 'node:path';
 import { recoverDatabase, type RecoverOptions, type RecoveryOutcome } from '../../src/maintenance/recover-operation.js';

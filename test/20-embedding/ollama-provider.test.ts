@@ -382,7 +382,6 @@ const reverify = (l: Launcher, record: Json) => l.call('memory_update', {
   idempotency_key: `e2e-reverify-${Math.random().toString(36).slice(2)}`,
   verification: { source_timestamp: nowText() },
 });
-const factsOf = (envelope: Json): string[] => (envelope.results ?? []).map((r: Json) => r.fact);
 
 /** Asserts the reads that must keep working whatever the provider does: memory_get, EXACT, KEYWORD. */
 async function readsWork(t: Test, l: Launcher, record: Json, label: string) {

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import { REPO_ROOT, RawDatabase, downgradeToSchemaOne, sqliteVec, withRaw } from '../helpers/storage.js';
+import { REPO_ROOT, downgradeToSchemaOne, withRaw } from '../helpers/storage.js';
 import { padScope, scopeTuple } from '../helpers/reads.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import { planFor, secretScenario } from '../helpers/recovery.js';

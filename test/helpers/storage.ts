@@ -122,7 +122,8 @@ export function tableCounts(
   });
 }
 
-const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
+/** The tap TypeScript loader, for child processes that run test helpers or source files. */
+export const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
 
 /** Spawns a TypeScript helper script from test/helpers with the tap TypeScript loader. */
 export function spawnTsHelper(script: string, args: string[]): ChildProcess {
