@@ -62,19 +62,23 @@ export function rowsHoldingContent(
 /**
  * The FTS rows whose indexed terms hold one of `texts`. The index keeps the tokenizer's terms, not search_text:
  * unicode61 removes diacritics, so another record's "…nümmer" is indexed as a target's "…nummer", and the residual
- * byte scan of §5.6 finds that term in the file after the commit, on every rerun. Read through a temporary fts5vocab
- * table (one pass over every term instance), dropped again.
+ * byte scan of §5.6 finds that term in the file after the commit, on every rerun. Read through temporary fts5vocab
+ * tables (one pass over the distinct terms, then the rows of those that hold a text), dropped again.
  */
 function docsWithTermsHolding(connection: SqliteConnection, texts: readonly string[]): Set<number> {
   const docs = new Set<number>();
   if (texts.length === 0) return docs;
-  connection.exec('CREATE VIRTUAL TABLE temp.recovery_fts_terms USING fts5vocab(main, fact_fts, instance)');
+  connection.exec('CREATE VIRTUAL TABLE temp.recovery_fts_terms USING fts5vocab(main, fact_fts, row)');
+  connection.exec('CREATE VIRTUAL TABLE temp.recovery_fts_places USING fts5vocab(main, fact_fts, instance)');
   try {
-    const instances = connection.prepare('SELECT term, doc FROM temp.recovery_fts_terms').iterate() as
-      Iterable<{ term: string; doc: number }>;
-    for (const { term, doc } of instances) if (texts.some((text) => term.includes(text))) docs.add(doc);
+    // Each distinct term once, then the rows of the few that hold a text.
+    const terms = connection.prepare('SELECT term FROM temp.recovery_fts_terms').pluck().iterate() as Iterable<string>;
+    const holding = [...terms].filter((term) => texts.some((text) => term.includes(text)));
+    const rowsOf = connection.prepare('SELECT DISTINCT doc FROM temp.recovery_fts_places WHERE term = ?').pluck();
+    for (const term of holding) for (const doc of rowsOf.all(term) as number[]) docs.add(doc);
   } finally {
     connection.exec('DROP TABLE temp.recovery_fts_terms');
+    connection.exec('DROP TABLE temp.recovery_fts_places');
   }
   return docs;
 }
