@@ -62,7 +62,6 @@ export const runKillsPart: QualifyPart = async (profile, workDir): Promise<PartR
   const tally = new KillTally(TARGETS);
   const owner = new QualifyRequests(PROJECT_ID, 'kill-o', SEED + 1);
   const delegated = new QualifyRequests(PROJECT_ID, 'kill-d', SEED + 2);
-  const requestsOf = (writeProfile: Profile) => (writeProfile === 'owner-current' ? owner : delegated);
   let server: { process: ServedProcess; profile: Profile } | null = null;
   let outputs = 0;
   const fresh = (dir: string, stem: string) => join(dir, `${stem}-${(outputs += 1)}.sqlite3`);
