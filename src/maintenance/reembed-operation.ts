@@ -47,6 +47,10 @@ export interface ReembedOptions {
   readonly onSignal?: (signal: string, repeated: boolean) => void;
 }
 
+/** What a stopped run left, after "reembed stopped by …". */
+const STOPPED_BEFORE_THE_SWITCH = 'before the switch: the database still serves its old vectors and profile; rerun '
+  + 'reembed to switch';
+
 /**
  * The first signal is said on stderr (a batch, one embedding call, may take up to its provider's timeout); a second
  * stops the process at once, as a kill would: the old vectors stay in use either way (OPERATIONS.md §7).
@@ -58,8 +62,7 @@ export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean
       + 'again to stop at once\n');
     return;
   }
-  process.stderr.write(`${command}: reembed stopped at once by a second ${signal} before the switch: the database `
-    + 'still serves its old vectors and profile; rerun reembed to switch\n');
+  process.stderr.write(`${command}: reembed stopped at once by a second ${signal} ${STOPPED_BEFORE_THE_SWITCH}\n`);
   process.exit(1);
 };
 
@@ -212,8 +215,7 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
         elapsed_ms: Math.round(performance.now() - started), switched: true };
     } catch (error) {
       if (!(error instanceof Interrupted)) throw error;
-      throw new Interrupted(error.signal, `reembed stopped by ${error.signal} before the switch: the database still `
-        + 'serves its old vectors and profile; rerun reembed to switch');
+      throw new Interrupted(error.signal, `reembed stopped by ${error.signal} ${STOPPED_BEFORE_THE_SWITCH}`);
     } finally {
       signals.stop();
       connectionClosed = await connection.close();

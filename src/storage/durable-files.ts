@@ -5,11 +5,15 @@ import {
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 
 /** Every file SQLite may read or write for the database at `path`: the file, its WAL, shared memory and journal. */
 export function sqliteFiles(path: string): string[] {
-  return ['', '-wal', '-shm', '-journal'].map((suffix) => `${path}${suffix}`);
+  return ['', ...SQLITE_COMPANION_SUFFIXES].map((suffix) => `${path}${suffix}`);
 }
+
+/** The files SQLite keeps beside a database. */
+const SQLITE_COMPANION_SUFFIXES = ['-wal', '-shm', '-journal'] as const;
 
 /**
  * The file whose -wal, -shm, -journal or -writer `path` would be, when its name ends in one of those suffixes and that
@@ -17,7 +21,7 @@ export function sqliteFiles(path: string): string[] {
  * writer queue, for a -writer, would lock it).
  */
 export function companionOwner(path: string): string | undefined {
-  const suffix = ['-wal', '-shm', '-journal', '-writer'].find((name) => path.endsWith(name));
+  const suffix = [...SQLITE_COMPANION_SUFFIXES, WRITER_SIDECAR_SUFFIX].find((name) => path.endsWith(name));
   const owner = suffix === undefined ? undefined : path.slice(0, -suffix.length);
   return owner !== undefined && existsSync(owner) && statSync(owner).isFile() ? owner : undefined;
 }

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { SqliteConnection } from './native.js';
+import { isCorruptionError } from './sqlite-errors.js';
 
 /** Reads run on the root handle or inside a transaction. */
 export type Reader = Kysely<DB> | Transaction<DB>;
@@ -70,8 +71,8 @@ export function onOneSnapshot<T>(connection: SqliteConnection, work: () => T): T
     // SQLite reports again when a read ends the corruption a check met (and recorded: audit's lineage checks on a
     // damaged page), ending the transaction all the same. What was read stands; any other error, or one with rows
     // changed, is kept.
-    const corruption = /^SQLITE_CORRUPT(_|$)/.test(String((error as { code?: unknown }).code));
-    if (!corruption || connection.inTransaction || totalChanges(connection) !== changesBefore) throw error;
+    const kept = isCorruptionError(error) && !connection.inTransaction && totalChanges(connection) === changesBefore;
+    if (!kept) throw error;
   }
   return result;
 }

@@ -12,6 +12,12 @@ export function isBusyError(error: unknown): boolean {
   return code !== undefined && /^SQLITE_(BUSY|LOCKED)(_|$)/.test(code);
 }
 
+/** True for SQLITE_CORRUPT*: SQLite found the file damaged. */
+export function isCorruptionError(error: unknown): boolean {
+  const code = sqliteCode(error);
+  return code !== undefined && /^SQLITE_CORRUPT(_|$)/.test(code);
+}
+
 // SQLite names the columns of a violated unique index, not the index (STORAGE.md §6 table).
 const LINEAGE_UNIQUE_COLUMNS = new Set([
   'adapter_records.memory_id',
@@ -79,7 +85,7 @@ export function translateSqliteError(error: unknown): unknown {
   // sqlite-vec reports a damaged shadow table (a chunk blob it cannot open) as a plain SQLITE_ERROR, and so does SQLite
   // for a virtual table whose shadow table went.
   const damage = VIRTUAL_TABLE_DAMAGE.test(String((error as Error).message));
-  if (/^SQLITE_CORRUPT(_|$)/.test(code) || code === 'SQLITE_NOTADB' || damage) {
+  if (isCorruptionError(error) || code === 'SQLITE_NOTADB' || damage) {
     return new AdapterError('BACKEND_CORRUPT', 'the database file is damaged or is not an SQLite database', {
       cause: error,
     });
