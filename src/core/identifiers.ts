@@ -6,13 +6,15 @@ const HOST_LABEL = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 // CONTRACT.md §9.4: what makes a value secret-like; whitespace as §2.1 defines it (provenance strings are only
-// stripped, so a U+0085 or U+001F between `bearer` and its token reaches this check).
+// stripped, so a U+0085 or U+001F between `bearer` and its token reaches this check). "Contains a prefix and N or
+// more characters" is "contains the prefix and exactly N": the counts are bounded, because an open `{20,}` over a
+// run of a few million such characters overflows the regular expression engine's stack (an internal error).
 const SECRET_PATTERNS: readonly RegExp[] = [
-  /sk-[A-Za-z0-9]{20,}/,
-  /gh[pousr]_\w{20,}/,
-  new RegExp(`bearer[${WHITESPACE_CLASS}]+[A-Za-z0-9\\-._~+/=]{20,}`, 'i'),
-  /AIza[A-Za-z0-9_-]{30,}/,
-  new RegExp(`(?:api_key|api-key|apikey|password|secret|token) *[:=] *[^${WHITESPACE_CLASS}]{12,}`, 'i'),
+  /sk-[A-Za-z0-9]{20}/,
+  /gh[pousr]_\w{20}/,
+  new RegExp(`bearer[${WHITESPACE_CLASS}]+[A-Za-z0-9\\-._~+/=]{20}`, 'i'),
+  /AIza[A-Za-z0-9_-]{30}/,
+  new RegExp(`(?:api_key|api-key|apikey|password|secret|token) *[:=] *[^${WHITESPACE_CLASS}]{12}`, 'i'),
 ];
 const PEM_BEGIN = '-----BEGIN';
 

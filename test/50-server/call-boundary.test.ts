@@ -194,6 +194,22 @@ t.test('a bound context is stamped into BLOCKED and OK envelopes', async (t) => 
   );
 });
 
+t.test('a secret-like value millions of characters long is RAW_OR_SENSITIVE_CONTENT, not an internal error',
+  async (t) => {
+    // An open `{20,}` over such a run overflowed the regular expression engine's stack (about 5.6M characters here).
+    const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
+    const run = 'a'.repeat(8_000_000);
+    for (const prefix of ['sk-', 'ghp_', 'Bearer ', 'AIza', 'token=', 'password: ']) {
+      const request = { ...GLOBAL, request_id: prefix + run };
+      const envelope = blocked(t, await call(client, 'memory_status', { request }), 'RAW_OR_SENSITIVE_CONTENT');
+      t.equal(envelope.audit.request_id, null, `${prefix}…: refused and not echoed`);
+    }
+    const error = await client.callTool({ name: `sk-${run}`, arguments: { request: GLOBAL } }).then(
+      () => null, (e: unknown) => e,
+    );
+    t.equal((error as McpError).message, 'MCP error -32602: unknown tool: [redacted]', 'a long secret-like tool name');
+  });
+
 t.test('an unknown tool is a JSON-RPC -32602 error', async (t) => {
   const { client } = await connectClient(t, join(t.testdir(), 'x.sqlite3'));
   const error = await client.callTool({ name: 'memory_delete', arguments: { request: GLOBAL } }).then(
