@@ -6,7 +6,9 @@ import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
-import { backupManifestPath, companionOwner, fileDigest, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
+import {
+  backupManifestPath, companionOwner, fileDigest, fsyncPath, nameTaken, sqliteFiles,
+} from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
 import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
@@ -221,7 +223,7 @@ export async function writeVerifiedBackup(
   // The directory's real path (symbolic links followed), as the database's is: two spellings of one name compare equal.
   const file = existsSync(dirname(given)) ? join(realpathSync(dirname(given)), basename(given)) : given;
   const manifestPath = backupManifestPath(file);
-  if ([...sqliteFiles(file), manifestPath].some((p) => existsSync(p))) {
+  if ([...sqliteFiles(file), manifestPath].some(nameTaken)) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
       + 'choose a new path (a run stopped after writing it left a complete backup there: check it with '
       + 'factlane-admin verify --backup)');

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import {
-  backupManifestPath, companionOwner, createPrivateParents, fileDigest, removeDirectories, sqliteFiles,
+  backupManifestPath, companionOwner, createPrivateParents, fileDigest, nameTaken, removeDirectories, sqliteFiles,
 } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
@@ -84,7 +84,7 @@ export async function restoreVerifiedBackup(input: {
   const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
-  if (sqliteFiles(file).some((path) => existsSync(path))) {
+  if (sqliteFiles(file).some(nameTaken)) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm/-journal already exists; restore never '
       + 'overwrites: stop every FactLane process and move them aside first');
   }

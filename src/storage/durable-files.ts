@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
-  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, mkdirSync, openSync, readSync, renameSync,
-  rmdirSync, statSync, unlinkSync, writeSync,
+  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync,
+  renameSync, rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -10,6 +10,18 @@ import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 /** Every file SQLite may read or write for the database at `path`: the file, its WAL, shared memory and journal. */
 export function sqliteFiles(path: string): string[] {
   return ['', ...SQLITE_COMPANION_SUFFIXES].map((suffix) => `${path}${suffix}`);
+}
+
+/**
+ * True when anything has the name `path`, a dangling symbolic link included: a target a command must not overwrite.
+ * `existsSync` follows links, so a link to a missing file passes it, and SQLite would then open through the link.
+ */
+export function nameTaken(path: string): boolean {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false; // as existsSync: a parent that is no directory, or cannot be searched; the write then says why
+  }
 }
 
 /** The files SQLite keeps beside a database. */

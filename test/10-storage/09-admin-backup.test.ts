@@ -88,6 +88,13 @@ t.test('backup loads the token recounter only once its checks passed', async (t)
   const backup = (out: string) => writeVerifiedBackup(target, out, SYSTEM_CLOCK, undefined, loadRecounter);
   writeFileSync(join(dir, 'taken.sqlite3'), 'someone else');
   await t.rejects(backup(join(dir, 'taken.sqlite3')), { code: 'TARGET_EXISTS' });
+  for (const suffix of ['', '-wal', '-journal', '.manifest.json']) {
+    // A dangling link is a name taken: the backup would be written through it, or SQLite would open a -wal there.
+    const out = join(dir, `linked${suffix || '-file'}.sqlite3`);
+    symlinkSync(join(dir, `nowhere${suffix}`), `${out}${suffix}`);
+    await t.rejects(backup(out), { code: 'TARGET_EXISTS', message: /already exists/ }, `a dangling ${suffix} link`);
+    t.notOk(existsSync(join(dir, `nowhere${suffix}`)), 'nothing written through it');
+  }
   await t.rejects(backup(join(dir, 'missing', 'b.sqlite3')), { code: 'SOURCE_NOT_FOUND' });
   t.equal(loads, 0, 'a refused backup does not load the encoder (about 250 ms)');
   await backup(join(dir, 'b.sqlite3'));

@@ -102,12 +102,16 @@ t.test('restore never overwrites a database, a WAL or a shared-memory file, nor 
     t.equal(readFileSync(`${target}${suffix}`, 'utf8'), `keep me ${suffix}`,
       `the existing ${suffix || 'database'} file is untouched`);
   }
-  // A dangling symlink is absent to the existence check but present to the final link: the race path.
-  const racing = join(dir, 'racing');
-  mkdirSync(racing);
-  symlinkSync(join(dir, 'nowhere'), join(racing, 'x.sqlite3'));
-  refused(t, ['--from', backup, '--db', join(racing, 'x.sqlite3')], 'TARGET_EXISTS', racing);
-  t.notOk(existsSync(join(dir, 'nowhere')), 'nothing written through the link');
+  // A dangling symlink is a name taken too: SQLite would open a -wal through it, and the server then fail on the file.
+  for (const suffix of ['', '-wal', '-shm', '-journal']) {
+    const linked = join(dir, `linked${suffix || '-db'}`);
+    mkdirSync(linked);
+    symlinkSync(join(dir, `nowhere${suffix}`), join(linked, `x.sqlite3${suffix}`));
+    refused(t, ['--from', backup, '--db', join(linked, 'x.sqlite3')], 'TARGET_EXISTS', linked);
+    t.match(admin('restore', '--from', backup, '--db', join(linked, 'x.sqlite3')).stderr, /already exists; restore/,
+      `a dangling ${suffix || 'database'} link is named as existing`);
+    t.notOk(existsSync(join(dir, `nowhere${suffix}`)), 'nothing written through the link');
+  }
 });
 
 t.test('restore refuses a name that is the -wal, -shm or -journal of an existing file, which SQLite would take for '
