@@ -9,6 +9,7 @@ import { housekeep, type HousekeepRequest } from '../maintenance/housekeep-opera
 import { rowTokenRecounter } from '../adapter/public-record.js';
 import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
+import { isUuid } from '../core/identifiers.js';
 import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase } from '../maintenance/reembed-operation.js';
@@ -90,6 +91,8 @@ function parse() {
     if (!db || !out || !parsed.values['memory-id']?.length || plan || confirm || receipt || state) {
       throw new UsageError('recover plan needs --db PATH, --out PLAN.json and at least one --memory-id ID');
     }
+    const notUuid = parsed.values['memory-id'].find((memoryId) => !isUuid(memoryId));
+    if (notUuid !== undefined) throw new UsageError(`--memory-id must be a UUID, not ${JSON.stringify(notUuid)}`);
     const incidentClass = parsed.values['incident-class'];
     if (incidentClass !== undefined && incidentClass !== 'S1' && incidentClass !== 'M1')
       throw new UsageError('--incident-class must be S1 or M1');

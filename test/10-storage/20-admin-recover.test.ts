@@ -281,11 +281,16 @@ t.test('commands: recover plan mutates nothing; recover prints a JSON line per p
   t.same(fromSuccessor.linked_memories, [s.memoryId], 'the link is followed the other way too');
   t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--out', planPath),
     { status: 1, stderr: /TARGET_EXISTS/ }, 'never overwrites a plan');
-  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', 'no-such-memory', '--out', join(dir, 'none.json')),
+  const unknown = '00000000-0000-4000-8000-000000000000';
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', unknown, '--out', join(dir, 'none.json')),
     { status: 1, stderr: /NOT_FOUND/ });
-  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', 'no-such-memory',
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', unknown,
     '--out', join(dir, 'none.json')), { status: 1, stderr: /NOT_FOUND/ },
     '--memory-id may repeat: both reach the plan');
+  t.match(admin('recover', 'plan', '--db', s.dbPath, '--memory-id', s.memoryId, '--memory-id', 'no-such-memory',
+    '--out', join(dir, 'none.json')), { status: 2, stderr: /--memory-id must be a UUID, not "no-such-memory"/ },
+    'an id that is not a UUID is a usage error, as promote makes it');
+  t.notOk(existsSync(join(dir, 'none.json')), 'and writes no plan');
   t.match(admin('recover', '--db', s.dbPath, '--plan', planPath),
     { status: 2, stderr: /recover needs/ }, 'usage: missing flags');
   t.match(admin('backup', '--db', s.dbPath, '--out', join(dir, 'b'), '--confirm', 'x'),
