@@ -165,6 +165,25 @@ t.test('fences, schema and the interlock', async (t) => {
   t.notOk('schema_current' in failures);
 });
 
+t.test('fences that could not be checked fail: a schema version this release does not know, or a foreign file',
+  async (t) => {
+    const { dbPath, close } = await lineage(t);
+    await close();
+    tamper(dbPath, (db) => {
+      for (const name of db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'").pluck().all())
+        db.exec(`DROP TRIGGER "${String(name)}"`);
+      db.exec("INSERT INTO schema_migrations SELECT max(version) + 1, 'future', 'x', max(applied_at), 'test' "
+        + 'FROM schema_migrations');
+    });
+    const unknown = 'not checked: no reference schema for this version, or no vector table';
+    t.same(failing(dbPath).fences_present, [unknown], 'no fence left, at a version with no reference');
+    const foreign = join(dirname(dbPath), 'foreign.sqlite3');
+    const other = new RawDatabase(foreign);
+    other.exec('CREATE TABLE notes (body TEXT)');
+    other.close();
+    t.same(failing(foreign).fences_present, [unknown], 'an SQLite file that is not FactLane\'s');
+  });
+
 t.test('a vec0 shadow table a raw writer damaged fails a check; the audit still reports every check', async (t) => {
   for (const [damage, statement] of [
     ['a chunk row deleted', 'DELETE FROM fact_vec_chunks WHERE rowid = (SELECT max(rowid) FROM fact_vec_chunks)'],
