@@ -2,6 +2,7 @@ import {
   ELIGIBLE_AUDIT_QUERY, ELIGIBLE_AUDIT_QUERY_SCHEMA_2, ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA, LINEAGE_AUDIT_QUERIES,
   TOKEN_COUNTS_AUDIT_QUERY,
 } from '@factlane/schema';
+import { searchText } from '../core/text.js';
 import type { SqliteConnection } from './native.js';
 import { onOneSnapshot } from './read-snapshot.js';
 import { floatVector } from './eligible-vectors.js';
@@ -45,7 +46,11 @@ export function runLineageAudit(
     checks.push(check);
     onCheck(check, checks.length);
   };
-  for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) done(checkOf(name, samplesOf(query)));
+  for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) {
+    // STORAGE.md §4.4 and §5: fact_fts holds search_text(fact), and a raw writer's change to it is found here.
+    const text = name === 'derived_state' ? readSamples(() => wrongSearchText(connection)) : [];
+    done(checkOf(name, [...new Set([...samplesOf(query), ...text])].sort()));
+  }
   const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
   if (table.get('eligible_vectors') !== undefined) {
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
@@ -89,6 +94,17 @@ function readSamples(read: () => string[]): string[] {
     if (sqliteCode(error) === undefined) throw error;
     return [`${UNREADABLE}${(error as Error).message}`];
   }
+}
+
+/** The record id of every record whose FTS row does not hold search_text(fact): the normalisation is not SQL. */
+function wrongSearchText(connection: SqliteConnection): string[] {
+  const wrong: string[] = [];
+  const rows = connection.prepare(`SELECT r.record_id, r.fact, f.search_text FROM adapter_records r
+    JOIN fact_fts f ON f.rowid = r.row_id ORDER BY r.row_id`);
+  for (const row of rows.iterate() as Iterable<{ record_id: string; fact: string; search_text: unknown }>) {
+    if (row.search_text !== searchText(row.fact)) wrong.push(row.record_id);
+  }
+  return wrong;
 }
 
 /** `eligible_codes:ROWID` for every stored code that is not the SimHash of its eligible float vector. */

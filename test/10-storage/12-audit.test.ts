@@ -130,6 +130,23 @@ t.test('each broken invariant fails its check and names the records', async (t) 
   t.match(cli.stdout, /FAIL {2}current_metadata/);
 });
 
+t.test('an FTS row that does not hold search_text(fact) fails derived_state: a keyword search would find the wrong '
+  + 'record', async (t) => {
+  const { dbPath, close, records } = await lineage(t);
+  await close();
+  const rowOf = (db: InstanceType<typeof RawDatabase>, recordId: string) =>
+    (db.prepare('SELECT row_id FROM adapter_records WHERE record_id = ?').get(recordId) as { row_id: number }).row_id;
+  t.notOk('derived_state' in failing(dbPath), 'as stored, every FTS row holds its folded text');
+  // The index rewritten (FTS5 has no fence), and a fact rewritten behind its index by a writer that passed the fences.
+  tamper(dbPath, (db) => {
+    db.prepare("UPDATE fact_fts SET search_text = 'zebra unicorn' WHERE rowid = ?")
+      .run(rowOf(db, records.shell.record_id));
+    db.prepare("UPDATE adapter_records SET fact = 'The build uses Node 16' WHERE record_id = ?")
+      .run(records.candidate.record_id);
+  });
+  t.same(failing(dbPath).derived_state, [records.candidate.record_id, records.shell.record_id].sort());
+});
+
 t.test('forks, successors, revisions and contradictions', async (t) => {
   const { dbPath, close, records } = await lineage(t);
   await close();
