@@ -225,8 +225,8 @@ export async function writeVerifiedBackup(
   const manifestPath = backupManifestPath(file);
   if ([...sqliteFiles(file), manifestPath].some(nameTaken)) {
     throw new AdapterError('TARGET_EXISTS', 'the backup file, its -wal/-shm/-journal or its manifest already exists; '
-      + 'choose a new path (a run stopped after writing it left a complete backup there: check it with '
-      + 'factlane-admin verify --backup)');
+      + 'choose a new path (a run stopped after writing it left a backup there: factlane-admin verify --backup says '
+      + 'whether it is whole and has its manifest)');
   }
   // A backup named like a companion of a file (this database or any other) would be read by SQLite as its journal
   // or WAL.

@@ -65,9 +65,8 @@ export async function restoreVerifiedBackup(input: {
         + 'the backup, so the backup no longer matches its manifest; move that file away (it is not part of the '
         + 'backup), then restore');
     }
-    throw new AdapterError('MANIFEST_MISMATCH',
-      'the backup does not match its manifest (size, SHA-256, database_id or schema version); it was changed or is not '
-        + 'the file the manifest describes');
+    const detail = source.checks.find((check) => check.name === 'manifest_matches')?.detail;
+    throw new AdapterError('MANIFEST_MISMATCH', `the backup does not match its manifest: ${detail}`);
   }
   if (failed(source.checks, 'release_knows_version'))
     throw new AdapterError('SCHEMA_MISMATCH',

@@ -92,39 +92,58 @@ export function inWalMode(path: string): boolean {
   return header.toString('latin1', 0, 16) === 'SQLite format 3\0' && (header[18] === 2 || header[19] === 2);
 }
 
+/** What a manifest must match, named in `manifest_matches` when everything matches. */
+const MANIFEST_MATCHES = 'size, SHA-256, database_id and schema version; rollback-journal mode, no -wal or -journal '
+  + 'beside it';
+
+/** `manifest_matches`: PASS, or FAIL naming what does not match. */
+function manifestCheck(mismatches: readonly string[]): CheckResult {
+  return mismatches.length === 0 ? pass('manifest_matches', true, MANIFEST_MATCHES)
+    : pass('manifest_matches', false, mismatches.join('; '));
+}
+
+/** The manifest beside a backup, or why there is none to compare with. */
+function readManifest(manifestPath: string): { manifest: Record<string, unknown>; problem?: string } {
+  if (!existsSync(manifestPath)) {
+    return { manifest: {}, problem: 'no manifest beside it (the file named like it plus .manifest.json, written with '
+      + 'it by factlane-admin backup): copy the two together' };
+  }
+  if (!statSync(manifestPath).isFile()) return { manifest: {}, problem: 'its manifest is not a regular file' };
+  try {
+    const parsed = JSON.parse(readFileSync(manifestPath, 'utf8')) as unknown;
+    if (isJsonObject(parsed)) return { manifest: parsed };
+  } catch {
+    // Reported below.
+  }
+  return { manifest: {}, problem: 'its manifest is not a JSON object' };
+}
+
 /**
  * Verifies a backup file read-only: its size and SHA-256 are compared with the manifest before SQLite opens it,
- * then its database_id and schema version, then the same checks as a database. A file SQLite cannot read as a
- * database fails `sqlite_file` (and the manifest) instead of stopping the report. A -wal or -journal beside the file
- * fails the manifest, and the file is not opened. SOURCE_NOT_FOUND when the file or its manifest is absent.
+ * then its database_id and schema version, then the same checks as a database. A missing or unreadable manifest, like
+ * any mismatch, fails `manifest_matches`, which names what differs, and the other checks still run (OPERATIONS.md
+ * §4.3: a report, exit 0 or 3). A file SQLite cannot read as a database fails `sqlite_file` instead of stopping the
+ * report. A -wal or -journal beside the file, or WAL mode, fails the manifest, and the file is not opened.
+ * SOURCE_NOT_FOUND when the file is absent or no regular file.
  */
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
-  const manifestPath = backupManifestPath(path);
   if (!existsSync(path)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file does not exist');
-  if (!existsSync(manifestPath)) {
-    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup has no manifest beside it (the file named like it plus '
-      + '.manifest.json, written with it by factlane-admin backup); a backup is verified and restored only with its '
-      + 'manifest: copy the two together');
-  }
-  if (!statSync(path).isFile() || !statSync(manifestPath).isFile()) {
-    throw new AdapterError('SOURCE_NOT_FOUND', 'the backup or its manifest is not a regular file');
-  }
-  let manifest: Record<string, unknown> = {};
-  try {
-    const parsed = JSON.parse(readFileSync(manifestPath, 'utf8')) as unknown;
-    if (isJsonObject(parsed)) manifest = parsed;
-  } catch {
-    // Not JSON: nothing in it matches.
-  }
-  const describe =
-    'size, SHA-256, database_id and schema version; rollback-journal mode, no -wal or -journal beside it';
+  if (!statSync(path).isFile()) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup is not a regular file');
+  const { manifest, problem } = readManifest(backupManifestPath(path));
   // Not hashed or opened then: SQLite would read the companion with the file, or open a file in WAL mode with a new
   // -wal and -shm, and leave them beside the backup.
-  if (backupCompanion(path) !== undefined || inWalMode(path))
-    return report([pass('manifest_matches', false, describe)], false);
+  const companion = backupCompanion(path);
+  if (companion !== undefined || inWalMode(path)) {
+    const why = companion !== undefined ? `a ${companion} file lies beside it`
+      : 'it is in WAL mode: it was opened as a live database since it was taken';
+    return report([manifestCheck([...(problem ? [problem] : []), why])], false);
+  }
   const digest = fileDigest(path);
-  const fileMatches = manifest.file_bytes === digest.bytes && manifest.file_sha256 === digest.sha256;
+  const mismatches = problem ? [problem] : [
+    ...(manifest.file_bytes === digest.bytes ? [] : ['its size differs from the manifest\'s']),
+    ...(manifest.file_sha256 === digest.sha256 ? [] : ['its SHA-256 differs from the manifest\'s']),
+  ];
   let inspected: { findings: SchemaFindings; checks: CheckResult[] };
   try {
     inspected = withReadOnly(path, (connection) => {
@@ -133,13 +152,17 @@ export function verifyBackup(file: string, shipped: readonly MigrationFile[]): V
     }, { loadVec: true });
   } catch (error) {
     if (!(error instanceof AdapterError) || error.code !== 'BACKEND_CORRUPT') throw error;
-    return report([pass('manifest_matches', false, describe), pass('sqlite_file', false, SQLITE_FILE)], false);
+    return report([manifestCheck(mismatches), pass('sqlite_file', false, SQLITE_FILE)], false);
   }
   const { findings, checks } = inspected;
-  const manifestOk = fileMatches && manifest.database_id === (findings.meta.database_id ?? null)
-    && manifest.schema_version === findings.schemaVersion;
+  if (!problem) {
+    if (manifest.database_id !== (findings.meta.database_id ?? null))
+      mismatches.push('its database_id differs from the manifest\'s');
+    if (manifest.schema_version !== findings.schemaVersion)
+      mismatches.push('its schema version differs from the manifest\'s');
+  }
   return report([
-    pass('manifest_matches', manifestOk, describe),
+    manifestCheck(mismatches),
     pass('sqlite_file', true, SQLITE_FILE),
     pass('integrity_check', integrityOk(path), 'PRAGMA integrity_check'),
     ...checks,

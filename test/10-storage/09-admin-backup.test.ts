@@ -31,7 +31,8 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const again = admin('backup', '--db', dbPath, '--out', out);
   t.equal(again.status, 1);
   t.match(again.stderr, /^factlane-admin: TARGET_EXISTS: .*already exists; choose a new path \(a run stopped after /m);
-  t.match(again.stderr, /left a complete backup there: check it with factlane-admin verify --backup\)$/m,
+  t.match(again.stderr,
+    /left a backup there: factlane-admin verify --backup says whether it is whole and has its manifest\)$/m,
     'says an interrupted run may have left a good backup');
 
   appendFileSync(out, Buffer.alloc(4096));

@@ -140,12 +140,19 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
     /SOURCE_NOT_FOUND: the backup file does not exist\n/);
   const bare = join(dir, 'bare.sqlite3');
   copyFileSync(backup, bare);
-  refused(t, ['--from', bare, '--db', target], 'SOURCE_NOT_FOUND', targetDir);
-  for (const args of [['restore', '--from', bare, '--db', target], ['verify', '--backup', bare]]) {
-    const manifestMissing = /SOURCE_NOT_FOUND: the backup has no manifest beside it .*\.manifest\.json.*copy the two together\n/;
-    t.match(admin(...args).stderr, manifestMissing,
-      `${args[0]}: says the manifest is what is missing`);
-  }
+  refused(t, ['--from', bare, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+  const noManifest = /no manifest beside it \(the file named like it plus \.manifest\.json.*copy the two together/;
+  t.match(admin('restore', '--from', bare, '--db', target).stderr,
+    new RegExp(`MANIFEST_MISMATCH: the backup does not match its manifest: ${noManifest.source}\n`),
+    'restore says the manifest is what is missing');
+  // OPERATIONS.md §4.3: verify reports, exit 3; the copy's own checks still run (a run killed between publishing
+  // the backup and writing its manifest left a complete copy, and verify shows it).
+  const bareReport = admin('verify', '--backup', bare, '--json');
+  t.equal(bareReport.status, 3, 'verify --backup without a manifest: a report, exit 3');
+  const bareChecks = JSON.parse(bareReport.stdout).checks as { name: string; status: string }[];
+  t.match(bareChecks[0], { name: 'manifest_matches', status: 'FAIL', detail: noManifest });
+  t.same(bareChecks.filter((check) => check.status === 'FAIL').map((check) => check.name), ['manifest_matches'],
+    'every other check passes');
 
   const manifest = JSON.parse(readFileSync(`${backup}.manifest.json`, 'utf8'));
   for (const [name, edit] of [['sha256', { file_sha256: '0'.repeat(64) }],
@@ -156,6 +163,12 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
     copyFileSync(backup, edited);
     writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, ...edit }));
     refused(t, ['--from', edited, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+    const named = { sha256: 'SHA-256', size: 'size', database_id: 'database_id', schema_version: 'schema version' }[name];
+    const report = JSON.parse(admin('verify', '--backup', edited, '--json').stdout);
+    t.same(report.checks[0], { name: 'manifest_matches', status: 'FAIL',
+      detail: `its ${named} differs from the manifest's` }, `verify names what differs: ${name}`);
+    t.match(admin('restore', '--from', edited, '--db', target).stderr,
+      `MANIFEST_MISMATCH: the backup does not match its manifest: its ${named} differs`, 'and restore too');
   }
   // A copy cut short, and bytes that are no database at all, each with the manifest of the real backup.
   const truncated = join(dir, 'truncated.sqlite3');
