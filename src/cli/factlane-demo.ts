@@ -68,12 +68,16 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     if (options.keep) write(`The database is kept at ${dbPath}\n`);
     else rmSync(directory, { recursive: true, force: true });
   };
-  // Ctrl-C stops the demo as its end does: the servers closed, the temporary database removed (unless --keep).
+  // Ctrl-C stops the demo as its end does: the servers closed, the temporary database removed (unless --keep). So
+  // does a reader that closed standard output (`factlane demo | head`): exit 141, as a write to a closed pipe would.
   const stop = (signal: NodeJS.Signals) => {
-    void cleanUp().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    if (stopping) return;
+    void cleanUp().finally(() => process.exit({ SIGINT: 130, SIGPIPE: 141 }[signal as string] ?? 143));
   };
+  const outputClosed = () => stop('SIGPIPE');
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  process.stdout.on('error', outputClosed);
   try {
     const agent = await launch('demo-agent', 'delegated-candidate');
     const owner = await launch('demo-owner', 'owner-current');
@@ -121,7 +125,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     write('Done: every step answered as the contract says.\n');
     return 0;
   } catch (error) {
-    if (error instanceof DemoStopped) return 1; // the stop signal's own clean-up ends the process
+    // A stop (a signal, or standard output closed) ends the process in its own clean-up; a step cut off by it too.
+    if (error instanceof DemoStopped || stopping) return 1;
     if (!(error instanceof DemoStepFailed)) throw error;
     write(`The demo stopped: step "${error.step}" did not answer as expected:\n${JSON.stringify(error.envelope)}\n`);
     return 1;
@@ -129,6 +134,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
     await cleanUp();
+    process.stdout.off('error', outputClosed);
   }
 }
 

@@ -78,6 +78,24 @@ t.test('Ctrl-C during the demo closes its servers and removes its temporary data
   }
 });
 
+t.test('a reader that closes the output (factlane demo | head -1) stops the demo as Ctrl-C does: exit 141, no stack',
+  async (t) => {
+    const tmp = t.testdir();
+    for (const keep of [false, true]) {
+      const child = spawn(process.execPath, [FACTLANE_BIN, 'demo', ...(keep ? ['--keep'] : [])], {
+        env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      await new Promise((resolve) => child.stdout.once('data', resolve));
+      child.stdout.destroy();
+      t.equal(await exited, 141, `keep ${keep}: the exit code of a closed pipe`);
+      t.equal(stderr, '', 'nothing on stderr: no EPIPE stack');
+      t.equal(readdirSync(tmp).length, keep ? 1 : 0, keep ? 'kept with --keep' : 'the temporary database removed');
+    }
+  });
+
 t.test('a step that does not answer as the contract says stops the demo with exit 1 and names the step', async (t) => {
   const dir = t.testdir();
   // A stand-in server that answers every tool call with a BLOCKED envelope.
