@@ -9,7 +9,7 @@ import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
 import { resolveDatabasePath } from './database-path.js';
-import { assertNotABackup, createPrivateParents } from './durable-files.js';
+import { assertNotABackup, createPrivateParents, nameTaken } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
@@ -129,6 +129,7 @@ export class SQLiteVecEngine {
     const path = resolveDatabasePath(options.dbPath);
     const existing = existsSync(path) ? statSync(path) : undefined;
     if (existing && !existing.isFile()) throw new AdapterError('BACKEND_UNAVAILABLE', '--db must name a regular file');
+    if (!existing) assertNoStrayJournal(path);
     const maintenance = options.maintenanceLease;
     if (maintenance) assertMaintenanceLease(maintenance, path, existing?.size ?? 0);
     let binding = !existing || existing.size === 0 ? await options.newDatabaseBinding() : undefined;
@@ -261,4 +262,17 @@ function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number
     throw new AdapterError('BACKEND_UNAVAILABLE', 'the maintenance capability does not hold this database');
   }
   lease.assertSameInode();
+}
+
+/**
+ * BACKEND_UNAVAILABLE (not retryable) when the database file is absent but its -wal or -journal is there: they hold
+ * the last writes of a database moved or deleted without them, and SQLite would replay them into the new file (pages
+ * of another database: a corrupt one) or drop them (docs/decisions/0041).
+ */
+function assertNoStrayJournal(path: string): void {
+  const stray = ['-wal', '-journal'].find((suffix) => nameTaken(`${path}${suffix}`));
+  if (stray === undefined) return;
+  throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
+    + 'last writes of a database that was moved or deleted without it, which SQLite would replay into a new one; '
+    + `put the database back beside it, or move the ${stray} (and -shm) away, then start again`, { retryable: false });
 }

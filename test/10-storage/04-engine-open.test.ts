@@ -102,6 +102,32 @@ t.test('a database made in a file that was there empty is private too: 0600, and
     t.equal(statSync(file).mode & 0o777, 0o600, `${file.slice(dbPath.length) || 'the database'}: 0600`);
 });
 
+t.test('a missing database beside its -wal or -journal is refused: SQLite would replay another database\'s pages '
+  + 'into the new one', async (t) => {
+  const dir = t.testdir();
+  const moved = join(dir, 'moved.sqlite3');
+  const engine = await openEngine(moved);
+  await storeRow(engine, candidateRow());
+  // The WAL of a database with its last writes in it (as a process killed leaves it), beside a missing file.
+  const wal = readFileSync(`${moved}-wal`);
+  t.ok(wal.length > 0, 'a WAL with frames');
+  await engine.close();
+  for (const suffix of ['-wal', '-journal']) {
+    const path = join(dir, `stray${suffix}.sqlite3`);
+    writeFileSync(`${path}${suffix}`, wal);
+    await t.rejects(openEngine(path), { code: 'BACKEND_UNAVAILABLE', retryable: false,
+      message: new RegExp(`the database file is missing but its ${suffix} is there`) }, suffix);
+    t.notOk(existsSync(path), `${suffix}: no database created`);
+    t.ok(readFileSync(`${path}${suffix}`).equals(wal), `${suffix}: left as it was`);
+  }
+  // A -shm alone holds no writes (SQLite rebuilds it): the database is created.
+  const shmOnly = join(dir, 'shm-only.sqlite3');
+  writeFileSync(`${shmOnly}-shm`, Buffer.alloc(32768));
+  const created = await openEngine(shmOnly);
+  t.equal(created.created, true, 'a -shm alone does not stop a new database');
+  await created.close();
+});
+
 t.test('a failed first start leaves no database file', async (t) => {
   const dir = t.testdir();
   await t.rejects(openEngine(join(dir, 'x.sqlite3'), { newDatabaseBinding: async () => {
