@@ -42,6 +42,8 @@ export function refusalHint(error: AdapterError): string {
     return 'only a Candidate is promoted (factlane-admin candidates lists them); '
       + 'a current fact is re-verified with memory_update REVERIFY';
   }
+  // Not retryable: no passing state (a backup served by mistake, a path that is no file); its message says what to do.
+  if (error.code === 'BACKEND_UNAVAILABLE' && !error.retryable) return 'do what the message says, then run it again';
   return HINTS[error.code] ?? 'see docs/errors.md for this code';
 }
 

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { copyFileSync, existsSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -535,6 +535,11 @@ t.test('a backup (its manifest beside it) is refused by the server and by housek
     '--required-free-bytes', '1']);
   t.equal(housekeep.status, 1, 'housekeep exits 1');
   t.match(housekeep.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: the database is a backup/m);
+  const promote = runBin(ADMIN_BIN, ['promote', '--db', backup, '--memory-id', randomUUID(), '--expected-revision', '1',
+    '--expected-record-id', randomUUID(), '--source-timestamp', '2026-12-01T00:00:00Z']);
+  t.match(promote.stderr,
+    /BACKEND_UNAVAILABLE: the database is a backup.*\nfactlane-admin: hint: do what the message says/,
+    'promote\'s hint does not blame the disk');
   t.equal(sha(backup), bytes, 'the backup is unchanged');
   t.notOk(existsSync(`${backup}-wal`), 'no -wal beside it');
   t.equal(runBin(ADMIN_BIN, ['verify', '--backup', backup]).status, 0, 'it still verifies');
