@@ -27,7 +27,7 @@ const SHIPPED = new RegExp(`^(${[
   'package\\.json', 'README(\\.ar)?\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js',
   'dist/bin/chunks/[\\w-]+\\.js',
   'dist/schema/index\\.(js|d\\.ts)', 'dist/schema/json/\\w+(\\.tool)?\\.json', 'dist/generated/db\\.d\\.ts',
-  'migrations/\\d{4}_\\w+\\.sql',
+  'migrations/\\d{4}_\\w+\\.sql', 'docs/[\\w-]+\\.md',
   'node_modules/(@factlane/schema|@sinclair/typebox)/.+',
 ].join('|')})$`);
 const DEV_ONLY = ['tap', 'typescript', 'esbuild', 'kysely-codegen', 'fast-check', '@tapjs', '@types'];
@@ -40,6 +40,8 @@ t.test('the packed product installs globally as users install it and its three c
   t.same(tarball.files.filter((file) => !SHIPPED.test(file)), [], 'no sources, tests, benchmarks or source maps');
   for (const needed of [
     'dist/bin/factlane.js', 'migrations/0001_initial.sql', 'node_modules/@factlane/schema/dist/index.js',
+    // The README links these, and the commands' help and hints name docs/operations.md and docs/errors.md.
+    'docs/hosts.md', 'docs/TOOLS.md', 'docs/operations.md', 'docs/errors.md',
   ]) {
     t.ok(tarball.files.includes(needed), `ships ${needed}`);
   }
