@@ -103,7 +103,9 @@ function candidateBlock(entry: CandidateEntry): string {
         + 'contradiction, this Candidate is refused with CONTRADICTION)'
       : `  the same fact is already current as memory ${memoryId}: promote answers ALREADY_CURRENT`);
   }
-  if (entry.source_timestamp === null) lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
+  // A Candidate stored as a contradiction is never promoted: no timestamp would make it so.
+  if (entry.source_timestamp === null && !storedAsContradiction)
+    lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
   if (storedAsContradiction && !entry.equivalent_current) {
     lines.push('  it was stored as a contradiction: promote always refuses it with CONTRADICTION; to make its fact '
       + 'current, REPLACE the current fact with it, or store it again');

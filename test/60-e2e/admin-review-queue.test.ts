@@ -350,7 +350,9 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   const owner = await server(t, dbPath, 'owner-current');
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const current = await owner.store(currentRequest({ fact: 'The build uses Node 20', subject: 'runtime' }));
-  const request = storeRequest({ fact: 'The build uses Node 22', subject: 'runtime', source_timestamp: SOURCE_TS });
+  // No source_timestamp: promote would need one, but a Candidate stored as a contradiction is never promoted, so the
+  // listing does not ask for it.
+  const request = storeRequest({ fact: 'The build uses Node 22', subject: 'runtime' });
   const stored = await delegated.call('memory_store', request);
   t.equal(stored.status, 'CONTRADICTION');
   const candidate = recordOf(stored);
@@ -368,6 +370,7 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(human, `would contradict current memory ${current.memory_id} revision 1: The build uses Node 20`);
   t.match(human, 'it was stored as a contradiction: promote always refuses it with CONTRADICTION');
   t.notMatch(human, 'while it contradicts a current fact', 'one line, for the state it was stored in');
+  t.notMatch(human, 'promote needs --source-timestamp', 'no advice for a promotion that cannot happen');
 
   const before = rows(dbPath);
   const refused = admin(...promoteArgs(dbPath, candidate));
@@ -394,6 +397,7 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(settled, `the same fact is already current as memory ${moved.memory_id}: nothing is left to promote`);
   t.notMatch(settled, 'promote answers ALREADY_CURRENT', 'not the answer promote would not give');
   t.notMatch(settled, 'REPLACE the current fact with it', 'not advice that cannot apply');
+  t.notMatch(settled, 'promote needs --source-timestamp', 'nor the timestamp a promotion would need');
   t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
