@@ -133,8 +133,8 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
+    // The listener stays: a write of the clean-up (--keep) or a late EPIPE would otherwise be an unhandled error.
     await cleanUp();
-    process.stdout.off('error', outputClosed);
   }
 }
 

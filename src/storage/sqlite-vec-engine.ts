@@ -9,7 +9,7 @@ import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
 import { resolveDatabasePath } from './database-path.js';
-import { assertNotABackup, createPrivateParents, nameTaken } from './durable-files.js';
+import { assertNotABackup, createPrivateParents } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
@@ -265,12 +265,13 @@ function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number
 }
 
 /**
- * BACKEND_UNAVAILABLE (not retryable) when the database file is absent but its -wal or -journal is there: they hold
- * the last writes of a database moved or deleted without them, and SQLite would replay them into the new file (pages
- * of another database: a corrupt one) or drop them (docs/decisions/0041).
+ * BACKEND_UNAVAILABLE (not retryable) when the database file is absent but a -wal or -journal with bytes in it is
+ * there: they hold the last writes of a database moved or deleted without them, and SQLite would replay them into the
+ * new file (pages of another database: a corrupt one) or drop them (docs/decisions/0041). An empty one holds nothing.
  */
 function assertNoStrayJournal(path: string): void {
-  const stray = ['-wal', '-journal'].find((suffix) => nameTaken(`${path}${suffix}`));
+  const holdsBytes = (file: string) => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0;
+  const stray = ['-wal', '-journal'].find((suffix) => holdsBytes(`${path}${suffix}`));
   if (stray === undefined) return;
   throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
     + 'last writes of a database that was moved or deleted without it, which SQLite would replay into a new one; '

@@ -120,12 +120,14 @@ t.test('a missing database beside its -wal or -journal is refused: SQLite would 
     t.notOk(existsSync(path), `${suffix}: no database created`);
     t.ok(readFileSync(`${path}${suffix}`).equals(wal), `${suffix}: left as it was`);
   }
-  // A -shm alone holds no writes (SQLite rebuilds it): the database is created.
-  const shmOnly = join(dir, 'shm-only.sqlite3');
-  writeFileSync(`${shmOnly}-shm`, Buffer.alloc(32768));
-  const created = await openEngine(shmOnly);
-  t.equal(created.created, true, 'a -shm alone does not stop a new database');
-  await created.close();
+  // A -shm alone, or an empty -wal or -journal, holds no writes (SQLite rebuilds them): the database is created.
+  for (const suffix of ['-shm', '-wal', '-journal']) {
+    const harmless = join(dir, `harmless${suffix}.sqlite3`);
+    writeFileSync(`${harmless}${suffix}`, suffix === '-shm' ? Buffer.alloc(32768) : '');
+    const created = await openEngine(harmless);
+    t.equal(created.created, true, `${suffix === '-shm' ? 'a -shm' : `an empty ${suffix}`} does not stop it`);
+    await created.close();
+  }
 });
 
 t.test('a failed first start leaves no database file', async (t) => {

@@ -145,6 +145,11 @@ t.test('an FTS row that does not hold search_text(fact) fails derived_state: a k
       .run(records.candidate.record_id);
   });
   t.same(failing(dbPath).derived_state, [records.candidate.record_id, records.shell.record_id].sort());
+  // The TEXT column takes a BLOB from a raw writer: a finding (exit 3), not a fault of the audit, nor of a backup's.
+  tamper(dbPath, (db) => db.prepare("UPDATE adapter_records SET fact = X'41424344' WHERE record_id = ?")
+    .run(records.promoted.record_id));
+  t.ok(failing(dbPath).derived_state?.includes(records.promoted.record_id), 'a fact that is no text');
+  t.equal(admin('audit', '--db', dbPath).status, 3, 'audit reports it');
 });
 
 t.test('forks, successors, revisions and contradictions', async (t) => {

@@ -163,7 +163,8 @@ t.test('a backup that is missing, changed, damaged or interlocked is refused bef
     copyFileSync(backup, edited);
     writeFileSync(`${edited}.manifest.json`, JSON.stringify({ ...manifest, ...edit }));
     refused(t, ['--from', edited, '--db', target], 'MANIFEST_MISMATCH', targetDir);
-    const named = { sha256: 'SHA-256', size: 'size', database_id: 'database_id', schema_version: 'schema version' }[name];
+    const named =
+      { sha256: 'SHA-256', size: 'size', database_id: 'database_id', schema_version: 'schema version' }[name];
     const report = JSON.parse(admin('verify', '--backup', edited, '--json').stdout);
     t.same(report.checks[0], { name: 'manifest_matches', status: 'FAIL',
       detail: `its ${named} differs from the manifest's` }, `verify names what differs: ${name}`);

@@ -80,18 +80,24 @@ t.test('Ctrl-C during the demo closes its servers and removes its temporary data
 
 t.test('a reader that closes the output (factlane demo | head -1) stops the demo as Ctrl-C does: exit 141, no stack',
   async (t) => {
-    const tmp = t.testdir();
-    for (const keep of [false, true]) {
+    // Closed after the first line, or (--keep, whose clean-up writes one more line) after the last step's.
+    for (const [keep, closeAfter, code] of [[false, '', 141], [true, '', 141], [true, 'Done:', 0]] as const) {
+      const tmp = t.testdir();
       const child = spawn(process.execPath, [FACTLANE_BIN, 'demo', ...(keep ? ['--keep'] : [])], {
         env: { ...process.env, TMPDIR: tmp }, stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      await new Promise((resolve) => child.stdout.once('data', resolve));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (status) => resolve(status)));
+      let read = '';
+      await new Promise<void>((resolve) => child.stdout.on('data', (chunk: Buffer) => {
+        read += chunk.toString();
+        if (read.includes(closeAfter)) resolve();
+      }));
       child.stdout.destroy();
-      t.equal(await exited, 141, `keep ${keep}: the exit code of a closed pipe`);
-      t.equal(stderr, '', 'nothing on stderr: no EPIPE stack');
+      const what = `keep ${keep}, closed after ${JSON.stringify(closeAfter || 'the first line')}`;
+      t.equal(await exited, code, `${what}: exit ${code}`);
+      t.equal(stderr, '', `${what}: nothing on stderr, no EPIPE stack`);
       t.equal(readdirSync(tmp).length, keep ? 1 : 0, keep ? 'kept with --keep' : 'the temporary database removed');
     }
   });
