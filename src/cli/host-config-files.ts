@@ -1,13 +1,13 @@
 import {
   chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync,
   readFileSync,
-  realpathSync, renameSync, statSync, unlinkSync, writeSync,
+  realpathSync, renameSync, statSync, unlinkSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactUtcStamp } from '../core/time.js';
-import { fsyncPath } from '../storage/durable-files.js';
+import { fsyncPath, writeAll } from '../storage/durable-files.js';
 import { loadFlock } from '../storage/native.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
@@ -116,7 +116,7 @@ function replaceFile(file: ConfigFile, text: string): void {
     try {
       // fchmod because open's mode goes through the umask, and an existing file keeps its own mode.
       fchmodSync(fd, mode);
-      writeSync(fd, text);
+      writeAll(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

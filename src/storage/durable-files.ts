@@ -130,6 +130,15 @@ export function removeDirectories(created: readonly string[]): void {
 }
 
 /**
+ * Writes all of `text` at the file's position: one write may take only part of it (a disk that fills meanwhile), and
+ * the next one then says why (ENOSPC) instead of a file cut short passing for a whole one.
+ */
+export function writeAll(fd: number, text: string): void {
+  const bytes = Buffer.from(text, 'utf8');
+  for (let written = 0; written < bytes.length;) written += writeSync(fd, bytes, written, bytes.length - written);
+}
+
+/**
  * Creates `path` with mode 0600 whatever the umask, failing when it exists (exclusive create), writes `text` and
  * fsyncs it. Throws the system error.
  */
@@ -137,7 +146,7 @@ export function createPrivateFile(path: string, text = ''): void {
   const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {
     fchmodSync(fd, 0o600);
-    if (text !== '') writeSync(fd, text);
+    writeAll(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);

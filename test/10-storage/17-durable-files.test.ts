@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import * as fs from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createPrivateParents, fileDigest, removeDirectories } from '../../src/storage/durable-files.js';
 import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
@@ -59,3 +60,48 @@ t.test('fileDigest reads a file in chunks: the size and SHA-256 of the whole, pa
     t.same(fileDigest(path), { bytes: size, sha256 }, `${size} bytes`);
   }
 });
+
+/** node:fs whose writeSync takes at most 7 bytes a call, and throws ENOSPC once `room` bytes are written. */
+function fillingDisk(room: number) {
+  let written = 0;
+  const writeSync = (fd: number, data: Buffer, offset = 0, length = data.length - offset) => {
+    if (written >= room) throw Object.assign(new Error('ENOSPC: no space left on device'), { code: 'ENOSPC' });
+    const n = fs.writeSync(fd, data, offset, Math.min(length, 7, room - written));
+    written += n;
+    return n;
+  };
+  return { 'node:fs': { ...fs, writeSync } };
+}
+
+t.test('a write the disk takes in parts is finished; a disk that fills is an error, never a file cut short',
+  async (t) => {
+    type Module = typeof import('../../src/storage/durable-files.js');
+    const text = `${'a fact, '.repeat(40)}ü`;
+    const partial = await t.mockImport<Module>('../../src/storage/durable-files.js', fillingDisk(Infinity));
+    const whole = join(t.testdir(), 'whole');
+    partial.createPrivateFile(whole, text);
+    t.equal(readFileSync(whole, 'utf8'), text, 'every part written');
+    const full = await t.mockImport<Module>('../../src/storage/durable-files.js', fillingDisk(100));
+    const dir = t.testdir();
+    writeFileSync(join(dir, 'kept'), 'the old text');
+    t.throws(() => full.writePrivateFileAtomic(join(dir, 'kept'), text), { code: 'ENOSPC' });
+    t.equal(readFileSync(join(dir, 'kept'), 'utf8'), 'the old text', 'the file keeps its old text');
+    t.same(readdirSync(dir), ['kept'], 'and no temporary file is left');
+  });
+
+t.test('a host config file on a disk that fills is BACKEND_UNAVAILABLE and keeps its old text (factlane setup)',
+  async (t) => {
+    // The config writer writes through durable-files' writeAll: that module, on the filling disk.
+    const durable = await t.mockImport('../../src/storage/durable-files.js', fillingDisk(100));
+    type Module = typeof import('../../src/cli/host-config-files.js');
+    const files = await t.mockImport<Module>('../../src/cli/host-config-files.js',
+      { '../../src/storage/durable-files.js': durable });
+    const dir = t.testdir();
+    const path = join(dir, 'config.toml');
+    writeFileSync(path, '[mcp_servers.other]\ncommand = "other"\n');
+    const file = files.readConfigFile(path);
+    t.throws(() => files.writeConfigAtomically(file, `${file.text}${'# a long comment\n'.repeat(20)}`),
+      { code: 'BACKEND_UNAVAILABLE', message: /\(ENOSPC\)/ });
+    t.equal(readFileSync(path, 'utf8'), '[mcp_servers.other]\ncommand = "other"\n', 'the config as it was');
+    t.same(readdirSync(dir), ['config.toml'], 'no temporary file left');
+  });
