@@ -33,6 +33,12 @@ export function entryState(found: unknown, entry: ServerEntry): EntryState {
   return found.command === entry.command && sameArgs ? 'same' : 'different';
 }
 
+/**
+ * The keys of a remote (HTTP) server entry in Codex's and Hermes's configs. A replaced entry drops them: a stdio
+ * command beside a `url` is an error to Codex, and Hermes speaks HTTP to any entry with a `url`, ignoring the command.
+ */
+const REMOTE_KEYS = ['url', 'bearer_token', 'bearer_token_env_var', 'http_headers', 'env_http_headers', 'headers'];
+
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof TomlDate);
 }
@@ -60,8 +66,10 @@ export function planCodexEntry(text: string | null, entry: ServerEntry, where: s
   if (!isPlainObject(servers)) throw unparsable(where, 'a Codex config', 'mcp_servers is not a table');
   const state = entryState(servers[ENTRY_NAME], entry);
   if (state === 'same') return Object.freeze({ state, text: text! });
-  // A replaced entry keeps the keys the user added to it (env, default_tools_approval_mode, a timeout).
-  const kept = isPlainObject(servers[ENTRY_NAME]) ? servers[ENTRY_NAME] as TomlTable : {};
+  // A replaced entry keeps the keys the user added to it (env, default_tools_approval_mode, a timeout), but not those
+  // of a remote server.
+  const previous = isPlainObject(servers[ENTRY_NAME]) ? servers[ENTRY_NAME] as TomlTable : {};
+  const kept = Object.fromEntries(Object.entries(previous).filter(([key]) => !REMOTE_KEYS.includes(key)));
   config.mcp_servers = { ...servers, [ENTRY_NAME]: { ...kept, command: entry.command, args: [...entry.args] } };
   return Object.freeze({ state, text: stringifyToml(config) });
 }
@@ -87,7 +95,8 @@ export function planHermesEntry(text: string | null, entry: ServerEntry, where: 
   if (state === 'same') return Object.freeze({ state, text: text! });
   const old = isMap(servers) ? servers.get(ENTRY_NAME, true) : undefined;
   if (isMap(old)) {
-    // A replaced entry keeps the keys the user added to it, and their comments.
+    // A replaced entry keeps the keys the user added to it, and their comments; not those of a remote server.
+    for (const key of REMOTE_KEYS) old.delete(key);
     old.set('command', entry.command);
     old.set('args', doc.createNode([...entry.args]));
   } else {

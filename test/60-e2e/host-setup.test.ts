@@ -289,6 +289,25 @@ t.test('hermes: a new config.yaml, a no-op rerun, and the entry starts FactLane'
   t.same(server.exit, { code: 0, signal: null });
 });
 
+t.test('--force over a remote (HTTP) entry drops its url and headers: the host would not run the command beside them',
+  async (t) => {
+    const box = setupSandbox(t.testdir());
+    mkdirSync(box.codexHome);
+    writeFileSync(box.codexConfig, '[mcp_servers.factlane]\nurl = "http://127.0.0.1:9000/mcp"\n'
+      + 'bearer_token_env_var = "TOKEN"\nstartup_timeout_sec = 20\n\n[mcp_servers.factlane.http_headers]\nX-A = "1"\n');
+    t.equal(box.run(['codex', '--force']).status, 0);
+    t.same(codexEntry(box.codexConfig),
+      { command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'codex'], startup_timeout_sec: 20 },
+      'codex: url, bearer_token_env_var and http_headers gone, the timeout kept');
+    mkdirSync(box.hermesHome);
+    writeFileSync(box.hermesConfig, 'mcp_servers:\n  factlane:\n    url: http://127.0.0.1:9000/mcp\n'
+      + '    headers:\n      X-A: "1"\n    timeout: 30\n');
+    t.equal(box.run(['hermes', '--force']).status, 0);
+    t.same(hermesEntry(box.hermesConfig),
+      { timeout: 30, command: LAUNCHER, args: ['--db', box.defaultDb, '--host-id', 'hermes'] },
+      'hermes: url and headers gone, the timeout kept');
+  });
+
 t.test('hermes: comments, key order and other entries survive; a different entry needs --force', async (t) => {
   const box = setupSandbox(t.testdir());
   mkdirSync(box.hermesHome);
