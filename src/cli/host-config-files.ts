@@ -7,7 +7,7 @@ import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactUtcStamp } from '../core/time.js';
-import { fsyncPath, writeAll } from '../storage/durable-files.js';
+import { fsyncPath, keepOwner, writeAll } from '../storage/durable-files.js';
 import { loadFlock } from '../storage/native.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
@@ -90,6 +90,7 @@ function copyBeside(file: ConfigFile, now: Date): string {
       throw error;
     }
     chmodSync(backup, file.mode ?? NEW_FILE_MODE);
+    keepOwner(file.target, backup);
     fsyncPath(backup);
     fsyncPath(dirname(backup));
     return backup;
@@ -98,7 +99,8 @@ function copyBeside(file: ConfigFile, now: Date): string {
 
 /**
  * Replaces (or creates) the file atomically with `text`: a temporary file beside it with the existing file's mode
- * (0600 for a new file), written and fsynced, renamed over it, then the directory fsynced. Missing parent
+ * (0600 for a new file), and its owner when run as root, written and fsynced, renamed over it, then the directory
+ * fsynced. Missing parent
  * directories are created 0700. A reader sees the old file or the new one, never a part. BACKEND_UNAVAILABLE when
  * a step fails; the temporary file is removed, and the file is left as it was unless the rename was done.
  */
@@ -121,6 +123,8 @@ function replaceFile(file: ConfigFile, text: string): void {
     } finally {
       closeSync(fd);
     }
+    // Run as root (sudo keeping HOME), the new file would be root's: the user could no longer read their config.
+    if (file.text !== null) keepOwner(file.target, temporary);
     renameSync(temporary, file.target);
   } catch (error) {
     try {

@@ -1,8 +1,8 @@
-import { chownSync, closeSync, existsSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, renameSync, statSync, unlinkSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
-import { createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
+import { createPrivateFile, fsyncPath, keepOwner, sqliteFiles } from '../storage/durable-files.js';
 import {
   bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
 } from '../storage/recovery-pragmas.js';
@@ -154,17 +154,6 @@ function verifyImage(imagePath: string, expect: SealExpectations): ResidualScan 
   return expect.needles.short ? 'NOT_APPLICABLE_SHORT_CONTENT' : 'CLEAN';
 }
 
-/**
- * Gives the image the database's owner and group: recover runs as root (§5.2), and an image owned by root would lock
- * out every host of the user the database belongs to once it is renamed over it. Run by the owner itself, the image
- * is already theirs.
- */
-function keepOwner(path: string, image: string): void {
-  if (process.geteuid?.() !== 0) return;
-  const { uid, gid } = statSync(path);
-  chownSync(image, uid, gid);
-}
-
 function removeIfPresent(path: string): void {
   try {
     unlinkSync(path);
@@ -193,6 +182,7 @@ export async function sealDatabase(
   const image = sanitizedImagePath(path, expect.operationId);
   for (const file of sqliteFiles(image)) removeIfPresent(file);
   createPrivateFile(image);
+  // recover runs as root (§5.2): an image owned by root would lock out every host of the database's owner.
   keepOwner(path, image);
   vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import {
-  chmodSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readSync,
-  renameSync, rmdirSync, statSync, unlinkSync, writeSync,
+  chmodSync, chownSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync,
+  readSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -116,6 +116,16 @@ export function createPrivateParents(path: string): string[] {
     throw new AdapterError('BACKEND_UNAVAILABLE', `cannot create the directory the database goes in (${code})`);
   }
   return created;
+}
+
+/**
+ * Gives `copy` the owner and group of `original` when this process runs as root: a file that replaces another (a
+ * sanitized database image, a host config) owned by root would lock its user out. Run by the user, it is theirs.
+ */
+export function keepOwner(original: string, copy: string): void {
+  if (process.geteuid?.() !== 0) return;
+  const { uid, gid } = statSync(original);
+  chownSync(copy, uid, gid);
 }
 
 /** Removes directories created by createPrivateParents, innermost first, where they are still empty. */

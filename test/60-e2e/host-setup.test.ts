@@ -1,8 +1,8 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
 import {
-  chmodSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync, statSync,
-  symlinkSync, writeFileSync,
+  chmodSync, chownSync, closeSync, existsSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, realpathSync,
+  statSync, symlinkSync, writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -288,6 +288,20 @@ t.test('hermes: a new config.yaml, a no-op rerun, and the entry starts FactLane'
   });
   t.same(server.exit, { code: 0, signal: null });
 });
+
+t.test('run as root over a config another user owns (sudo keeping HOME), setup keeps its owner, and its backup\'s',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
+    const box = setupSandbox(t.testdir());
+    mkdirSync(box.codexHome);
+    writeFileSync(box.codexConfig, CODEX_CONFIG, { mode: 0o600 });
+    const nobody = 65534;
+    chownSync(box.codexConfig, nobody, nobody);
+    t.equal(box.run(['codex']).status, 0);
+    for (const path of [box.codexConfig, backupsOf(box.codexConfig)[0]!]) {
+      const stat = statSync(path);
+      t.same([stat.uid, stat.gid, stat.mode & 0o777], [nobody, nobody, 0o600], `${path}: owner, group and mode kept`);
+    }
+  });
 
 t.test('--force over a remote (HTTP) entry drops its url and headers: the host would not run the command beside them',
   async (t) => {
