@@ -58,8 +58,21 @@ export function readConfigFile(path: string): ConfigFile {
       throw new AdapterError('VERIFY_FAILED', `${path} is not a regular file (a device, FIFO or socket); point it at `
         + 'a config file or remove it, then rerun');
     }
-    return Object.freeze({ path, target, text: readFileSync(target, 'utf8'), mode: stat.mode & 0o7777 });
+    return Object.freeze({ path, target, text: utf8Text(path, readFileSync(target)), mode: stat.mode & 0o7777 });
   });
+}
+
+/**
+ * The file's bytes as UTF-8 text (TOML, JSON and YAML configs are UTF-8); VERIFY_FAILED when they are not, instead
+ * of decoding them with replacement characters that the rewritten file would then keep in place of the user's bytes.
+ */
+function utf8Text(path: string, bytes: Buffer): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new AdapterError('VERIFY_FAILED', `${path} is not UTF-8 text; it was left as it was: fix its encoding or `
+      + 'move it away, then rerun');
+  }
 }
 
 function isLink(path: string): boolean {

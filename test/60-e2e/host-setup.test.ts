@@ -303,6 +303,20 @@ t.test('run as root over a config another user owns (sudo keeping HOME), setup k
     }
   });
 
+t.test('a config whose bytes are not UTF-8 is refused and left as it was, not rewritten with replacement characters',
+  async (t) => {
+    const box = setupSandbox(t.testdir());
+    mkdirSync(box.codexHome);
+    const bytes = Buffer.concat([Buffer.from('name = "caf'), Buffer.from([0xe9]), Buffer.from('"\n')]);
+    writeFileSync(box.codexConfig, bytes);
+    const refused = box.run(['codex']);
+    t.equal(refused.status, 1);
+    t.equal(refused.stderr, `factlane setup: VERIFY_FAILED: ${box.codexConfig} is not UTF-8 text; it was left as it `
+      + 'was: fix its encoding or move it away, then rerun\n');
+    t.ok(readFileSync(box.codexConfig).equals(bytes), 'the bytes unchanged');
+    t.same(backupsOf(box.codexConfig), [], 'no backup made');
+  });
+
 t.test('--force over a remote (HTTP) entry drops its url and headers: the host would not run the command beside them',
   async (t) => {
     const box = setupSandbox(t.testdir());
