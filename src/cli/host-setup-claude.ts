@@ -122,8 +122,9 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
     try {
       runClaude(claude, restore, env, kept);
     } catch {
+      // Not the command itself: the entry's env may hold tokens, which the terminal and its logs should not show.
       throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry could not be put back: `
-        + `restore it with ${shellLine(['claude', ...restore])}`);
+        + `restore it with claude mcp add-json --scope user ${ENTRY_NAME} '<its JSON>', taken from the kept file${kept}`);
     }
     throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry was put back`);
   }

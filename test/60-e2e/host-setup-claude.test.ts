@@ -145,6 +145,14 @@ t.test('claude-code --force: when the add fails after the remove, the previous e
     /^factlane setup: VERIFY_FAILED: claude mcp add-json exited with 1: .*; the previous entry was put back\n$/,
   );
   t.same(JSON.parse(readFileSync(box.claudeConfig, 'utf8')).mcpServers.factlane, old, 'the old entry, env included');
+  // When the put-back fails too: the way back is named, without the entry's env values (tokens) on the terminal.
+  const secret = { ...old, env: { API_TOKEN: 'tok-do-not-print' } };
+  writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: secret } }));
+  const lost = box.run(['claude-code', '--force'], { FAKE_CLAUDE_MODE: 'fail-adds' });
+  t.equal(lost.status, 1);
+  t.match(lost.stderr, new RegExp('the previous entry could not be put back: restore it with claude mcp add-json '
+    + "--scope user factlane '<its JSON>', taken from the kept file; the previous file is kept as .*factlane-backup-"));
+  t.notMatch(lost.stderr, 'tok-do-not-print', 'no env value printed');
 });
 
 t.test('claude-code --print shows the remove line first when a different entry is there', async (t) => {

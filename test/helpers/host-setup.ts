@@ -57,8 +57,8 @@ export function backupsOf(path: string): string[] {
 // A stand-in for Claude Code's `claude mcp add|remove|get --scope user`: it appends its argv as one JSON line to
 // $FAKE_CLAUDE_LOG and keeps the user-scope entries in ~/.claude.json the way claude 2.1 does (add-json too).
 // FAKE_CLAUDE_MODE=fail makes every command fail as claude does (stderr line, exit 1), =fail-add only the first
-// `mcp add` or `mcp add-json` of the run (so the add-json that puts an old entry back works); =noop makes add report
-// success but write nothing.
+// `mcp add` or `mcp add-json` of the run (so the add-json that puts an old entry back works), =fail-adds every add;
+// =noop makes add report success but write nothing.
 const FAKE_CLAUDE = `
 const fs = require('node:fs');
 const path = require('node:path');
@@ -68,7 +68,8 @@ const earlier = fs.existsSync(process.env.FAKE_CLAUDE_LOG)
   ? fs.readFileSync(process.env.FAKE_CLAUDE_LOG, 'utf8').split('\\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
 fs.appendFileSync(process.env.FAKE_CLAUDE_LOG, JSON.stringify(argv) + '\\n');
 const firstAdd = isAdd(argv) && !earlier.some(isAdd);
-if (process.env.FAKE_CLAUDE_MODE === 'fail' || (process.env.FAKE_CLAUDE_MODE === 'fail-add' && firstAdd)) {
+const mode = process.env.FAKE_CLAUDE_MODE;
+if (mode === 'fail' || (mode === 'fail-add' && firstAdd) || (mode === 'fail-adds' && isAdd(argv))) {
   process.stderr.write('Error: the fake claude was told to fail\\n'); process.exit(1);
 }
 const file = path.join(process.env.CLAUDE_CONFIG_DIR || process.env.HOME, '.claude.json');
