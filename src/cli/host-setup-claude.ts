@@ -124,7 +124,8 @@ export function setupClaudeCode(options: ClaudeSetupOptions): number {
     } catch {
       // Not the command itself: the entry's env may hold tokens, which the terminal and its logs should not show.
       throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry could not be put back: `
-        + `restore it with claude mcp add-json --scope user ${ENTRY_NAME} '<its JSON>', taken from the kept file${kept}`);
+        + `restore it with claude mcp add-json --scope user ${ENTRY_NAME} '<its JSON>', taken from the kept `
+        + `file${kept}`);
     }
     throw new AdapterError('VERIFY_FAILED', `${(error as Error).message}; the previous entry was put back`);
   }
