@@ -270,7 +270,13 @@ function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number
  * new file (pages of another database: a corrupt one) or drop them (docs/decisions/0041). An empty one holds nothing.
  */
 function assertNoStrayJournal(path: string): void {
-  const holdsBytes = (file: string) => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0;
+  const holdsBytes = (file: string) => {
+    try {
+      return statSync(file).size > 0;
+    } catch {
+      return false; // absent, or under a file or a directory that cannot be searched: opening says why
+    }
+  };
   const stray = ['-wal', '-journal'].find((suffix) => holdsBytes(`${path}${suffix}`));
   if (stray === undefined) return;
   throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
