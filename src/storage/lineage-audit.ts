@@ -47,9 +47,15 @@ export function runLineageAudit(
     onCheck(check, checks.length);
   };
   for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) {
-    // STORAGE.md §4.4 and §5: fact_fts holds search_text(fact), and a raw writer's change to it is found here.
-    const text = name === 'derived_state' ? readSamples(() => wrongSearchText(connection)) : [];
-    done(checkOf(name, [...new Set([...samplesOf(query), ...text])].sort()));
+    const samples = samplesOf(query);
+    if (name !== 'derived_state') {
+      done(checkOf(name, samples));
+      continue;
+    }
+    // STORAGE.md §4.4 and §5: fact_fts holds search_text(fact), and a raw writer's change to it is found here. Both
+    // name record ids: one sorted list, each id once.
+    const text = readSamples(() => wrongSearchText(connection));
+    done(checkOf(name, [...new Set([...samples, ...text])].sort()));
   }
   const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
   if (table.get('eligible_vectors') !== undefined) {
