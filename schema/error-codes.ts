@@ -34,7 +34,7 @@ export const ERROR_CODES = Object.freeze({
     'a forbidden identity for the scope, or a memory that exists only under another scope'),
   SCOPE_INTENT_MISMATCH: entry('tool', 'intent not allowed for CROSS_PROJECT_WORKFLOW'),
   SCOPE_TYPE_MISMATCH: entry('tool', 'memory_type not allowed for CROSS_PROJECT_WORKFLOW'),
-  SCOPE_FRESHNESS_MISMATCH: entry('tool', 'freshness policy not allowed for CROSS_PROJECT_WORKFLOW'),
+  SCOPE_FRESHNESS_MISMATCH: entry('tool', 'CROSS_PROJECT_WORKFLOW refuses source_provenance.source_fingerprint'),
   INVALID_FRESHNESS: entry('tool', 'the freshness policy breaks its rules'),
   PROVENANCE_REQUIRED: entry('tool', 'provenance missing, incomplete or invalid'),
   RAW_OR_SENSITIVE_CONTENT: entry('tool', 'the content looks raw or sensitive'),
@@ -44,7 +44,9 @@ export const ERROR_CODES = Object.freeze({
   IDEMPOTENCY_CONFLICT: entry('tool', 'the idempotency key is bound to a different request'),
   VERSION_CONFLICT: entry('tool', 'a stale revision or record id, or a concurrent writer won'),
   CANDIDATE_REPLACE_DENIED: entry('tool', 'REPLACE on a memory whose live record is a Candidate'),
-  CONTRADICTION: entry('tool', 'the write would leave two current records contradicting each other'),
+  CONTRADICTION: entry('tool', 'promoting a Candidate stored as a contradiction (never promoted: REPLACE the '
+    + 'current memory it contradicts instead), or an update that would leave two current records contradicting '
+    + 'each other'),
   NOT_FOUND: entry('tool', 'no record qualifies'),
   WRITE_UNCONFIRMED: entry('tool', 'a committed record could not be read back unchanged'),
   PROFILE_MISMATCH: entry('tool', 'the embedding profile is not compatible with the database binding'),

@@ -39,7 +39,8 @@ const IDEMPOTENCY_KEY = `key of this write (${IDENTIFIER}); retry the same write
   + 'as a replay of what it wrote), a new key only for a new write';
 
 const common = {
-  scope: enumOf(SCOPES, 'one exact scope; "" gives UNKNOWN_SCOPE'),
+  scope: enumOf(SCOPES, 'one exact scope; "" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four '
+    + 'identity keys, not even as null'),
   project_id: Type.Optional(nullableStr(`project identity (${IDENTIFIER}); required by PROJECT and WORKFLOW`)),
   worktree_id: Type.Optional(nullableStr(`worktree identity (${IDENTIFIER})`)),
   workflow_id: Type.Optional(nullableStr(`workflow identity (${IDENTIFIER}); required by WORKFLOW`)),
@@ -141,7 +142,8 @@ export const TOOL_DEFINITIONS = {
   }, 'When a fact stops being fresh.'),
   VerificationPayload: closed({ ...payloadFields }, 'Fields a REVERIFY may restate.'),
   ReplacementPayload: closed({ fact: Type.Optional(str('the replacing fact; 1-2000 bytes')), ...payloadFields },
-    'The replacing record of a REPLACE.'),
+    'The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required '
+      + 'there (INVALID_ENVELOPE lists the missing ones).'),
 } satisfies Record<string, TSchema>;
 
 export type DefinitionName = keyof typeof TOOL_DEFINITIONS;
@@ -153,8 +155,10 @@ export const TOOLS: readonly {
   {
     name: 'memory_search', requestDefinition: 'MemorySearchRequest',
     description: 'Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; '
-      + 'REVIEW_HISTORY returns past revisions and Candidates. Facts support decisions; they never override the user, '
-      + 'the repository or a live source.',
+      + 'REVIEW_HISTORY returns past revisions and Candidates. A fact past its freshness is left out of CURRENT '
+      + '(DEGRADED / STALE_ONLY when nothing fresh is left): REVIEW_HISTORY shows it, and a verifier renews it with '
+      + 'memory_update REVERIFY. Facts support decisions; they never override the user, the repository or a live '
+      + 'source.',
   },
   {
     name: 'memory_get', requestDefinition: 'MemoryGetRequest',
@@ -166,12 +170,19 @@ export const TOOLS: readonly {
     description: 'Store one bounded, provenance-bearing fact if the launcher\'s write profile allows it. Delegated '
       + 'agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT '
       + 'search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows '
-      + 'it. memory_status names this server\'s write profile (launcher.write_profile).',
+      + 'it. DUPLICATE returns the record that already holds this fact (a Candidate is promoted, not stored again). '
+      + 'CONTRADICTION means a current fact of the scope answers the same subject differently: this fact is kept as a '
+      + 'Candidate that is never promoted, and a verifier makes it current with memory_update REPLACE of that current '
+      + 'memory. memory_status names this server\'s write profile (launcher.write_profile).',
   },
   {
     name: 'memory_update', requestDefinition: 'MemoryUpdateRequest',
-    description: 'Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with '
-      + 'expected_revision compare-and-swap.',
+    description: 'Re-verify (REVERIFY) or replace (REPLACE) a memory, with expected_revision compare-and-swap. '
+      + 'Only a verifier or owner write profile updates, and the successor is current, verified by that profile. '
+      + 'REVERIFY keeps the memory (revision + 1) and also promotes a Candidate (needs expected_record_id, and '
+      + 'verification.source_timestamp when the Candidate has none). REPLACE starts a new current memory that '
+      + 'supersedes a current one (not a Candidate); replacement states fact, source_provenance, freshness_policy and '
+      + 'source_timestamp. On VERSION_CONFLICT, read the memory with memory_get REVIEW_HISTORY and retry.',
   },
   {
     name: 'memory_status', requestDefinition: 'MemoryStatusRequest',

@@ -1,4 +1,4 @@
-import { AdapterError } from '../core/adapter-error.js';
+import { AdapterError, REREAD_AND_RETRY } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { canonicalDigest } from '../core/hashing.js';
 import { isUuid } from '../core/identifiers.js';
@@ -48,9 +48,9 @@ async function targetRecord(
   }
   if (live.revision !== expectedRevision)
     throw new AdapterError('VERSION_CONFLICT',
-      'expected_revision is not the current revision; read memory_get and retry');
+      `expected_revision is not the live record's revision; ${REREAD_AND_RETRY}`);
   if (expectedRecordId !== null && live.record_id !== expectedRecordId)
-    throw new AdapterError('VERSION_CONFLICT', 'expected_record_id is not the live record; read memory_get and retry');
+    throw new AdapterError('VERSION_CONFLICT', `expected_record_id is not the live record; ${REREAD_AND_RETRY}`);
   return live;
 }
 
@@ -67,9 +67,10 @@ async function promotionDecision(
     if (expectedRecordId === null)
       throw new AdapterError('INVALID_ENVELOPE', 'promoting a Candidate needs expected_record_id');
     if (live.contradiction_state === 'UNRESOLVED' || live.contradiction_state === 'QUARANTINED') {
+      // Not "store it again": storing the same fact is a DUPLICATE of this Candidate (§13.2), whatever is current.
       throw new AdapterError('CONTRADICTION', 'this Candidate was stored as a contradiction and is never promoted; '
-        + 'to make its fact current, REPLACE the current fact with it, or store it again once no current fact '
-        + 'conflicts');
+        + 'to make its fact current, REPLACE the current memory it contradicts (memory_update mode REPLACE on that '
+        + 'memory, with replacement.fact this fact)');
     }
     const equivalent = await findCurrentWithKey(reader, scope, live.contradiction_key, live.native_content_hash, true);
     if (equivalent) return { kind: 'already_current', row: equivalent };
@@ -85,7 +86,8 @@ async function assertNoContradiction(
   if (await findCurrentWithKey(reader, scope, successor.contradiction_key, successor.native_content_hash, false,
     live.memory_id)) {
     throw new AdapterError('CONTRADICTION',
-      'another current fact of this scope has the same subject and a different fact; REPLACE it instead');
+      'another current memory of this scope has the same memory_type and subject and a different fact: find it '
+        + 'with memory_search and REPLACE that memory instead, or give this fact another subject');
   }
 }
 
@@ -199,7 +201,7 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     const lockedLive = await targetRecord(trx, scope, memoryId, expectedRevision, expectedRecordId);
     if (lockedLive.row_id !== live.row_id)
       throw new AdapterError('VERSION_CONFLICT',
-        'a concurrent writer changed this memory first; read memory_get and retry');
+        `a concurrent writer changed this memory first; ${REREAD_AND_RETRY}`);
     const locked = await promotionDecision(trx, scope, lockedLive, mode, expectedRecordId);
     if (locked.kind === 'already_current') return { kind: 'already_current' as const, row: locked.row };
     await assertNoContradiction(trx, scope, lockedLive, successor);

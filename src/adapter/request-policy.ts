@@ -105,17 +105,22 @@ export function authorizeWrite(
       }
       return { verifiedBy: 'UNVERIFIED' };
     }
-    if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may store Candidates only');
+    if (spec.maxLifecycle !== 'VALIDATED_CURRENT') {
+      throw deny('may store Candidates only; leave out requested_lifecycle_state (a Candidate is the default) and '
+        + 'verified_by');
+    }
     if (request.verified_by !== undefined && request.verified_by !== null && request.verified_by !== spec.basis)
-      throw deny(`verifies as ${spec.basis} only`);
+      throw deny(`verifies as ${spec.basis} only; leave out verified_by or send ${spec.basis}`);
     return { verifiedBy: spec.basis! };
   }
   if (spec.maxLifecycle !== 'VALIDATED_CURRENT') throw deny('may not update');
   // The basis is injected into whichever payload the mode carries; an explicit different value conflicts.
   for (const payload of [request.verification, request.replacement]) {
     const claimed = isJsonObject(payload) ? payload.verified_by : undefined;
-    if (claimed !== undefined && claimed !== null && claimed !== spec.basis)
-      throw deny(`verifies as ${spec.basis} only`);
+    if (claimed !== undefined && claimed !== null && claimed !== spec.basis) {
+      const field = payload === request.verification ? 'verification' : 'replacement';
+      throw deny(`verifies as ${spec.basis} only; leave out ${field}.verified_by or send ${spec.basis}`);
+    }
   }
   return { verifiedBy: spec.basis! };
 }
@@ -149,8 +154,8 @@ export function applyRequestPolicy(operation: ToolName, request: Json, profile: 
       if (intent !== 'GENERAL_TASK_NO_MEMORY_REQUIRED'
         && !CPW_SEARCH_ALLOWED.has(`${String(intent)}/${String(mode)}`)) {
         throw new AdapterError('SCOPE_INTENT_MISMATCH',
-          'CROSS_PROJECT_WORKFLOW answers WORKFLOW_RULE (CURRENT or REVIEW_HISTORY) and HISTORICAL_QUESTION '
-            + '(REVIEW_HISTORY) only');
+          'in CROSS_PROJECT_WORKFLOW, intent_class must be WORKFLOW_RULE (retrieval_mode CURRENT or REVIEW_HISTORY), '
+            + 'HISTORICAL_QUESTION with retrieval_mode REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED');
       }
     }
     if (operation === 'memory_store')

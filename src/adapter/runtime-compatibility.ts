@@ -62,7 +62,8 @@ export async function embedUnderRuntime<T>(
 ): Promise<T> {
   const result = await embed();
   if ((await requireCompatible(deps)).fingerprint !== fingerprintBefore) {
-    throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request; retry');
+    throw new AdapterError('PROFILE_MISMATCH', 'the embedding runtime changed during the request, so its result was '
+      + 'discarded; send the request again once memory_status reports embedding_compatibility COMPATIBLE');
   }
   return result;
 }

@@ -35,9 +35,9 @@ const HEX64 = /^[0-9a-fA-F]{64}$/;
 const RAW_PHRASES = ['full transcript', 'hidden reasoning', 'whole repository'];
 const present = (value: unknown) => value !== undefined && value !== null;
 
-function sensitive(field: string): AdapterError {
-  return new AdapterError('RAW_OR_SENSITIVE_CONTENT',
-    `${field} looks like a secret or raw content; store a short fact instead`);
+// The messages say which rule refused the value, never the value itself (CONTRACT.md §6.3).
+function sensitive(field: string, why = 'looks like a secret (a key, token or password); leave it out'): AdapterError {
+  return new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${field} ${why}`);
 }
 
 /**
@@ -49,8 +49,15 @@ export function normalizeFact(value: unknown, field = 'fact'): string {
   if (!isWellFormedText(value))
     throw new AdapterError('INVALID_ENVELOPE', `${field} must be well-formed Unicode (it holds a lone surrogate)`);
   const fact = collapse(value);
+  if (isSecretLike(fact)) {
+    throw sensitive(field, 'looks like it holds a secret (a key, token or password); state the fact without it');
+  }
   const folded = foldKey(fact);
-  if (isSecretLike(fact) || RAW_PHRASES.some((phrase) => folded.includes(phrase))) throw sensitive(field);
+  const phrase = RAW_PHRASES.find((raw) => folded.includes(raw));
+  if (phrase !== undefined) {
+    throw sensitive(field, `says "${phrase}", which marks raw content; store a short fact in your own words, without `
+      + 'that phrase');
+  }
   if (fact === '' || utf8Bytes(fact) > MAX_FACT_BYTES)
     throw new AdapterError('INVALID_ENVELOPE',
       `${field} must be 1-${MAX_FACT_BYTES} bytes after collapsing whitespace`);
@@ -67,7 +74,8 @@ type FieldCode = 'PROVENANCE_REQUIRED' | 'INVALID_ENVELOPE';
 function cleanString(field: string, value: unknown, code: FieldCode): string {
   if (typeof value !== 'string') throw new AdapterError(code, `${field} must be a string`);
   const text = strip(value);
-  if (/[\r\n]/.test(text) || isSecretLike(text)) throw sensitive(field);
+  if (/[\r\n]/.test(text)) throw sensitive(field, 'holds a line break; send it on a single line');
+  if (isSecretLike(text)) throw sensitive(field);
   return text;
 }
 

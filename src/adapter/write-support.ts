@@ -20,7 +20,10 @@ export interface WriteDeps {
 /** Embeds one document under an unchanged runtime (see embedUnderRuntime). */
 export async function embedDocument(deps: WriteDeps, text: string, fingerprintBefore: string): Promise<Float32Array> {
   const [vector] = await embedUnderRuntime(deps, fingerprintBefore, () => deps.provider.embedDocuments([text]));
-  if (!vector) throw new AdapterError('PROFILE_MISMATCH', 'the embedding provider returned no vector; retry');
+  if (!vector) {
+    throw new AdapterError('PROFILE_MISMATCH', 'the embedding provider returned no vector, so nothing was written; '
+      + 'memory_status reports the provider\'s state');
+  }
   return vector;
 }
 

@@ -108,7 +108,7 @@ function candidateBlock(entry: CandidateEntry): string {
     lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
   if (storedAsContradiction && !entry.equivalent_current) {
     lines.push('  it was stored as a contradiction: promote always refuses it with CONTRADICTION; to make its fact '
-      + 'current, REPLACE the current fact with it, or store it again');
+      + 'current, REPLACE the current memory it contradicts with this fact (storing it again is a DUPLICATE of it)');
   } else if (!storedAsContradiction && entry.contradicts.length > 0) {
     lines.push('  promote refuses it with CONTRADICTION while it contradicts a current fact');
   }

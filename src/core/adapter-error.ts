@@ -27,6 +27,13 @@ export class AdapterError extends Error {
   }
 }
 
+/**
+ * What a VERSION_CONFLICT asks of the agent: memory_get with REVIEW_HISTORY lists the memory's records newest first,
+ * the live one included when it is stale or a Candidate (CURRENT returns neither), with its revision and record_id.
+ */
+export const REREAD_AND_RETRY = 'read the memory again with memory_get retrieval_mode REVIEW_HISTORY (its newest '
+  + 'record is the live one) and retry with that record\'s revision';
+
 /** True when `error` is an AdapterError, optionally with the given code. */
 export function isAdapterError(error: unknown, code?: ErrorCode): error is AdapterError {
   return error instanceof AdapterError && (code === undefined || error.code === code);

@@ -1,4 +1,4 @@
-import { AdapterError } from '../core/adapter-error.js';
+import { AdapterError, REREAD_AND_RETRY } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
 import { strip } from '../core/text.js';
 import type { NewRecordRow, RecordRow } from './record-rows.js';
@@ -98,6 +98,6 @@ export function assertRecordInvariants(record: NewRecordRow, parent: RecordRow |
     && supersedes[0] === parent.memory_id;
   if (!sameMemory && !replacement) throw shape('a successor continues its memory or replaces it');
   if (parent.lifecycle_state !== 'CANDIDATE' && parent.lifecycle_state !== 'VALIDATED_CURRENT') {
-    throw new AdapterError('VERSION_CONFLICT', 'the predecessor is no longer live; read memory_get and retry');
+    throw new AdapterError('VERSION_CONFLICT', `the predecessor is no longer live; ${REREAD_AND_RETRY}`);
   }
 }

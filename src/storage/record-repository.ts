@@ -1,5 +1,5 @@
 import { sql, type Transaction } from 'kysely';
-import { AdapterError } from '../core/adapter-error.js';
+import { AdapterError, REREAD_AND_RETRY } from '../core/adapter-error.js';
 import type { DB } from '../../generated/db.js';
 import { keepEligibleFormsOnInsert, removeEligibleVector, vectorBytes } from './eligible-vectors.js';
 import { assertRecordInvariants } from './record-invariants.js';
@@ -124,7 +124,7 @@ export async function supersedeRecord(trx: Transaction<DB>, live: RecordRow): Pr
       .where('revision', '=', revision).where('lifecycle_state', '=', lifecycle).compile());
   if (result.numAffectedRows !== 1n)
     throw new AdapterError('VERSION_CONFLICT',
-      'a concurrent writer changed this memory first; read memory_get and retry');
+      `a concurrent writer changed this memory first; ${REREAD_AND_RETRY}`);
   await runShape(trx, 'clearCurrentVector', [BigInt(live.row_id)], ([rowId]) =>
     sql`UPDATE fact_vec SET is_current = ${0n} WHERE rowid = ${rowId}`.compile(trx));
   if (live.lifecycle_state === 'VALIDATED_CURRENT') await removeEligibleVector(trx, BigInt(live.row_id));

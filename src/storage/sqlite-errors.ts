@@ -1,4 +1,4 @@
-import { AdapterError } from '../core/adapter-error.js';
+import { AdapterError, REREAD_AND_RETRY } from '../core/adapter-error.js';
 
 /** The SQLite result code of a better-sqlite3 error (`SQLITE_BUSY_SNAPSHOT`, ...), or undefined. */
 export function sqliteCode(error: unknown): string | undefined {
@@ -94,7 +94,7 @@ export function translateSqliteError(error: unknown): unknown {
     const columns = String((error as Error).message).replace(/^UNIQUE constraint failed: /, '');
     if (LINEAGE_UNIQUE_COLUMNS.has(columns)) {
       return new AdapterError('VERSION_CONFLICT',
-        'a concurrent writer changed this memory first; read memory_get and retry', { cause: error });
+        `a concurrent writer changed this memory first; ${REREAD_AND_RETRY}`, { cause: error });
     }
   }
   return error;

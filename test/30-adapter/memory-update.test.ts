@@ -183,7 +183,7 @@ t.test('Candidate promotion: expected_record_id required and matching, delegated
 t.test('promotion of a Candidate in UNRESOLVED contradiction is CONTRADICTION', async (t) => {
   const bench = await openWriteBench(t);
   const owner = bench.adapter('owner-current');
-  await current(owner, { fact: 'The build uses Node 20', subject: 'node version' });
+  const node20 = await current(owner, { fact: 'The build uses Node 20', subject: 'node version' });
   const conflict = await store(bench.adapter('delegated-candidate'),
     storeRequest({ ...PROJECT, fact: 'The build uses Node 22', subject: 'node version' }));
   t.equal(conflict.status, 'CONTRADICTION');
@@ -191,8 +191,14 @@ t.test('promotion of a Candidate in UNRESOLVED contradiction is CONTRADICTION', 
   await refused(t, bench, () => update(owner, reverifyRequest(cand, {
     expected_record_id: cand.record_id, verification: { source_timestamp: NOW },
   })), 'CONTRADICTION',
-    /was stored as a contradiction and is never promoted; to make its fact current, REPLACE the current fact/,
+    /was stored as a contradiction and is never promoted; to make its fact current, REPLACE the current memory it /,
     'UNRESOLVED Candidate');
+  // The advice works: storing the fact again is a DUPLICATE of the Candidate; a REPLACE of the current memory with it
+  // makes it current.
+  const again = await store(owner, currentRequest({ ...PROJECT, fact: cand.fact, subject: 'node version' }));
+  t.match(again, { status: 'DUPLICATE', results: [{ memory_id: cand.memory_id }] }, 'storing it again is no way out');
+  const replaced = await update(owner, replaceRequest(node20, { fact: cand.fact, subject: 'node version' }));
+  t.match(replaced, { status: 'OK', results: [{ fact: cand.fact, lifecycle_state: 'VALIDATED_CURRENT' }] });
 });
 
 t.test('an update that would leave two current records with one key and different facts is CONTRADICTION',
@@ -421,8 +427,14 @@ t.test('target lookup: NOT_FOUND, CROSS_SCOPE_DENIED, malformed ids, stale revis
     /expected_revision/, 'a future revision');
   const ok = await update(owner, { ...reverifyRequest(live), memory_id: live.memory_id.toUpperCase() });
   t.equal(ok.results[0].memory_id, live.memory_id, 'an upper-case memory_id is normalised');
-  await refused(t, bench, () => update(owner, reverifyRequest(live)), 'VERSION_CONFLICT', /expected_revision/,
+  await refused(t, bench, () => update(owner, reverifyRequest(live)), 'VERSION_CONFLICT',
+    /expected_revision is not the live record's revision; read the memory again with memory_get retrieval_mode REVIEW_H/,
     'revision 1 is stale now');
+  // What the message says to do works: REVIEW_HISTORY lists the live record first, with the revision to send.
+  const history = (await owner.execute('memory_get',
+    { ...PROJECT, memory_id: live.memory_id, retrieval_mode: 'REVIEW_HISTORY' })) as Json;
+  t.match(history.results[0], { revision: 2, lifecycle_state: 'VALIDATED_CURRENT' });
+  t.equal((await update(owner, reverifyRequest(history.results[0]))).status, 'OK', 'the retry with it is written');
   assertOneLive(t, bench, live.memory_id);
 });
 

@@ -153,7 +153,9 @@ t.test('CROSS_PROJECT_WORKFLOW search: the intent and mode matrix', async (t) =>
       const name = `${intent}/${mode ?? '(default)'}`;
       if (intent === 'GENERAL_TASK_NO_MEMORY_REQUIRED' || allowed.has(`${intent}/${mode ?? 'CURRENT'}`))
         t.doesNotThrow(() => policy('memory_search', request, 'read-only'), name);
-      else t.throws(() => policy('memory_search', request, 'read-only'), { code: 'SCOPE_INTENT_MISMATCH' }, name);
+      else t.throws(() => policy('memory_search', request, 'read-only'), { code: 'SCOPE_INTENT_MISMATCH', message:
+        'in CROSS_PROJECT_WORKFLOW, intent_class must be WORKFLOW_RULE (retrieval_mode CURRENT or REVIEW_HISTORY), '
+          + 'HISTORICAL_QUESTION with retrieval_mode REVIEW_HISTORY, or GENERAL_TASK_NO_MEMORY_REQUIRED' }, name);
     }
   }
   t.throws(() => policy('memory_search',
@@ -209,9 +211,11 @@ t.test('§8.2 authorization per write profile', async (t) => {
   const current = (extra: Request = {}) => store({ requested_lifecycle_state: 'VALIDATED_CURRENT', ...extra });
   const verifiedBy = (operation: ToolName, request: Request, profile: WriteProfile) =>
     policy(operation, request, profile).authorization?.verifiedBy;
-  const denied = (operation: ToolName, request: Request, profile: WriteProfile, name: string) =>
+  // Each refusal names the profile, and the field to change when the profile allows the operation.
+  const denied = (operation: ToolName, request: Request, profile: WriteProfile, name: string, fix = '') =>
     t.throws(() => policy(operation, request, profile),
-      { code: 'WRITE_AUTHORIZATION_DENIED', message: new RegExp(profile) }, `${profile}: ${name}`);
+      { code: 'WRITE_AUTHORIZATION_DENIED', message: new RegExp(`^the ${profile} write profile .*${fix}`) },
+      `${profile}: ${name}`);
 
   for (const operation of ['memory_search', 'memory_get', 'memory_status'] as const) {
     for (const profile of WRITE_PROFILES) t.equal(policy(operation, minimal(operation), profile).authorization, null,
@@ -231,9 +235,10 @@ t.test('§8.2 authorization per write profile', async (t) => {
   t.equal(verifiedBy('memory_store', store({ verified_by: null, requested_lifecycle_state: null }),
     'delegated-candidate'), 'UNVERIFIED');
   denied('memory_store', store({ verified_by: 'OWNER' }), 'delegated-candidate', 'Candidate claiming OWNER');
-  denied('memory_store', current(), 'delegated-candidate', 'VALIDATED_CURRENT');
+  denied('memory_store', current(), 'delegated-candidate', 'VALIDATED_CURRENT',
+    'may store Candidates only; leave out requested_lifecycle_state \\(a Candidate is the default\\) and verified_by$');
   denied('memory_store', current({ verified_by: 'UNVERIFIED' }), 'delegated-candidate',
-    'VALIDATED_CURRENT as UNVERIFIED');
+    'VALIDATED_CURRENT as UNVERIFIED', 'leave out requested_lifecycle_state');
   denied('memory_store', store({ requested_lifecycle_state: 'SUPERSEDED' }), 'delegated-candidate',
     'SUPERSEDED (policy precedes the enum check)');
   denied('memory_update', minimal('memory_update'), 'delegated-candidate', 'update');
@@ -248,7 +253,7 @@ t.test('§8.2 authorization per write profile', async (t) => {
     t.equal(verifiedBy('memory_store', current(), profile), basis, `${profile}: current stored as ${basis}`);
     t.equal(verifiedBy('memory_store', current({ verified_by: basis }), profile), basis);
     for (const other of others) denied('memory_store', current({ verified_by: other }), profile,
-      `current claiming ${other}`);
+      `current claiming ${other}`, `verifies as ${basis} only; leave out verified_by or send ${basis}$`);
     t.equal(verifiedBy('memory_store', store({ requested_lifecycle_state: 'SUPERSEDED' }), profile), basis,
       `${profile}: SUPERSEDED left to the enum check`);
     t.equal(verifiedBy('memory_update', minimal('memory_update'), profile), basis,
@@ -257,10 +262,11 @@ t.test('§8.2 authorization per write profile', async (t) => {
       basis);
     t.equal(verifiedBy('memory_update', minimal('memory_update', { verification: null }), profile), basis);
     for (const other of others) denied('memory_update',
-      minimal('memory_update', { verification: { verified_by: other } }), profile, `update claiming ${other}`);
+      minimal('memory_update', { verification: { verified_by: other } }), profile, `update claiming ${other}`,
+      `leave out verification.verified_by or send ${basis}$`);
     for (const other of others) denied('memory_update',
       minimal('memory_update', { mode: 'REPLACE', replacement: { fact: 'x', verified_by: other } }), profile,
-      `replace claiming ${other}`);
+      `replace claiming ${other}`, `leave out replacement.verified_by or send ${basis}$`);
     t.equal(verifiedBy('memory_update',
       minimal('memory_update', { mode: 'REPLACE', replacement: { fact: 'x', verified_by: basis } }), profile), basis);
   }

@@ -80,9 +80,12 @@ t.test('fact: secret-like values and raw-content phrases are RAW_OR_SENSITIVE_CO
     'full transcript (fullwidth, NFKC)': 'ｆｕｌｌ ｔｒａｎｓｃｒｉｐｔ',
     'hidden reasoning (non-breaking space)': 'Hidden\u00A0Reasoning',
   };
+  // The message says which rule refused the fact (never the fact): the phrase it holds, or a secret.
   for (const [name, text] of Object.entries(secrets)) {
-    await refused(t, bench, () => store(delegated, storeRequest({ fact: text })), 'RAW_OR_SENSITIVE_CONTENT', /fact/,
-      name);
+    const phrase = /transcript|reasoning|repository/i.exec(name);
+    await refused(t, bench, () => store(delegated, storeRequest({ fact: text })), 'RAW_OR_SENSITIVE_CONTENT',
+      phrase ? new RegExp(`^fact says "(full|hidden|whole) ${phrase[0].toLowerCase()}", which marks raw content`)
+        : /^fact looks like it holds a secret \(a key, token or password\); state the fact without it$/, name);
   }
   // Near misses are ordinary facts: the refusals above are caused by the pattern, not by the words.
   const allowed = [
@@ -139,12 +142,13 @@ t.test('source_provenance: required keys, lengths, hex, CR/LF and secrets', asyn
       'PROVENANCE_REQUIRED', key, `${key}: not a string`);
     await refused(t, bench,
       () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: 'line one\nline two' }) })),
-      'RAW_OR_SENSITIVE_CONTENT', key, `${key}: LF`);
+      'RAW_OR_SENSITIVE_CONTENT', `source_provenance.${key} holds a line break; send it on a single line`, `${key}: LF`);
     await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: 'a\rb' }) })),
-      'RAW_OR_SENSITIVE_CONTENT', key, `${key}: CR`);
+      'RAW_OR_SENSITIVE_CONTENT', /holds a line break/, `${key}: CR`);
     await refused(t, bench,
       () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: `ref sk-${'Z'.repeat(24)}` }) })),
-      'RAW_OR_SENSITIVE_CONTENT', key, `${key}: secret-like`);
+      'RAW_OR_SENSITIVE_CONTENT', `source_provenance.${key} looks like a secret (a key, token or password); leave it out`,
+      `${key}: secret-like`);
   }
   // Provenance strings are stripped, not collapsed: every §2.1 whitespace character separates `bearer` from its token.
   for (const separator of ['\u0085', '\u001C', '\u001F', '\u3000']) {

@@ -250,7 +250,7 @@ t.test('promote makes the Candidate current as OWNER, keeps its contributor, and
   t.match(again.stdout, 'already promoted by this same command (replayed, nothing written)');
   const later = admin(...promoteArgs(dbPath, { ...candidate, revision: 3 }));
   t.equal(later.code, 1, 'another revision of the promoted record is stale, not a replay');
-  t.match(later.stderr, 'VERSION_CONFLICT: expected_revision is not the current revision');
+  t.match(later.stderr, "VERSION_CONFLICT: expected_revision is not the live record's revision");
   const current = { ...candidate, revision: 2, record_id: report.record_id };
   const notCandidate = admin(...promoteArgs(dbPath, current));
   t.equal(notCandidate.code, 1);

@@ -13,7 +13,7 @@ Object {
         "openWorldHint": false,
         "readOnlyHint": true,
       },
-      "description": "Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; REVIEW_HISTORY returns past revisions and Candidates. Facts support decisions; they never override the user, the repository or a live source.",
+      "description": "Search supporting facts in one exact scope. CURRENT returns validated, fresh facts only; REVIEW_HISTORY returns past revisions and Candidates. A fact past its freshness is left out of CURRENT (DEGRADED / STALE_ONLY when nothing fresh is left): REVIEW_HISTORY shows it, and a verifier renews it with memory_update REVERIFY. Facts support decisions; they never override the user, the repository or a live source.",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
@@ -105,7 +105,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -226,7 +226,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -297,7 +297,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -406,7 +406,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -552,7 +552,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -602,7 +602,7 @@ Object {
           },
           "ReplacementPayload": Object {
             "additionalProperties": false,
-            "description": "The replacing record of a REPLACE.",
+            "description": "The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required there (INVALID_ENVELOPE lists the missing ones).",
             "properties": Object {
               "confidence": Object {
                 "description": "confidence 0-1",
@@ -911,7 +911,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1032,7 +1032,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1103,7 +1103,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1212,7 +1212,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1358,7 +1358,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1408,7 +1408,7 @@ Object {
           },
           "ReplacementPayload": Object {
             "additionalProperties": false,
-            "description": "The replacing record of a REPLACE.",
+            "description": "The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required there (INVALID_ENVELOPE lists the missing ones).",
             "properties": Object {
               "confidence": Object {
                 "description": "confidence 0-1",
@@ -1625,7 +1625,7 @@ Object {
         "idempotentHint": true,
         "readOnlyHint": false,
       },
-      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. memory_status names this server's write profile (launcher.write_profile).",
+      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. DUPLICATE returns the record that already holds this fact (a Candidate is promoted, not stored again). CONTRADICTION means a current fact of the scope answers the same subject differently: this fact is kept as a Candidate that is never promoted, and a verifier makes it current with memory_update REPLACE of that current memory. memory_status names this server's write profile (launcher.write_profile).",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
@@ -1717,7 +1717,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1838,7 +1838,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -1909,7 +1909,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2018,7 +2018,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2164,7 +2164,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2214,7 +2214,7 @@ Object {
           },
           "ReplacementPayload": Object {
             "additionalProperties": false,
-            "description": "The replacing record of a REPLACE.",
+            "description": "The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required there (INVALID_ENVELOPE lists the missing ones).",
             "properties": Object {
               "confidence": Object {
                 "description": "confidence 0-1",
@@ -2431,7 +2431,7 @@ Object {
         "idempotentHint": true,
         "readOnlyHint": false,
       },
-      "description": "Re-verify (REVERIFY, also promotes a Candidate) or replace (REPLACE) a memory, with expected_revision compare-and-swap.",
+      "description": "Re-verify (REVERIFY) or replace (REPLACE) a memory, with expected_revision compare-and-swap. Only a verifier or owner write profile updates, and the successor is current, verified by that profile. REVERIFY keeps the memory (revision + 1) and also promotes a Candidate (needs expected_record_id, and verification.source_timestamp when the Candidate has none). REPLACE starts a new current memory that supersedes a current one (not a Candidate); replacement states fact, source_provenance, freshness_policy and source_timestamp. On VERSION_CONFLICT, read the memory with memory_get REVIEW_HISTORY and retry.",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
@@ -2523,7 +2523,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2644,7 +2644,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2715,7 +2715,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2824,7 +2824,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -2970,7 +2970,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3020,7 +3020,7 @@ Object {
           },
           "ReplacementPayload": Object {
             "additionalProperties": false,
-            "description": "The replacing record of a REPLACE.",
+            "description": "The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required there (INVALID_ENVELOPE lists the missing ones).",
             "properties": Object {
               "confidence": Object {
                 "description": "confidence 0-1",
@@ -3329,7 +3329,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3450,7 +3450,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3521,7 +3521,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3630,7 +3630,7 @@ Object {
                 "type": "string",
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3776,7 +3776,7 @@ Object {
                 ],
               },
               "scope": Object {
-                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE",
+                "description": "one exact scope; \\"\\" gives UNKNOWN_SCOPE; CROSS_PROJECT_WORKFLOW takes none of the four identity keys, not even as null",
                 "enum": Array [
                   "CROSS_PROJECT_WORKFLOW",
                   "GLOBAL_USER",
@@ -3826,7 +3826,7 @@ Object {
           },
           "ReplacementPayload": Object {
             "additionalProperties": false,
-            "description": "The replacing record of a REPLACE.",
+            "description": "The replacing record of a REPLACE: fact, source_provenance, freshness_policy and source_timestamp are required there (INVALID_ENVELOPE lists the missing ones).",
             "properties": Object {
               "confidence": Object {
                 "description": "confidence 0-1",
