@@ -115,6 +115,12 @@ async function serve(options: LaunchOptions): Promise<void> {
     // (docs/decisions/0018); it is no flag, and off changes latency, never an outcome.
     writerQueue: { enabled: process.env[BENCH_WRITER_QUEUE_ENV] !== 'off' },
     logger,
+    // A stop while another writer holds the database ends the open's busy waits: exit 0 (CONTRACT.md §16.2), not
+    // BACKEND_BUSY and exit 1 some 36 s later.
+    stopped,
+  }).catch((error: unknown) => {
+    if (stopRequested) process.exit(0);
+    throw error;
   });
   const gateway = new MemoryGateway({
     adapter: new MemoryAdapter({

@@ -48,6 +48,11 @@ export interface SQLiteVecEngineOptions {
   /** Receives storage warnings (a writer queue that cannot be used); default silent. */
   readonly logger?: Logger;
   /**
+   * Settles when the process is asked to stop while it opens: the open's busy waits and retries end then, and it
+   * fails (BACKEND_BUSY) instead of waiting out a writer that holds the database for up to about 36 s.
+   */
+  readonly stopped?: Promise<unknown>;
+  /**
    * Internal maintenance capability of recovery's postflight (OPERATIONS.md §5.7), never set by the server: the
    * exclusive lease this process holds on the database inode. The engine checks that `dbPath` names that inode
    * instead of taking a shared lease, admits the recovery interlock, and leaves the lease to its owner on close.
@@ -159,7 +164,9 @@ export class SQLiteVecEngine {
       // its -wal and -shm, which take the file's mode, are private too.
       if (binding) privateMode(path);
       const { retry, writerQueue, logger } = options;
-      connection = WriteConnection.open({ path, retry, writerQueue, logger });
+      const opened = WriteConnection.open({ path, retry, writerQueue, logger });
+      connection = opened;
+      void options.stopped?.then(() => opened.stopWaiting(0));
       let created = false;
       const findings = await connection.write(async (trx, raw) => {
         const current = inspectSchema(raw, shipped);

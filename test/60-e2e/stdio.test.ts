@@ -191,6 +191,32 @@ t.test('a stop while stores wait for a database another process holds: BACKEND_B
   }
 });
 
+t.test('a stop while the start waits for a database another process holds: exit 0 at once, not exit 1 at 36 s',
+  async (t) => {
+  // The start's schema check is a write: it waited out busy_timeout and its retries (about 36 s, STORAGE.md §6) and
+  // ended BACKEND_BUSY, exit 1, whatever stop had come meanwhile (CONTRACT.md §16.2 asks for exit 0).
+  const dbPath = join(t.testdir(), 'held.sqlite3');
+  const first = await startServer(t, ['--db', dbPath, '--host-id', 'e2e']);
+  await first.client.close();
+  await first.exited;
+  const holder = new RawDatabase(dbPath);
+  t.teardown(() => holder.close());
+  holder.exec('BEGIN IMMEDIATE');
+  const child = spawn(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'e2e'],
+    { stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
+  await new Promise((resolve) => setTimeout(resolve, 1500)); // inside the start's first busy wait
+  const stopped = Date.now();
+  child.kill('SIGTERM');
+  t.same(await exited, { code: 0, signal: null }, 'exit 0');
+  // One busy wait that had begun (5 s at most) ends first: a bound on liveness, not a speed target.
+  t.ok(Date.now() - stopped < 10_000, `within seconds of the stop (${Date.now() - stopped} ms)`);
+  t.notMatch(stderr, /BACKEND_BUSY/, 'no refusal is reported for a stop');
+  holder.exec('ROLLBACK');
+});
+
 t.test('a call on a line past the 10 MiB read limit gets its error at once; the session goes on', async (t) => {
   // The answer had id null, so the SDK client could not match it to the call and waited for its timeout (60 s).
   const dbPath = join(t.testdir(), 'x.sqlite3');
