@@ -102,6 +102,8 @@ export class SQLiteVecEngine {
   readonly findings: SchemaFindings;
   /** The lease this engine took and releases; undefined when a maintenance capability lent it. */
   readonly #lease: DatabaseLease | undefined;
+  /** The lease on the database inode, taken or lent: every write checks that the path still names that inode. */
+  readonly #inode: DatabaseLease;
   readonly #connection: WriteConnection;
   #closed = false;
   #closeConfirmed = false;
@@ -109,7 +111,7 @@ export class SQLiteVecEngine {
   private constructor(
     init: {
       path: string; runtime: RuntimeReport; created: boolean; findings: SchemaFindings;
-      lease: DatabaseLease | undefined; connection: WriteConnection;
+      lease: DatabaseLease | undefined; inode: DatabaseLease; connection: WriteConnection;
     },
   ) {
     this.path = init.path;
@@ -117,6 +119,7 @@ export class SQLiteVecEngine {
     this.created = init.created;
     this.findings = init.findings;
     this.#lease = init.lease;
+    this.#inode = init.inode;
     this.#connection = init.connection;
   }
 
@@ -195,7 +198,7 @@ export class SQLiteVecEngine {
       if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
       lease.assertSameInode();
       return new SQLiteVecEngine({
-        path, runtime, created, findings, lease: ownsLease ? lease : undefined, connection,
+        path, runtime, created, findings, lease: ownsLease ? lease : undefined, inode: lease, connection,
       });
     } catch (error) {
       const closed = connection ? await connection.close() : true;
@@ -218,6 +221,7 @@ export class SQLiteVecEngine {
   /** One BEGIN IMMEDIATE write transaction with the writer gate open; see WriteConnection.write. */
   write<T>(work: WriteWork<T>): Promise<T> {
     this.#assertOpen();
+    this.#assertStillNamed();
     return this.#connection.write(work);
   }
 
@@ -260,6 +264,23 @@ export class SQLiteVecEngine {
 
   #assertOpen(): void {
     if (this.#closed) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
+  }
+
+  /**
+   * BACKEND_UNAVAILABLE (not retryable) when the database path no longer names the inode this engine opened: the file
+   * was deleted, or moved and perhaps replaced, while the server ran. A write would commit into a file that no other
+   * process can reach any more, and be lost when this one exits (STORAGE.md §9, CONTRACT.md §10 "lease path
+   * changed"). A stat of the path, a few microseconds a write.
+   */
+  #assertStillNamed(): void {
+    try {
+      this.#inode.assertSameInode();
+    } catch (error) {
+      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file was deleted or replaced while this server ran, '
+        + 'so nothing was written (a write there would be lost); restart the server on the database', {
+        retryable: false, cause: error,
+      });
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import {
-  chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync,
+  chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync,
   symlinkSync, writeFileSync,
 } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -128,6 +128,40 @@ t.test('a missing database beside its -wal or -journal is refused: SQLite would 
     t.equal(created.created, true, `${suffix === '-shm' ? 'a -shm' : `an empty ${suffix}`} does not stop it`);
     await created.close();
   }
+});
+
+t.test('a write after the database file was deleted or replaced under a running engine is refused, not lost',
+  async (t) => {
+  // The write used to commit into the unlinked inode and answer OK, while a new process on the path made an empty
+  // database: every such write was gone when the engine closed.
+  const dir = t.testdir();
+  const dbPath = join(dir, 'db.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  await storeRow(engine, candidateRow());
+  for (const suffix of ['', '-wal', '-shm']) rmSync(`${dbPath}${suffix}`, { force: true });
+  await t.rejects(async () => storeRow(engine, candidateRow()), {
+    code: 'BACKEND_UNAVAILABLE', retryable: false, message: /^the database file was deleted or replaced while this /,
+  }, 'deleted');
+  const other = await openEngine(dbPath); // another file now has the name
+  await other.close();
+  await t.rejects(async () => storeRow(engine, candidateRow()), { code: 'BACKEND_UNAVAILABLE', retryable: false }, 'replaced');
+  const { n } = (await engine.read((db) => db.selectFrom('adapter_records').select((eb) => eb.fn.countAll<number>()
+    .as('n')).executeTakeFirstOrThrow()));
+  t.equal(Number(n), 1, 'nothing more was written into the unlinked file');
+});
+
+t.test('a rename of the database under a running engine refuses its writes; renamed back, it writes again',
+  async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'db.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  renameSync(dbPath, join(dir, 'moved.sqlite3'));
+  await t.rejects(async () => storeRow(engine, candidateRow()), { code: 'BACKEND_UNAVAILABLE', retryable: false });
+  renameSync(join(dir, 'moved.sqlite3'), dbPath);
+  await storeRow(engine, candidateRow());
+  t.pass('the same inode under its name again takes writes');
 });
 
 t.test('a failed first start leaves no database file', async (t) => {
