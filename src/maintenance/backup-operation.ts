@@ -115,9 +115,6 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   let result: T;
   try {
     result = await fill(temp);
-    // The copy, its checks and the publish below run without a turn of the event loop: a signal that came meanwhile
-    // waits for one, and would be dropped once the listeners go. This turn delivers it before anything is published.
-    await new Promise((resolve) => setImmediate(resolve));
     fsyncPath(temp);
     const extra = companion?.(temp, result);
     if (extra) {
@@ -127,6 +124,10 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
       writeFileSync(extraTemp, extra.text);
       fsyncPath(extraTemp);
     }
+    // The copy, its checks and the companion (a manifest hashes and audits the whole copy: seconds on a large file)
+    // run without a turn of the event loop: a signal that came meanwhile waits for one, and would be dropped once the
+    // listeners go. This turn delivers it before anything is published.
+    await new Promise((resolve) => setImmediate(resolve));
     linkSync(temp, file);
     published.push(file);
     if (extra) {

@@ -180,6 +180,26 @@ t.test('a file that is no FactLane database is not backed up; Ctrl-C during a co
     t.match(stderr, new RegExp(`stopped by ${signal}; the temporary copy was removed`));
     t.same(readdirSync(dir).filter((name) => name.includes(`stopped-${signal}`)), [], `${signal}: nothing left behind`);
   }
+  // After the copy's checks, while its manifest is made (the whole copy hashed and audited, seconds on a large file,
+  // again without a turn): the signal was dropped, and the backup published, exit 0 (a review helper, 2 of 2 runs).
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const out = join(dir, `manifest-${signal}.sqlite3`);
+    const child = spawn(process.execPath, [ADMIN_BIN, 'backup', '--db', dbPath, '--out', out, '--json'],
+      { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    const verified = new Promise<void>((resolve) => child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (stderr.includes('"verified"')) resolve();
+    }));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    await Promise.race([verified, exited]);
+    await new Promise((resolve) => setTimeout(resolve, 30)); // past the turn that follows the copy's checks
+    child.kill(signal);
+    t.equal(await exited, 1, `${signal} after verified: exit 1`);
+    t.match(stderr, new RegExp(`stopped by ${signal}; the temporary copy was removed, nothing was published`));
+    t.same(readdirSync(dir).filter((name) => name.includes(`manifest-${signal}`)), [],
+      `${signal} after verified: neither the copy nor a manifest published or left`);
+  }
 });
 
 t.test('temporaries a killed run left under the same target are removed; a running one and others stay', async (t) => {
