@@ -194,6 +194,8 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
             'the embedding runtime changed during the run (model or Ollama version); nothing was switched, rerun '
               + 'reembed');
         }
+        // The status check may take up to its provider's timeout: a signal said "switching nothing" meanwhile.
+        await signals.check();
         const outcome = await connection.write((trx, raw) => switchVectorTable(trx, raw, {
           filled, definitions, shipped: target.shipped, profileId: profile.profileId, modelDigest: now.digest,
           dimension: profile.outputDimension,

@@ -177,6 +177,31 @@ t.test('SIGINT or SIGTERM stops the fill before its next batch, switching nothin
   }
 });
 
+t.test('a signal during the status check before the switch stops the run: nothing is switched, as it said',
+  async (t) => {
+  // The run said "switching nothing", then switched: the status check (an Ollama call, up to its timeout) came after
+  // the last look at the signals.
+  const dbPath = join(t.testdir(), 'status.sqlite3');
+  await fixture(dbPath);
+  const before = readDb(dbPath);
+  const signals = new EventEmitter();
+  let checks = 0;
+  class SignalledDuringStatus extends LocalHashProvider {
+    override async statusCheck() {
+      checks += 1;
+      if (checks === 2) signals.emit('SIGINT', 'SIGINT'); // the first is the run's start, the second before the switch
+      return super.statusCheck();
+    }
+  }
+  const run = reembedDatabase({
+    dbPath, provider: new SignalledDuringStatus(), batchSize: 2, signals, onSignal: () => {},
+  });
+  await t.rejects(run, { name: 'Interrupted', message: /^reembed stopped by SIGINT before the switch/ });
+  t.equal(checks, 2, 'stopped after the status check before the switch');
+  t.equal(readDb(dbPath).bindingText, before.bindingText, 'the old binding');
+  t.same(readDb(dbPath).vec, before.vec, 'the old vectors');
+});
+
 t.test('a signal during a slow embedding call is said at once; a second one is heard as a repeat', async (t) => {
   const dbPath = join(t.testdir(), 'slow.sqlite3');
   await fixture(dbPath);
