@@ -6,6 +6,7 @@ import type { ScopeColumns } from '../storage/record-repository.js';
 import { assertNoInterlock, assertVectorTablesWhole, schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
+import { Interrupted, watchSignals } from './operation-signals.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What one housekeeping run asks for (OPERATIONS.md §3). */
@@ -20,6 +21,8 @@ export interface HousekeepRequest {
    * `compacted` so far), `rechecked`, and last `outcome` on every path (decision 0023).
    */
   readonly onStep?: StepListener;
+  /** Where SIGINT and SIGTERM come from; default the process (tests pass an emitter). */
+  readonly signals?: NodeJS.EventEmitter;
 }
 
 /** The housekeeping report (OPERATIONS.md §3): counts and outcomes only, never record ids, hashes or provenance. */
@@ -129,6 +132,9 @@ export async function housekeep(
   assertNoInterlock(target.findings);
   assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });
+  // Ctrl-C or SIGTERM stops the run before its next compaction (each is its own transaction, STORAGE.md §8): the
+  // ones before it stay, and the run exits 1 saying how many (decision 0016), not 130 with no word of them.
+  const signals = watchSignals(request.signals ?? process);
   try {
     const required = request.requiredFreeBytes;
     const met = (observation: Observation) =>
@@ -178,6 +184,12 @@ export async function housekeep(
     selected = ready.length;
     onStep({ step: 'selected', total: selected });
     for (const [index, recordId] of ready.entries()) {
+      await signals.check().catch((error: unknown) => {
+        if (!(error instanceof Interrupted)) throw error;
+        throw new Interrupted(error.signal, index === 0 ? `housekeep stopped by ${error.signal} before compacting `
+          + 'anything' : `housekeep stopped by ${error.signal} before compaction ${index + 1} of ${selected}; the `
+          + `${compacted} compacted before it stay`);
+      });
       try {
         if (await probes.compact(connection, recordId)) compacted += 1;
       } catch (error) {
@@ -201,6 +213,7 @@ export async function housekeep(
       ? report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_MET', 'NO_ACTION_REQUIRED')
       : report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
   } finally {
+    signals.stop();
     await connection.close();
   }
 }

@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { EventEmitter } from 'node:events';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { AdapterError } from '../../src/core/adapter-error.js';
@@ -318,6 +319,29 @@ t.test('after compacting, health and capacity are read again', async (t) => {
     housekeep(target, request(3, NEVER_ENOUGH), { capacity: readCapacity, health: readHealth, compact: first }),
     { message: 'the database or its disk is full; nothing was written' },
     'before any compaction, the message as it was');
+});
+
+t.test('SIGINT or SIGTERM stops the run before its next compaction: the ones before stay, and it says how many',
+  async (t) => {
+  // Nothing watched the signals: the run ended with the signal's exit code (130 or 143) and no word of what it kept.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const bench = await openWriteBench(t);
+    await supersededHistory(bench);
+    const target = await openTarget(t, bench.dbPath);
+    const signals = new EventEmitter();
+    let compactions = 0;
+    const signalledAtSecond: HousekeepProbes['compact'] = async (connection, id) => {
+      if (++compactions === 2) signals.emit(signal, signal); // during the second compaction's transaction
+      return connection.write((trx) => compactRecord(trx, id));
+    };
+    await t.rejects(housekeep(target, { ...request(5, NEVER_ENOUGH), signals },
+      { capacity: readCapacity, health: readHealth, compact: signalledAtSecond }),
+      { name: 'Interrupted', message: `housekeep stopped by ${signal} before compaction 3 of 5; the 2 compacted before `
+        + 'it stay' });
+    t.equal(Object.values(diskState(bench.dbPath).lifecycles).filter((state) => state === 'HISTORICAL').length, 2,
+      `${signal}: the two compactions before the signal's check stay`);
+    t.equal(signals.listenerCount(signal), 0, `${signal}: no listener left`);
+  }
 });
 
 t.test('compacting one record follows the STORAGE.md §8 table and rolls back on refusal', async (t) => {
