@@ -135,7 +135,7 @@ const HOUSEKEEP_FLAGS = [
 function wholeNumber(flag: string, text: string | undefined, min: number): number {
   const value = text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min)
-    throw new UsageError(`--${flag} must be a whole number of at least ${min}`);
+    throw new UsageError(`--${flag} must be a whole number from ${min} to ${Number.MAX_SAFE_INTEGER}`);
   return value;
 }
 

@@ -493,6 +493,9 @@ t.test('housekeep refuses an interlocked database; the command line validates it
   }
   t.match(admin('housekeep', '--db', dbPath, '--scope', 'NOWHERE', '--max-records', '1', '--required-free-bytes',
     '0').stderr, /INVALID_ENUM|UNKNOWN_SCOPE/);
+  // A number past 2^53 - 1 was refused as no "whole number of at least 0", which it is: the message gives the range.
+  t.match(admin('housekeep', '--db', dbPath, '--scope', 'GLOBAL_USER', '--max-records', '1', '--required-free-bytes',
+    '99999999999999999').stderr, '--required-free-bytes must be a whole number from 0 to 9007199254740991');
   t.equal(admin('audit', '--db', dbPath, '--scope', 'GLOBAL_USER').status, 2, 'housekeep flags belong to housekeep');
   t.equal(admin('housekeep', '--scope', 'GLOBAL_USER', '--max-records', '1', '--required-free-bytes', '0').status, 2,
     '--db is required');
