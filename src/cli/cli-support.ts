@@ -79,8 +79,9 @@ function withoutSecrets(message: string): string {
 
 /**
  * Runs a command's main function and turns its outcome into an exit code: governed errors print one
- * line `<command>: <CODE>: <message>` on stderr (and `error_code` on stdout with --json), usage errors
- * exit 2, anything unexpected keeps its stack on stderr and exits 1.
+ * line `<command>: <CODE>: <message>` on stderr (and `error_code` on stdout with --json), a run stopped by a signal
+ * its message (and `interrupted_by` with --json), usage errors exit 2, anything unexpected keeps its stack on stderr
+ * and exits 1.
  */
 export async function runCommand(
   command: string, usage: string, json: () => boolean, main: () => Promise<number>,
@@ -105,6 +106,8 @@ export async function runCommand(
       code = EXIT.FAILED;
     } else if (error instanceof Interrupted) {
       process.stderr.write(`${command}: ${error.message}\n`);
+      // --json prints one report on stdout (OPERATIONS.md §1), a stopped run too: a script reads why it ended.
+      if (json()) process.stdout.write(`${JSON.stringify({ interrupted_by: error.signal, message: error.message })}\n`);
       code = EXIT.FAILED;
     } else if (error instanceof MigrationFileError) {
       process.stderr.write(`${command}: SCHEMA_MISMATCH: ${error.message}\n`);

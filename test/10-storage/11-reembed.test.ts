@@ -357,6 +357,8 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds; Ctr
   await reopened.close();
   // Ctrl-C (SIGINT) after a committed batch: one line on what was left, exit 1, not the signal's death.
   const interrupted = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  interrupted.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
   let stderr = '';
   await new Promise<void>((resolve) => interrupted.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
@@ -368,6 +370,8 @@ t.test('a killed CLI run leaves the old binding usable and a rerun succeeds; Ctr
   t.same([code, signal], [1, null], 'exit 1');
   t.match(stderr, /\nfactlane-admin: SIGINT: reembed stops before its next batch, switching nothing; send it again/);
   t.match(stderr, /\nfactlane-admin: reembed stopped by SIGINT before the switch: the database still serves its old /);
+  // --json prints one report on stdout (OPERATIONS.md §1), a stopped run too; it printed nothing.
+  t.match(JSON.parse(stdout), { interrupted_by: 'SIGINT', message: /^reembed stopped by SIGINT before the switch/ });
   t.equal(readDb(dbPath).bindingText, before.bindingText, 'old binding after Ctrl-C');
   const rerun = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
   t.equal(rerun.status, 0, rerun.status === 0 ? 'rerun exits 0' : rerun.stderr);
