@@ -85,9 +85,13 @@ async function assertNoContradiction(
   // The live record itself is being superseded, so it never conflicts with its successor.
   if (await findCurrentWithKey(reader, scope, successor.contradiction_key, successor.native_content_hash, false,
     live.memory_id)) {
-    throw new AdapterError('CONTRADICTION',
-      'another current memory of this scope has the same memory_type and subject and a different fact: find it '
-        + 'with memory_search and REPLACE that memory instead, or give this fact another subject');
+    // A Candidate keeps its subject (REVERIFY cannot change it, REPLACE of a Candidate is refused): only the other
+    // memory can be replaced with this fact.
+    throw new AdapterError('CONTRADICTION', live.lifecycle_state === 'CANDIDATE'
+      ? 'another current memory of this scope has the same memory_type and subject and a different fact, so this '
+        + 'Candidate cannot be promoted: find that memory with memory_search and REPLACE it with this fact'
+      : 'another current memory of this scope has the same memory_type and subject and a different fact: find it '
+        + 'with memory_search and REPLACE that memory instead, or give this fact another replacement.subject');
   }
 }
 

@@ -36,7 +36,8 @@ const RAW_PHRASES = ['full transcript', 'hidden reasoning', 'whole repository'];
 const present = (value: unknown) => value !== undefined && value !== null;
 
 // The messages say which rule refused the value, never the value itself (CONTRACT.md §6.3).
-function sensitive(field: string, why = 'looks like a secret (a key, token or password); leave it out'): AdapterError {
+function sensitive(field: string, why = 'looks like a secret (a key, token or password); send it without the secret')
+  : AdapterError {
   return new AdapterError('RAW_OR_SENSITIVE_CONTENT', `${field} ${why}`);
 }
 

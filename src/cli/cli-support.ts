@@ -78,6 +78,19 @@ function withoutSecrets(message: string): string {
 }
 
 /**
+ * A flag's whole number written in decimal digits, from `min` to `max` (at most 2^53 - 1, the largest a report can
+ * carry exactly), else a usage error naming the range.
+ */
+export function wholeNumber(
+  flag: string, text: string | undefined, min: number, max = Number.MAX_SAFE_INTEGER,
+): number {
+  const value = text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max)
+    throw new UsageError(`--${flag} must be a whole number from ${min} to ${max}`);
+  return value;
+}
+
+/**
  * Runs a command's main function and turns its outcome into an exit code: governed errors print one
  * line `<command>: <CODE>: <message>` on stderr (and `error_code` on stdout with --json), a run stopped by a signal
  * its message (and `interrupted_by` with --json), usage errors exit 2, anything unexpected keeps its stack on stderr

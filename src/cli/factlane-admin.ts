@@ -16,7 +16,7 @@ import { reembedDatabase } from '../maintenance/reembed-operation.js';
 import { unreadableFile, unreadableReport, verifyBackup, verifyDatabase } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { printAudit, printBackup, printHousekeep, printReembed, printRestore, printVerify } from './admin-output.js';
-import { EXIT, UsageError, parseFlags, runCommand } from './cli-support.js';
+import { EXIT, UsageError, parseFlags, runCommand, wholeNumber } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
@@ -130,14 +130,6 @@ const RECOVER_FLAGS = ['plan', 'confirm', 'receipt', 'state', 'incident-class'] 
 const HOUSEKEEP_FLAGS = [
   'scope', 'project-id', 'worktree-id', 'workflow-id', 'agent-id', 'max-records', 'required-free-bytes',
 ] as const;
-
-/** A whole number of at least `min` written in decimal digits, else a usage error. */
-function wholeNumber(flag: string, text: string | undefined, min: number): number {
-  const value = text !== undefined && /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min)
-    throw new UsageError(`--${flag} must be a whole number from ${min} to ${Number.MAX_SAFE_INTEGER}`);
-  return value;
-}
 
 /** The housekeep flags as a request: the scope follows CONTRACT.md §4.2; a violation is a usage error. */
 function housekeepRequest(values: Record<string, string | undefined>): HousekeepRequest {

@@ -2,7 +2,7 @@ import { validateScope } from '../adapter/request-scope.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { isUuid } from '../core/identifiers.js';
 import type { ScopeColumns } from '../storage/record-repository.js';
-import { UsageError } from './cli-support.js';
+import { UsageError, wholeNumber } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 
 // The flags of factlane-admin candidates and promote (docs/decisions/0022). They are parsed with the rest of
@@ -50,15 +50,6 @@ export function rejectReviewFlags(command: string | undefined, values: Values): 
   throw new UsageError(`--${flag} belongs to ${owner}, not ${command ?? 'no command'}`);
 }
 
-function whole(flag: string, text: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  const value = /^[0-9]+$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    const range = max === Number.MAX_SAFE_INTEGER ? `from ${min} up` : `from ${min} to ${max}`;
-    throw new UsageError(`--${flag} must be a whole number ${range}`);
-  }
-  return value;
-}
-
 /** The scope flags as an exact tuple (CONTRACT.md §4.2), as housekeep validates them; none given means every scope. */
 function scopeFilter(values: Values): ScopeColumns | null {
   const fields = {
@@ -88,7 +79,7 @@ export function parseReviewCommand(
   const db = values.db;
   if (typeof db !== 'string') throw new UsageError(`${command} needs --db PATH`);
   if (command === 'candidates') {
-    const limit = values.limit === undefined ? DEFAULT_LIMIT : whole('limit', values.limit as string, 1, MAX_LIMIT);
+    const limit = values.limit === undefined ? DEFAULT_LIMIT : wholeNumber('limit', values.limit as string, 1, MAX_LIMIT);
     return { command, db, scope: scopeFilter(values), limit };
   }
   const memoryIds = (values['memory-id'] as string[] | undefined) ?? [];
@@ -106,7 +97,7 @@ export function parseReviewCommand(
       '--ollama-url must be http://127.0.0.1[:port] or http://[::1][:port] with no path, user, query or fragment');
   }
   return {
-    command, db, memoryId: memoryIds[0]!.toLowerCase(), expectedRevision: whole('expected-revision', revision, 1),
+    command, db, memoryId: memoryIds[0]!.toLowerCase(), expectedRevision: wholeNumber('expected-revision', revision, 1),
     expectedRecordId: recordId.toLowerCase(),
     sourceTimestamp: (values['source-timestamp'] as string | undefined) ?? null,
     ollamaUrl,

@@ -1,3 +1,4 @@
+import { basename } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactRecord, readyForCompaction } from '../storage/compaction-repository.js';
 import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
@@ -23,7 +24,25 @@ export interface HousekeepRequest {
   readonly onStep?: StepListener;
   /** Where SIGINT and SIGTERM come from; default the process (tests pass an emitter). */
   readonly signals?: NodeJS.EventEmitter;
+  /** Hears each signal during the compactions, with the count so far; default SAY_AND_STOP_AT_ONCE_ON_REPEAT. */
+  readonly onSignal?: (signal: string, repeated: boolean, compacted: number) => void;
 }
+
+/**
+ * The first signal during the compactions is said on stderr (the run stops before its next compaction, which may first
+ * wait out a busy database); a second stops the process at once, exit 1, saying what stays.
+ */
+export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean, compacted: number): void => {
+  const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
+  if (!repeated) {
+    process.stderr.write(`${command}: ${signal}: housekeep stops before its next compaction; send it again to stop at `
+      + 'once\n');
+    return;
+  }
+  process.stderr.write(`${command}: housekeep stopped at once by a second ${signal}; the ${compacted} compacted before `
+    + 'it stay\n');
+  process.exit(1);
+};
 
 /** The housekeeping report (OPERATIONS.md §3): counts and outcomes only, never record ids, hashes or provenance. */
 export interface HousekeepReport {
@@ -132,9 +151,6 @@ export async function housekeep(
   assertNoInterlock(target.findings);
   assertHousekeepable(target);
   const connection = WriteConnection.open({ path: target.path });
-  // Ctrl-C or SIGTERM stops the run before its next compaction (each is its own transaction, STORAGE.md §8): the
-  // ones before it stay, and the run exits 1 saying how many (decision 0016), not 130 with no word of them.
-  const signals = watchSignals(request.signals ?? process);
   try {
     const required = request.requiredFreeBytes;
     const met = (observation: Observation) =>
@@ -183,23 +199,34 @@ export async function housekeep(
         'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
     selected = ready.length;
     onStep({ step: 'selected', total: selected });
-    for (const [index, recordId] of ready.entries()) {
-      await signals.check().catch((error: unknown) => {
-        if (!(error instanceof Interrupted)) throw error;
-        throw new Interrupted(error.signal, index === 0 ? `housekeep stopped by ${error.signal} before compacting `
-          + 'anything' : `housekeep stopped by ${error.signal} before compaction ${index + 1} of ${selected}; the `
-          + `${compacted} compacted before it stay`);
-      });
-      try {
-        if (await probes.compact(connection, recordId)) compacted += 1;
-      } catch (error) {
-        // The storage floor's message speaks of the failed transaction alone ("nothing was written"): the compactions
-        // before it are committed and stay (STORAGE.md §8), and the operator is told so.
-        if (!(error instanceof AdapterError) || compacted === 0) throw error;
-        throw new AdapterError(error.code, `compaction ${index + 1} of ${selected} failed: ${error.message}; the `
-          + `${compacted} compacted before it stay`, { cause: error, retryable: error.retryable });
+    // Ctrl-C or SIGTERM during the compactions stops the run before the next one (each is its own transaction,
+    // STORAGE.md §8): those before it stay, and the run exits 1 saying how many (decision 0016), not 130 with no word
+    // of them. The first signal is said at once (a compaction may wait out a busy database, about 36 s); a second
+    // stops the process at once. Before them nothing has changed, and after them nothing more will: a signal there
+    // ends the run as it comes.
+    const hear = request.onSignal ?? SAY_AND_STOP_AT_ONCE_ON_REPEAT;
+    const signals = watchSignals(request.signals ?? process, (signal, repeated) => hear(signal, repeated, compacted));
+    try {
+      for (const [index, recordId] of ready.entries()) {
+        await signals.check().catch((error: unknown) => {
+          if (!(error instanceof Interrupted)) throw error;
+          throw new Interrupted(error.signal, index === 0 ? `housekeep stopped by ${error.signal} before compacting `
+            + 'anything' : `housekeep stopped by ${error.signal} before compaction ${index + 1} of ${selected}; the `
+            + `${compacted} compacted before it stay`);
+        });
+        try {
+          if (await probes.compact(connection, recordId)) compacted += 1;
+        } catch (error) {
+          // The storage floor's message speaks of the failed transaction alone ("nothing was written"): the compactions
+          // before it are committed and stay (STORAGE.md §8), and the operator is told so.
+          if (!(error instanceof AdapterError) || compacted === 0) throw error;
+          throw new AdapterError(error.code, `compaction ${index + 1} of ${selected} failed: ${error.message}; the `
+            + `${compacted} compacted before it stay`, { cause: error, retryable: error.retryable });
+        }
+        onStep({ step: 'compacted', done: index + 1, total: selected, fields: { compacted } });
       }
-      onStep({ step: 'compacted', done: index + 1, total: selected, fields: { compacted } });
+    } finally {
+      signals.stop();
     }
     after = await observe(connection, target.path, request.scope, probes);
     health = probes.health(connection.connection);
@@ -213,7 +240,6 @@ export async function housekeep(
       ? report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_MET', 'NO_ACTION_REQUIRED')
       : report('HOUSEKEEPING_COMPLETE_CAPACITY_REQUIREMENT_NOT_MET', 'ADDITIONAL_CAPACITY_OR_OPERATOR_ACTION_REQUIRED');
   } finally {
-    signals.stop();
     await connection.close();
   }
 }

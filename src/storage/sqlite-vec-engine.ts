@@ -267,7 +267,7 @@ export class SQLiteVecEngine {
   }
 
   /**
-   * BACKEND_UNAVAILABLE (not retryable) when the database path no longer names the inode this engine opened: the file
+   * BACKEND_UNAVAILABLE (retryable) when the database path no longer names the inode this engine opened: the file
    * was deleted, or moved and perhaps replaced, while the server ran. A write would commit into a file that no other
    * process can reach any more, and be lost when this one exits (STORAGE.md §9, CONTRACT.md §10 "lease path
    * changed"). A stat of the path, a few microseconds a write.
@@ -276,10 +276,10 @@ export class SQLiteVecEngine {
     try {
       this.#inode.assertSameInode();
     } catch (error) {
-      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file was deleted or replaced while this server ran, '
-        + 'so nothing was written (a write there would be lost); restart the server on the database', {
-        retryable: false, cause: error,
-      });
+      // Retryable, as CONTRACT.md §10 has it for a changed lease path: a retry succeeds once the file is back.
+      throw new AdapterError('BACKEND_UNAVAILABLE', 'the database file was deleted or replaced while this process had '
+        + 'it open, so nothing was written (a write there would be lost); put the file back under its name, or start '
+        + 'again on the file now there', { cause: error });
     }
   }
 }

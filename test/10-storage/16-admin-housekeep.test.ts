@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap';
+import { spawnSync } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -12,8 +13,8 @@ import { readCapacity } from '../../src/storage/status-repository.js';
 import { WriteConnection } from '../../src/storage/write-connection.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import {
-  ADMIN_BIN, damageFirstPage, migrationsDir, nextMigration, RawDatabase, runBin, sqliteVec, withRaw,
-  writeInterlock,
+  ADMIN_BIN, damageFirstPage, migrationsDir, nextMigration, RawDatabase, REPO_ROOT, runBin, sqliteVec, TS_IMPORT,
+  withRaw, writeInterlock,
 } from '../helpers/storage.js';
 import {
   currentRequest, derivedRows, diskState, openWriteBench, reverifyRequest, store, update, type Json, type WriteBench,
@@ -334,14 +335,30 @@ t.test('SIGINT or SIGTERM stops the run before its next compaction: the ones bef
       if (++compactions === 2) signals.emit(signal, signal); // during the second compaction's transaction
       return connection.write((trx) => compactRecord(trx, id));
     };
-    await t.rejects(housekeep(target, { ...request(5, NEVER_ENOUGH), signals },
+    const heard: [string, boolean, number][] = [];
+    const onSignal = (name: string, repeated: boolean, compacted: number) => heard.push([name, repeated, compacted]);
+    await t.rejects(housekeep(target, { ...request(5, NEVER_ENOUGH), signals, onSignal },
       { capacity: readCapacity, health: readHealth, compact: signalledAtSecond }),
       { name: 'Interrupted', message: `housekeep stopped by ${signal} before compaction 3 of 5; the 2 compacted before `
         + 'it stay' });
     t.equal(Object.values(diskState(bench.dbPath).lifecycles).filter((state) => state === 'HISTORICAL').length, 2,
       `${signal}: the two compactions before the signal's check stay`);
     t.equal(signals.listenerCount(signal), 0, `${signal}: no listener left`);
+    t.same(heard, [[signal, false, 1]], `${signal}: heard at once, during the second compaction`);
   }
+});
+
+t.test('by default the first signal is said, and a second stops the process at once, exit 1, saying what stays',
+  async (t) => {
+  const run = (repeated: boolean) => spawnSync(process.execPath, ['--import', TS_IMPORT, '--input-type=module', '-e',
+    `const m = await import(process.argv[1]); m.SAY_AND_STOP_AT_ONCE_ON_REPEAT('SIGINT', ${repeated}, 3);`,
+    join(REPO_ROOT, 'src/maintenance/housekeep-operation.ts')], { encoding: 'utf8' });
+  const first = run(false);
+  t.equal(first.status, 0, first.stderr);
+  t.match(first.stderr, /: SIGINT: housekeep stops before its next compaction; send it again to stop at once\n$/);
+  const second = run(true);
+  t.equal(second.status, 1, second.stderr);
+  t.match(second.stderr, /: housekeep stopped at once by a second SIGINT; the 3 compacted before it stay\n$/);
 });
 
 t.test('compacting one record follows the STORAGE.md §8 table and rolls back on refusal', async (t) => {

@@ -208,21 +208,27 @@ t.test('an update that would leave two current records with one key and differen
   // The Candidate is stored first, so it is not in contradiction; the current fact arrives later.
   const cand = await candidate(bench.adapter('delegated-candidate'),
     { fact: 'The build uses Node 22', subject: 'node version', source_timestamp: NOW });
-  await current(owner, { fact: 'The build uses Node 20', subject: 'node version' });
+  const node20 = await current(owner, { fact: 'The build uses Node 20', subject: 'node version' });
   t.equal(bench.state().lifecycles[cand.record_id], 'CANDIDATE');
+  // A Candidate keeps its subject: the message names the one way that works, a REPLACE of the other memory.
   await refused(t, bench, () => update(owner, reverifyRequest(cand, { expected_record_id: cand.record_id })),
-    'CONTRADICTION', undefined, 'promotion against another current fact');
+    'CONTRADICTION', 'so this Candidate cannot be promoted: find that memory with memory_search and REPLACE it with '
+      + 'this fact', 'promotion against another current fact');
 
   const shell = await current(owner, { fact: 'The shell is zsh', subject: 'shell' });
   await refused(t, bench,
     () => update(owner, replaceRequest(shell, { fact: 'The build uses Node 18', subject: 'NODE version' })),
-    'CONTRADICTION', undefined, 'REPLACE onto the key of another current fact');
+    'CONTRADICTION', /REPLACE that memory instead, or give this fact another replacement.subject$/,
+    'REPLACE onto the key of another current fact');
   await refused(t, bench,
     () => update(owner, replaceRequest(shell, { fact: 'The build uses Node 18', tags: ['subject: node version'] })),
     'CONTRADICTION', undefined, 'REPLACE onto that key through a subject: tag');
   const ok = await update(owner, replaceRequest(shell, { fact: 'The shell is fish', subject: 'shell' }));
   t.equal(ok.status, 'OK', 'replacing the fact of its own key is not a contradiction');
   assertOneLive(t, bench, ok.results[0].memory_id);
+  const followed = await update(owner, replaceRequest(node20, { fact: cand.fact, subject: 'node version' }));
+  t.match(followed, { status: 'OK', results: [{ fact: cand.fact, lifecycle_state: 'VALIDATED_CURRENT' }] },
+    'the promotion message followed: its fact is current');
 });
 
 t.test('ALREADY_CURRENT: promotion finds an equivalent current fact, writes nothing, leaves the key unused',
@@ -428,7 +434,7 @@ t.test('target lookup: NOT_FOUND, CROSS_SCOPE_DENIED, malformed ids, stale revis
   const ok = await update(owner, { ...reverifyRequest(live), memory_id: live.memory_id.toUpperCase() });
   t.equal(ok.results[0].memory_id, live.memory_id, 'an upper-case memory_id is normalised');
   await refused(t, bench, () => update(owner, reverifyRequest(live)), 'VERSION_CONFLICT',
-    /expected_revision is not the live record's revision; read the memory again with memory_get retrieval_mode REVIEW_H/,
+    /expected_revision is not the live record's revision; read the memory again with memory_get retrieval_mode REV/,
     'revision 1 is stale now');
   // What the message says to do works: REVIEW_HISTORY lists the live record first, with the revision to send.
   const history = (await owner.execute('memory_get',

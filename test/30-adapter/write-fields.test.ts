@@ -142,12 +142,14 @@ t.test('source_provenance: required keys, lengths, hex, CR/LF and secrets', asyn
       'PROVENANCE_REQUIRED', key, `${key}: not a string`);
     await refused(t, bench,
       () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: 'line one\nline two' }) })),
-      'RAW_OR_SENSITIVE_CONTENT', `source_provenance.${key} holds a line break; send it on a single line`, `${key}: LF`);
+      'RAW_OR_SENSITIVE_CONTENT', `source_provenance.${key} holds a line break; send it on a single line`,
+      `${key}: LF`);
     await refused(t, bench, () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: 'a\rb' }) })),
       'RAW_OR_SENSITIVE_CONTENT', /holds a line break/, `${key}: CR`);
     await refused(t, bench,
       () => store(delegated, storeRequest({ source_provenance: provenance({ [key]: `ref sk-${'Z'.repeat(24)}` }) })),
-      'RAW_OR_SENSITIVE_CONTENT', `source_provenance.${key} looks like a secret (a key, token or password); leave it out`,
+      'RAW_OR_SENSITIVE_CONTENT',
+      `source_provenance.${key} looks like a secret (a key, token or password); send it without the secret`,
       `${key}: secret-like`);
   }
   // Provenance strings are stripped, not collapsed: every §2.1 whitespace character separates `bearer` from its token.

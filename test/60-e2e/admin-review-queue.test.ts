@@ -296,8 +296,9 @@ t.test('stale, wrong and unknown ids are refused with the governed code and a hi
   t.same(rows(dbPath), before, 'nothing changed');
 
   for (const [args, message] of [
-    [['--expected-revision', '0'], '--expected-revision must be a whole number from 1 up'],
+    [['--expected-revision', '0'], '--expected-revision must be a whole number from 1 to 9007199254740991'],
     [['--expected-revision', '1.5'], '--expected-revision must be a whole number'],
+    [['--expected-revision', '99999999999999999'], '--expected-revision must be a whole number from 1 to 900719925'],
     [['--expected-record-id', 'not-a-uuid'], '--expected-record-id must be a UUID'],
     [['--memory-id', 'x'], '--memory-id must be a UUID'],
     [['--scope', 'GLOBAL_USER'], '--scope does not belong to promote'],

@@ -1625,7 +1625,7 @@ Object {
         "idempotentHint": true,
         "readOnlyHint": false,
       },
-      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. DUPLICATE returns the record that already holds this fact (a Candidate is promoted, not stored again). CONTRADICTION means a current fact of the scope answers the same subject differently: this fact is kept as a Candidate that is never promoted, and a verifier makes it current with memory_update REPLACE of that current memory. memory_status names this server's write profile (launcher.write_profile).",
+      "description": "Store one bounded, provenance-bearing fact if the launcher's write profile allows it. Delegated agents submit Candidates only; verifiers may store current facts. A Candidate is not returned by CURRENT search or get until it is promoted (memory_update REVERIFY by a verifier or the owner); REVIEW_HISTORY shows it. DUPLICATE returns the record that already holds this fact (a Candidate is promoted, not stored again). CONTRADICTION means a current fact of the scope answers the same subject differently: this fact is kept as a Candidate that is never promoted, and a verifier or the owner makes it current with memory_update REPLACE of that current memory. memory_status names this server's write profile (launcher.write_profile).",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
