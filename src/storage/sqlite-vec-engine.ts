@@ -221,8 +221,11 @@ export class SQLiteVecEngine {
   /** One BEGIN IMMEDIATE write transaction with the writer gate open; see WriteConnection.write. */
   write<T>(work: WriteWork<T>): Promise<T> {
     this.#assertOpen();
-    this.#assertStillNamed();
-    return this.#connection.write(work);
+    // Inside the transaction, once it holds the write lock: a file replaced while the write waited is caught too.
+    return this.#connection.write(async (trx, raw) => {
+      this.#assertStillNamed();
+      return work(trx, raw);
+    });
   }
 
   /** How write attempts went through the writer queue (locked, bypassed, unqueued); undefined when it is off. */
