@@ -81,8 +81,14 @@ export class WriterQueue {
   #stalled = false;
   /** Until this time (ms, performance clock) writers go straight to the kernel's queue: another writer was met. */
   #contendedUntil = 0;
-  /** Settles at a stopping server's end (stopWaitingAt): no writer waits for its turn past it. */
-  #stopped: Promise<void> = new Promise(() => {});
+  /** A stopping server's end (stopWaitingAt, ms, performance clock): no writer waits for its turn past it. */
+  #stopEnd = Number.POSITIVE_INFINITY;
+  /**
+   * Wakes the writers waiting for their turn when the stop's end comes. One entry per waiting writer, removed when its
+   * wait ends: a race against one never-settling promise kept two promises of every slow-path write alive for the life
+   * of the process (about 300 bytes a write).
+   */
+  readonly #stopWakers = new Set<() => void>();
 
   constructor(options: WriterQueueOptions) {
     this.sidecarPath = options.databasePath + WRITER_SIDECAR_SUFFIX;
@@ -118,7 +124,10 @@ export class WriterQueue {
    * without the lock, where SQLite's busy handling (bounded by the same end) still orders it.
    */
   stopWaitingAt(end: number): void {
-    this.#stopped = new Promise((resolve) => { setTimeout(resolve, Math.max(0, end - performance.now())).unref(); });
+    this.#stopEnd = Math.min(this.#stopEnd, end);
+    setTimeout(() => {
+      for (const wake of this.#stopWakers) wake();
+    }, Math.max(0, end - performance.now())).unref();
   }
 
   /** Counts of attempts by how they ran, for tests and benchmarks. */
@@ -152,23 +161,33 @@ export class WriterQueue {
       return;
     }
     if (this.#pending === undefined) {
-      // Alone, the lock is taken without a threadpool round trip; once another writer was met, every request waits
-      // in the kernel, so a newcomer does not take the lock in the moment it passes from its holder to a waiter.
-      if (performance.now() >= this.#contendedUntil && this.#tryLock()) {
-        this.#turns.locked += 1;
-        return;
+      // Alone, the lock is taken without a threadpool round trip; for WRITER_QUEUE_CONTENDED_MS after a try met another
+      // writer, every request waits in the kernel, so a newcomer does not take the lock in the moment it passes from
+      // its holder to a waiter. Only a try that failed starts that time: renewed by every queued write, it never ran
+      // out while writes came less than that apart, and a process left alone kept paying the threadpool round trip.
+      if (performance.now() >= this.#contendedUntil) {
+        if (this.#tryLock()) {
+          this.#turns.locked += 1;
+          return;
+        }
+        if (this.#state !== 'OPEN') {
+          this.#turns.unqueued += 1;
+          return;
+        }
+        this.#contendedUntil = performance.now() + WRITER_QUEUE_CONTENDED_MS;
       }
-      if (this.#state !== 'OPEN') {
-        this.#turns.unqueued += 1;
-        return;
-      }
-      this.#contendedUntil = performance.now() + WRITER_QUEUE_CONTENDED_MS;
       this.#pending = this.#request();
     }
     let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, this.#waitMs); });
-    await Promise.race([this.#pending, waited, this.#stopped]);
+    let wake!: () => void;
+    const waited = new Promise<void>((resolve) => {
+      wake = resolve;
+      timer = setTimeout(resolve, Math.max(0, Math.min(this.#waitMs, this.#stopEnd - performance.now())));
+    });
+    this.#stopWakers.add(wake);
+    await Promise.race([this.#pending, waited]);
     clearTimeout(timer);
+    this.#stopWakers.delete(wake);
     if (this.#holding) {
       this.#turns.locked += 1;
       this.#turns.queued += 1;
