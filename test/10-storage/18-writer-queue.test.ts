@@ -162,7 +162,7 @@ t.test('a write waits for its turn without blocking the event loop: reads of the
     await sleep(500);
     await storeRow(engine, candidateRow());
   }
-  const { queued, locked } = engine.writerQueueTurns;
+  const { queued, locked } = engine.writerQueueTurns!;
   t.equal(locked, 9, 'every write held the lock');
   t.ok(queued <= 5, `alone again, the writes after the time ran out took the lock without the kernel's queue (${queued} `
     + 'queued of 9)');
