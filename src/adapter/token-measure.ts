@@ -14,6 +14,8 @@ function load(): Promise<Count> {
   counter ??= Promise.all([
     import('gpt-tokenizer/encoding/o200k_base'), import('gpt-tokenizer/encodingParams/constants'),
   ]).then(([module, params]) => {
+    // The encoder keeps a cache of its own, keyed by chunk (100,000 entries by default): bounded like ours.
+    module.setMergeCacheSize(ENCODER_MERGE_CACHE_MAX);
     loaded = true;
     return chunkCounter(module.countTokens as unknown as LibraryCount, params.O200K_TOKEN_SPLIT_REGEX);
   });
@@ -28,6 +30,8 @@ function load(): Promise<Count> {
 const CHUNK_COUNTS = new Map<string, number>();
 const CHUNK_COUNTS_MAX = 16_384;
 const CHUNK_REMEMBERED_MAX_LENGTH = 32;
+/** Entries of the encoder's own merge cache (gpt-tokenizer's default is 100,000), each a chunk of its own. */
+export const ENCODER_MERGE_CACHE_MAX = 16_384;
 
 function chunkCounter(countText: LibraryCount, split: RegExp): Count {
   const chunks = new RegExp(split.source, split.flags);
@@ -38,10 +42,11 @@ function chunkCounter(countText: LibraryCount, split: RegExp): Count {
       const chunk = match[0];
       let tokens = CHUNK_COUNTS.get(chunk);
       if (tokens === undefined) {
-        tokens = countText(chunk, AS_TEXT);
-        if (chunk.length <= CHUNK_REMEMBERED_MAX_LENGTH) {
-          remembered(CHUNK_COUNTS, CHUNK_COUNTS_MAX, flatCopy(chunk), tokens);
-        }
+        // A copy of its own: the match is a slice of the whole text, and the encoder's merge cache keeps what it is
+        // given as a key, so a slice kept every record text it came from alive (1.5 KB an entry with CJK records).
+        const own = flatCopy(chunk);
+        tokens = countText(own, AS_TEXT);
+        if (chunk.length <= CHUNK_REMEMBERED_MAX_LENGTH) remembered(CHUNK_COUNTS, CHUNK_COUNTS_MAX, own, tokens);
       }
       total += tokens;
     }

@@ -2,8 +2,8 @@ import t from 'tap';
 import { encode } from 'gpt-tokenizer/encoding/o200k_base';
 import { canonicalJson } from '../../src/core/canonical-json.js';
 import {
-  countListTokens, countObjectTokens, countTokens, fixedRecordTokens, recordCoreTokens, tokenizerLoaded,
-  warmUpTokenizer,
+  countListTokens, countObjectTokens, countTokens, ENCODER_MERGE_CACHE_MAX, fixedRecordTokens, recordCoreTokens,
+  tokenizerLoaded, warmUpTokenizer,
 } from '../../src/adapter/token-measure.js';
 
 // Budgets report real o200k_base counts (CONTRACT.md §12.5). countTokens adds up the counts of segments cut
@@ -204,6 +204,19 @@ t.test('arbitrary text counts exactly what a whole-text encode counts, segment c
   t.same(wrongIds, [], 'short segments past the remembered number count exactly');
   const tooLong = `{"fact":"${'word '.repeat(600)}","tags":["a"]}`;
   t.equal(await countTokens(tooLong), whole(tooLong), 'a segment too long to remember is counted directly');
+});
+
+t.test('the encoder\'s own merge cache is bounded like ours, and holds no slice of a counted text', async (t) => {
+  // gpt-tokenizer caches merges by chunk, 100,000 entries by default, keyed by the string it is given: a chunk sliced
+  // from a record text kept that whole text alive (a soak held about 1.5 KB an entry with CJK records).
+  await warmUpTokenizer();
+  const encoder = (await import('gpt-tokenizer/encoding/o200k_base')).default as unknown as {
+    bytePairEncodingCoreProcessor: { mergeCacheSize: number; mergeCache?: Map<string, unknown> };
+  };
+  const core = encoder.bytePairEncodingCoreProcessor;
+  t.equal(core.mergeCacheSize, ENCODER_MERGE_CACHE_MAX, 'the bound is set when the encoder loads');
+  for (let i = 0; i < ENCODER_MERGE_CACHE_MAX + 2000; i += 1) await countTokens(`{"fact":"zq${i.toString(36)}vx"}`);
+  t.ok(core.mergeCache!.size <= ENCODER_MERGE_CACHE_MAX, `${core.mergeCache!.size} entries at most`);
 });
 
 t.test('chunk counts remembered from one text serve another exactly (docs/decisions/0037)', async (t) => {
