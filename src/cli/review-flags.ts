@@ -79,7 +79,8 @@ export function parseReviewCommand(
   const db = values.db;
   if (typeof db !== 'string') throw new UsageError(`${command} needs --db PATH`);
   if (command === 'candidates') {
-    const limit = values.limit === undefined ? DEFAULT_LIMIT : wholeNumber('limit', values.limit as string, 1, MAX_LIMIT);
+    const limit = values.limit === undefined ? DEFAULT_LIMIT
+      : wholeNumber('limit', values.limit as string, 1, MAX_LIMIT);
     return { command, db, scope: scopeFilter(values), limit };
   }
   const memoryIds = (values['memory-id'] as string[] | undefined) ?? [];
