@@ -1,4 +1,3 @@
-import { basename } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactRecord, readyForCompaction } from '../storage/compaction-repository.js';
 import { readHealth, type HealthReading } from '../storage/lineage-audit.js';
@@ -7,7 +6,7 @@ import type { ScopeColumns } from '../storage/record-repository.js';
 import { assertNoInterlock, assertVectorTablesWhole, schemaRefusal } from '../storage/schema-inspection.js';
 import { capacityKnown, countScope, readCapacity } from '../storage/status-repository.js';
 import { WriteConnection } from '../storage/write-connection.js';
-import { Interrupted, watchSignals } from './operation-signals.js';
+import { Interrupted, sayThenStopAtOnce, watchSignals } from './operation-signals.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** What one housekeeping run asks for (OPERATIONS.md §3). */
@@ -32,17 +31,11 @@ export interface HousekeepRequest {
  * The first signal during the compactions is said on stderr (the run stops before its next compaction, which may first
  * wait out a busy database); a second stops the process at once, exit 1, saying what stays.
  */
-export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean, compacted: number): void => {
-  const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
-  if (!repeated) {
-    process.stderr.write(`${command}: ${signal}: housekeep stops before its next compaction; send it again to stop at `
-      + 'once\n');
-    return;
-  }
-  process.stderr.write(`${command}: housekeep stopped at once by a second ${signal}; the ${compacted} compacted before `
-    + 'it stay\n');
-  process.exit(1);
-};
+export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean, compacted: number): void =>
+  sayThenStopAtOnce(
+    (said) => `${said}: housekeep stops before its next compaction; send it again to stop at once`,
+    (said) => `housekeep stopped at once by a second ${said}; the ${compacted} compacted before it stay`,
+  )(signal, repeated);
 
 /** The housekeeping report (OPERATIONS.md §3): counts and outcomes only, never record ids, hashes or provenance. */
 export interface HousekeepReport {

@@ -1,6 +1,22 @@
+import { basename } from 'node:path';
+
 // SIGINT and SIGTERM during a long operator run that stops between steps: a recovery run (OPERATIONS.md §5.8) stops at
 // its next step, and after the commit it fails closed (the state says sealing is incomplete); reembed stops before its
 // next batch or its switch, and the database keeps serving its old vectors.
+
+/**
+ * How a long operator run hears signals by default: the first is said on stderr at once (`first`: the run stops at its
+ * next step, which may first wait), a second stops the process at once, exit 1, saying what it left (`second`).
+ */
+export function sayThenStopAtOnce(
+  first: (signal: string) => string, second: (signal: string) => string,
+): (signal: string, repeated: boolean) => void {
+  return (signal, repeated) => {
+    const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
+    process.stderr.write(`${command}: ${(repeated ? second : first)(signal)}\n`);
+    if (repeated) process.exit(1);
+  };
+}
 
 /** SIGINT or SIGTERM arrived: the run stops at its next step; its message says what the stop left. */
 export class Interrupted extends Error {

@@ -1,4 +1,3 @@
-import { basename } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -16,7 +15,7 @@ import {
 } from '../storage/schema-inspection.js';
 import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
-import { Interrupted, watchSignals } from './operation-signals.js';
+import { Interrupted, sayThenStopAtOnce, watchSignals } from './operation-signals.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** Records embedded per committed batch unless told otherwise. */
@@ -55,16 +54,10 @@ const STOPPED_BEFORE_THE_SWITCH = 'before the switch: the database still serves 
  * The first signal is said on stderr (a batch, one embedding call, may take up to its provider's timeout); a second
  * stops the process at once, as a kill would: the old vectors stay in use either way (OPERATIONS.md §7).
  */
-export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = (signal: string, repeated: boolean): void => {
-  const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
-  if (!repeated) {
-    process.stderr.write(`${command}: ${signal}: reembed stops before its next batch, switching nothing; send it `
-      + 'again to stop at once\n');
-    return;
-  }
-  process.stderr.write(`${command}: reembed stopped at once by a second ${signal} ${STOPPED_BEFORE_THE_SWITCH}\n`);
-  process.exit(1);
-};
+export const SAY_AND_STOP_AT_ONCE_ON_REPEAT = sayThenStopAtOnce(
+  (signal) => `${signal}: reembed stops before its next batch, switching nothing; send it again to stop at once`,
+  (signal) => `reembed stopped at once by a second ${signal} ${STOPPED_BEFORE_THE_SWITCH}`,
+);
 
 /** One progress line (OPERATIONS.md §7): records done / total, rate and time left. */
 export interface ReembedProgress {
