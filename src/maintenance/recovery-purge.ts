@@ -1,6 +1,6 @@
 import { keptPlacesHoldingContent, rowsHoldingContent } from '../storage/recovery-content.js';
 import { writeInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
-import { ftsCommands, purgeRecord, readDerivedRows, readRecordsById } from '../storage/recovery-repository.js';
+import { dropStatistics, ftsCommands, purgeRecord, readDerivedRows, readRecordsById } from '../storage/recovery-repository.js';
 import { RecoveryHold } from './recovery-hold.js';
 import type { Inspection } from './recovery-inspection.js';
 import { isTombstoneOf, tombstoneColumns } from './recovery-plan.js';
@@ -22,6 +22,7 @@ export async function purge(
     for (const { row } of inspection.targets) {
       await purgeRecord(trx, row.row_id, tombstoneColumns(prepared.plan.operation_id, row.record_id));
     }
+    await dropStatistics(trx);
     await ftsCommands.rebuild(trx);
     await ftsCommands.integrityCheck(trx);
     // The targets' rows are checked whole (a tombstone spells identifiers only), every other row for content.

@@ -6,6 +6,7 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/hashing.js';
 import { removeEligibleVector } from './eligible-vectors.js';
 import type { SqliteConnection } from './native.js';
+import { STATISTICS_TABLE } from './schema-verification.js';
 import { isBusyError, translateSqliteError } from './sqlite-errors.js';
 import type { RecordRow } from './record-rows.js';
 
@@ -186,6 +187,18 @@ export async function purgeRecord(trx: Transaction<DB>, rowId: number, tombstone
     .executeTakeFirst();
   if (updated.numUpdatedRows !== 1n) {
     throw new AdapterError('BACKEND_UNAVAILABLE', 'a target record vanished during the purge');
+  }
+}
+
+/**
+ * Drops SQLite's statistics tables (an operator's ANALYZE) inside the purge transaction: `sqlite_stat4` samples index
+ * keys, a target's content hash and FTS5 terms among them, and no other step removes those. Statistics only steer the
+ * query planner; an ANALYZE makes them again (decision 0043).
+ */
+export async function dropStatistics(trx: Transaction<DB>): Promise<void> {
+  const tables = await sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table'`.execute(trx);
+  for (const { name } of tables.rows) {
+    if (STATISTICS_TABLE.test(name)) await sql`DROP TABLE ${sql.id(name)}`.execute(trx);
   }
 }
 

@@ -20,6 +20,12 @@ export const REQUIRED_META_KEYS = Object.freeze([
 /** One row of sqlite_master. */
 export interface SchemaObject { type: string; name: string; tbl_name: string; sql: string | null }
 
+/**
+ * SQLite's statistics tables. Only `ANALYZE` (or `PRAGMA optimize`) makes them, no raw writer can create a table of
+ * that name, and they hold no FactLane data: an operator's ANALYZE is not a schema change (decision 0043).
+ */
+export const STATISTICS_TABLE = /^sqlite_stat[1-4]$/;
+
 function schemaObjects(connection: SqliteConnection): Map<string, SchemaObject> {
   const rows = connection.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY name')
     .all() as SchemaObject[];
@@ -170,6 +176,9 @@ function verifyChecks(
   if (known && findings.vectorDimension !== null) {
     const reference = referenceObjects(shipped, findings.schemaVersion, findings.vectorDimension);
     const actual = schemaObjects(connection);
+    const statistics = [...actual.values()].filter((o) => o.type === 'table' && STATISTICS_TABLE.test(o.name))
+      .map((o) => o.name);
+    for (const name of statistics) actual.delete(name);
     const work = workTableObjects(actual, shipped, findings.schemaVersion);
     const wanted = new Map([...reference.objects, ...work]);
     const differing = [...new Set([...wanted.keys(), ...actual.keys()])].filter((name) => {
@@ -178,8 +187,9 @@ function verifyChecks(
       return !a || !r || a.type !== r.type || a.tbl_name !== r.tbl_name || a.sql !== r.sql;
     });
     const workNote = work.size > 0 ? ` (and the ${work.size} of an unfinished reembed's ${NEXT_VECTOR_TABLE})` : '';
+    const statisticsNote = statistics.length > 0 ? `; SQLite's statistics from ANALYZE: ${statistics.join(', ')}` : '';
     results.push(check('schema_objects', differing.length === 0,
-      `${reference.objects.size} objects match the shipped definitions${workNote}`,
+      `${reference.objects.size} objects match the shipped definitions${workNote}${statisticsNote}`,
       `objects differ from the shipped definitions: ${differing.join(', ')}`));
     // Every table the database has keeps its fences, whatever the migrations it ran say: a migration that dropped
     // a fence would otherwise also drop it from the reference built from those migrations.

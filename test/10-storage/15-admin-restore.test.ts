@@ -291,6 +291,36 @@ t.test('a schema newer than the release is refused; an older one is restored and
   t.ok(existsSync(join(dir, 'older.sqlite3')));
 });
 
+t.test('an operator\'s ANALYZE is not a schema change: verify passes naming its statistics, and a backup of the file '
+  + 'restores (decision 0043)', async (t) => {
+  const dir = t.testdir();
+  const live = join(dir, 'live.sqlite3');
+  const engine = await openEngine(live);
+  for (let i = 0; i < 3; i += 1) await storeRow(engine, candidateRow({ fact: `fact number ${i}` }), i);
+  await engine.close();
+  const raw = new RawDatabase(live);
+  raw.exec('ANALYZE');
+  raw.close();
+  const statistics = withRaw(live, (db) =>
+    db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%' ORDER BY name").pluck().all());
+  t.same(statistics, ['sqlite_stat1', 'sqlite_stat4'], 'ANALYZE made both tables');
+
+  const verify = admin('verify', '--db', live, '--json');
+  t.equal(verify.status, 0, verify.stdout);
+  const objects = (JSON.parse(verify.stdout).checks as { name: string; status: string; detail: string }[])
+    .find((c) => c.name === 'schema_objects');
+  t.match(objects, { status: 'PASS', detail: /statistics from ANALYZE: sqlite_stat1, sqlite_stat4/ });
+
+  const backup = join(dir, 'backup.sqlite3');
+  const taken = admin('backup', '--db', live, '--out', backup);
+  t.equal(taken.status, 0, taken.stderr);
+  t.notMatch(taken.stdout, /FAILED/, 'its checks pass');
+  const restored = join(dir, 'restored.sqlite3');
+  const result = admin('restore', '--from', backup, '--db', restored);
+  t.equal(result.status, 0, result.stderr);
+  t.same(records(restored), records(live), 'the records came back');
+});
+
 t.test('restore loads the token recounter only once the backup passed its checks', async (t) => {
   const { dir, live, backup } = await backedUp(t);
   const shipped = MaintenanceTarget.shippedMigrations();

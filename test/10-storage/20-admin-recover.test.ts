@@ -421,6 +421,29 @@ t.test('a fact the tombstone itself spells is purged and scanned around', async 
     'the tombstone provenance (extraction_method) is not taken for a copy of the fact');
 });
 
+t.test('after an operator\'s ANALYZE, the purge runs and drops the statistics, whose samples hold the targets\' '
+  + 'content hashes (decision 0043)', async (t) => {
+  const dir = t.testdir();
+  const s = await secretScenario(dir);
+  const raw = new RawDatabase(s.dbPath);
+  raw.exec('ANALYZE');
+  raw.close();
+  const hashes = s.targetIds.map((id) => withRaw(s.dbPath, (db) =>
+    db.prepare('SELECT native_content_hash FROM adapter_records WHERE record_id = ?').pluck().get(id) as string));
+  const sampled = () => withRaw(s.dbPath, (db) => (db.prepare('SELECT sample FROM sqlite_stat4').pluck().all() as
+    Buffer[]).filter((sample) => hashes.some((hash) => sample.includes(hash))).length);
+  t.ok(sampled() > 0, 'before: sqlite_stat4 samples a target\'s content hash');
+  const verified = admin('verify', '--db', s.dbPath);
+  t.equal(verified.status, 0, `verify passes beside the statistics: ${verified.stdout}`);
+
+  const { planPath } = planFor(dir, s.dbPath, [s.memoryId]);
+  t.match(await recover(dir, s.dbPath, planPath), { exit: 0, receipt: { residual_byte_scan: 'CLEAN' } });
+  t.same(withRaw(s.dbPath, (db) => db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'sqlite_stat%'")
+    .pluck().all()), [], 'the statistics are gone');
+  t.same(residuals([s.dbPath, `${s.dbPath}-wal`], hashes.map((hash) => Buffer.from(hash))), [],
+    'and no target\'s content hash is left in the file');
+});
+
 t.test('a state file that cannot be written stops the run before any change, naming no path', async (t) => {
   const dir = t.testdir();
   const s = await secretScenario(dir);
