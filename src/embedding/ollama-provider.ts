@@ -46,10 +46,10 @@ export class OllamaProvider implements EmbeddingProvider {
    * SCHEMA_MISMATCH.
    */
   async #request(path: string, body?: unknown): Promise<Record<string, unknown>> {
-    let response: Response;
+    let text: string;
     try {
       // Node's fetch ignores proxy environment variables, as loopback calls must.
-      response = await fetch(`${this.#baseUrl}${path}`, {
+      const response = await fetch(`${this.#baseUrl}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
         headers: body === undefined ? undefined : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -57,12 +57,14 @@ export class OllamaProvider implements EmbeddingProvider {
         // A redirect could send facts and queries off the loopback address: refuse it.
         redirect: 'error',
       });
+      // The body is part of the answer: a connection dropped or timed out while it is read is a connection failure.
+      text = await response.text();
     } catch (error) {
       throw unavailable(`Ollama did not answer ${path}; is it running on the --ollama-url address?`, error);
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(await response.text());
+      parsed = JSON.parse(text);
     } catch {
       throw drift(`Ollama answered ${path} with something that is not JSON`);
     }

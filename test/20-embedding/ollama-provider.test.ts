@@ -202,6 +202,28 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
     'embed against the stopped server');
 });
 
+t.test('a connection dropped in the middle of the body is EMBEDDING_UNAVAILABLE, not a body that is not JSON',
+  async (t) => {
+  // 200, a Content-Length, half a JSON body, then the socket dropped: a runner that crashed while answering.
+  const cutting = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': '5000' });
+      res.write('{"model":"nomic-embed-text:latest","embeddings":[[0.1,');
+      setTimeout(() => req.socket.destroy(), 20);
+    });
+  });
+  await new Promise<void>((resolve) => cutting.listen(0, '127.0.0.1', () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => {
+    cutting.closeAllConnections();
+    cutting.close(() => resolve());
+  }));
+  const provider = new OllamaProvider(NOMIC, `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`);
+  await failsWith(t, () => provider.embedDocuments(['The build uses esbuild']), 'EMBEDDING_UNAVAILABLE', 'embed');
+  await failsWith(t, () => provider.embedQuery('esbuild'), 'EMBEDDING_UNAVAILABLE', 'query');
+  await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE', 'status check');
+});
+
 t.test('embed response checks: count and dimension SCHEMA_MISMATCH, non-finite or zero EMBEDDING_UNAVAILABLE, ' +
   'norm SCHEMA_MISMATCH', async (t) => {
   const fake = await fakeFor(t);
