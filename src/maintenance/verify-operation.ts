@@ -1,4 +1,6 @@
-import { closeSync, existsSync, openSync, readFileSync, readSync, realpathSync, statSync } from 'node:fs';
+import {
+  accessSync, closeSync, constants, existsSync, openSync, readFileSync, readSync, realpathSync, statSync,
+} from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
@@ -92,6 +94,8 @@ export function inWalMode(path: string): boolean {
   return header.toString('latin1', 0, 16) === 'SQLite format 3\0' && (header[18] === 2 || header[19] === 2);
 }
 
+const errorCode = (error: unknown) => (error as NodeJS.ErrnoException).code ?? 'unknown error';
+
 /** What a manifest must match, named in `manifest_matches` when everything matches. */
 const MANIFEST_MATCHES = 'size, SHA-256, database_id and schema version; rollback-journal mode, no -wal or -journal '
   + 'beside it';
@@ -109,8 +113,14 @@ function readManifest(manifestPath: string): { manifest: Record<string, unknown>
       + 'it by factlane-admin backup): copy the two together' };
   }
   if (!statSync(manifestPath).isFile()) return { manifest: {}, problem: 'its manifest is not a regular file' };
+  let text: string;
   try {
-    const parsed = JSON.parse(readFileSync(manifestPath, 'utf8')) as unknown;
+    text = readFileSync(manifestPath, 'utf8');
+  } catch (error) {
+    return { manifest: {}, problem: `its manifest cannot be read (${errorCode(error)}); check its owner and mode` };
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown;
     if (isJsonObject(parsed)) return { manifest: parsed };
   } catch {
     // Reported below.
@@ -124,12 +134,19 @@ function readManifest(manifestPath: string): { manifest: Record<string, unknown>
  * any mismatch, fails `manifest_matches`, which names what differs, and the other checks still run (OPERATIONS.md
  * §4.3: a report, exit 0 or 3). A file SQLite cannot read as a database fails `sqlite_file` instead of stopping the
  * report. A -wal or -journal beside the file, or WAL mode, fails the manifest, and the file is not opened.
- * SOURCE_NOT_FOUND when the file is absent or no regular file.
+ * SOURCE_NOT_FOUND when the file is absent or no regular file, BACKEND_UNAVAILABLE when it cannot be read.
  */
 export function verifyBackup(file: string, shipped: readonly MigrationFile[]): VerifyReport {
   const path = resolve(file);
   if (!existsSync(path)) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup file does not exist');
   if (!statSync(path).isFile()) throw new AdapterError('SOURCE_NOT_FOUND', 'the backup is not a regular file');
+  try {
+    accessSync(path, constants.R_OK);
+  } catch (error) {
+    // A backup is written 0600 by whoever took it: another operator cannot read it. The code, never the path.
+    throw new AdapterError('BACKEND_UNAVAILABLE',
+      `the backup file cannot be read (${errorCode(error)}); check its owner and mode`, { cause: error });
+  }
   const { manifest, problem } = readManifest(backupManifestPath(path));
   // Not hashed or opened then: SQLite would read the companion with the file, or open a file in WAL mode with a new
   // -wal and -shm, and leave them beside the backup.

@@ -2,7 +2,8 @@ import t, { type Test } from 'tap';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import {
-  copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync,
+  chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { restoreVerifiedBackup } from '../../src/maintenance/restore-operation.js';
@@ -336,6 +337,49 @@ t.test('restore loads the token recounter only once the backup passed its checks
   t.equal(loads, 0, 'a refused restore does not load the encoder (about 250 ms)');
   await restore(join(dir, 'back.sqlite3'));
   t.equal(loads, 1, 'a restore that copies loads it once');
+});
+
+const NOBODY = 65534;
+const asRoot = process.getuid?.() === 0;
+
+/** factlane-admin as an operator who cannot read a 0600 file of another owner (nobody, when the suite runs as root). */
+function adminWithoutAccess(...args: string[]) {
+  // Without tap's NODE_OPTIONS, which tap adds to every child's environment: its process-info hook would write, as
+  // nobody, into the suite's own directory.
+  return spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, ADMIN_BIN, ...args],
+    { encoding: 'utf8', timeout: 60_000, ...(asRoot ? { uid: NOBODY, gid: NOBODY } : {}) });
+}
+
+/** A backup (0600, as backup writes it) in a directory others may enter, and a restore target they may write. */
+async function backupOfAnotherOwner(t: Test) {
+  const { dir, backup } = await backedUp(t);
+  chmodSync(dir, 0o755);
+  const out = join(dir, 'out');
+  mkdirSync(out, { mode: 0o777 });
+  chmodSync(out, 0o777);
+  if (asRoot) chownSync(out, NOBODY, NOBODY);
+  if (!asRoot) chmodSync(backup, 0o000);
+  return { backup, manifest: `${backup}.manifest.json`, target: join(out, 'restored.sqlite3') };
+}
+
+t.test('a backup its operator cannot read is refused with a code and the reason, not an internal error', async (t) => {
+  const { backup, target } = await backupOfAnotherOwner(t);
+  for (const args of [['restore', '--from', backup, '--db', target], ['verify', '--backup', backup]]) {
+    const run = adminWithoutAccess(...args);
+    t.equal(run.status, 1, `${args[0]}: refused`);
+    t.equal(run.stderr, 'factlane-admin: BACKEND_UNAVAILABLE: the backup file cannot be read (EACCES); check its '
+      + 'owner and mode\n', `${args[0]}: one line, the code and why`);
+    t.notOk(existsSync(target), `${args[0]}: nothing restored`);
+  }
+});
+
+t.test('a manifest its operator cannot read is named as unreadable, not as malformed', async (t) => {
+  const { backup, manifest } = await backupOfAnotherOwner(t);
+  chmodSync(backup, 0o644);
+  if (!asRoot) chmodSync(manifest, 0o000);
+  const run = adminWithoutAccess('verify', '--backup', backup);
+  t.equal(run.status, 3, run.stderr);
+  t.match(run.stdout, /FAIL +manifest_matches +its manifest cannot be read \(EACCES\); check its owner and mode/);
 });
 
 t.test('restore usage errors exit 2', async (t) => {
