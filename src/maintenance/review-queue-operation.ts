@@ -44,7 +44,10 @@ export interface CandidateEntry {
   readonly contradiction_state: string;
   /** The current facts promotion would contradict: same scope and contradiction key, another fact. */
   readonly contradicts: readonly CurrentFact[];
-  /** A current fact equal to this one (same key, same fact): promotion answers ALREADY_CURRENT with it. */
+  /**
+   * A current fact equal to this one: same key and fact, so promotion answers ALREADY_CURRENT with it; for a
+   * Candidate stored as a contradiction (never promoted), the same fact under any key.
+   */
   readonly equivalent_current: CurrentFact | null;
 }
 
@@ -74,7 +77,7 @@ function ageSeconds(createdAt: string, nowMicros: bigint): number {
 /**
  * Lists the pending Candidates (lifecycle CANDIDATE, the live record of each memory) under the shared lease the
  * caller holds, read-only, oldest first, at most `limit`, each with the current facts of its scope that share its
- * contradiction key. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (not a FactLane
+ * contradiction key or its fact. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (not a FactLane
  * database, or one this release cannot serve).
  */
 export async function listCandidates(target: MaintenanceTarget, request: CandidatesRequest): Promise<CandidatesReport> {
@@ -85,8 +88,13 @@ export async function listCandidates(target: MaintenanceTarget, request: Candida
   if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
   const now = contractNow(request.clock());
   const reading = await readReviewQueue(target.path, { scope: request.scope, limit: request.limit });
-  const candidates = reading.candidates.map(({ candidate: row, sameKeyCurrent }): CandidateEntry => {
-    const equivalent = sameKeyCurrent.find((current) => current.native_content_hash === row.native_content_hash);
+  const candidates = reading.candidates.map(({ candidate: row, relatedCurrent }): CandidateEntry => {
+    const sameKey = relatedCurrent.filter((current) => current.contradiction_key === row.contradiction_key);
+    // Promotion answers ALREADY_CURRENT only for its own key (CONTRACT.md §13.4); a Candidate stored as a
+    // contradiction is never promoted, and its fact is settled once current under any key.
+    const storedAsContradiction = row.contradiction_state === 'UNRESOLVED' || row.contradiction_state === 'QUARANTINED';
+    const equivalent = (storedAsContradiction ? relatedCurrent : sameKey)
+      .find((current) => current.native_content_hash === row.native_content_hash);
     return {
       memory_id: row.memory_id, record_id: row.record_id, revision: row.revision,
       scope: scopeOf(row),
@@ -95,7 +103,7 @@ export async function listCandidates(target: MaintenanceTarget, request: Candida
       age_seconds: ageSeconds(row.created_at, now.epochMicros),
       contribution_origin: JSON.parse(row.contribution_origin), freshness_policy: JSON.parse(row.freshness_policy),
       confidence: row.confidence, tags: JSON.parse(row.tags), contradiction_state: row.contradiction_state,
-      contradicts: sameKeyCurrent.filter((current) => current.native_content_hash !== row.native_content_hash)
+      contradicts: sameKey.filter((current) => current.native_content_hash !== row.native_content_hash)
         .map(currentFact),
       equivalent_current: equivalent ? currentFact(equivalent) : null,
     };

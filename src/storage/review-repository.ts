@@ -7,7 +7,7 @@ import { translateSqliteError } from './sqlite-errors.js';
 import { openReadOnlyConnection } from './write-connection.js';
 
 // The owner's review queue (docs/decisions/0022): the pending Candidates of a database and the current facts of
-// their scope that share their contradiction key, read on one snapshot of a read-only connection.
+// their scope that share their contradiction key or their fact, read on one snapshot of a read-only connection.
 
 /** Which Candidates to read: one exact scope tuple or every scope, oldest first, at most `limit`. */
 export interface ReviewQueueFilter {
@@ -15,10 +15,13 @@ export interface ReviewQueueFilter {
   readonly limit: number;
 }
 
-/** One pending Candidate and the current records of its exact scope with its contradiction key (any fact). */
+/**
+ * One pending Candidate and the current records of its exact scope with its contradiction key (any fact) or its
+ * fact (`native_content_hash`, any key: a REPLACE without `subject` gives the same fact another key).
+ */
 export interface PendingCandidate {
   readonly candidate: RecordRow;
-  readonly sameKeyCurrent: readonly RecordRow[];
+  readonly relatedCurrent: readonly RecordRow[];
 }
 
 /** What the review queue holds: how many Candidates match in all, and the first `limit` of them. */
@@ -28,8 +31,8 @@ export interface ReviewQueueReading {
 }
 
 // At most this many current records are read per Candidate: the write rules keep one current fact per key and
-// scope, so more than one is already a finding the audit reports.
-const MAX_SAME_KEY_CURRENT = 8;
+// scope, so more than one of a key is already a finding the audit reports.
+const MAX_RELATED_CURRENT = 8;
 
 function candidatesOf(reader: Reader, scope: ScopeColumns | null) {
   const base = scope ? inScope(reader, scope) : reader.selectFrom('adapter_records').selectAll();
@@ -55,11 +58,13 @@ export async function readReviewQueue(path: string, filter: ReviewQueueFilter): 
       .execute() as RecordRow[];
     const candidates: PendingCandidate[] = [];
     for (const candidate of rows) {
-      const sameKeyCurrent = await db.selectFrom('adapter_records').selectAll()
-        .where('scope_key', '=', candidate.scope_key).where('contradiction_key', '=', candidate.contradiction_key)
+      const relatedCurrent = await db.selectFrom('adapter_records').selectAll()
+        .where('scope_key', '=', candidate.scope_key)
+        .where((eb) => eb.or([eb('contradiction_key', '=', candidate.contradiction_key),
+          eb('native_content_hash', '=', candidate.native_content_hash)]))
         .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
-        .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_SAME_KEY_CURRENT).execute() as RecordRow[];
-      candidates.push({ candidate, sameKeyCurrent });
+        .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_RELATED_CURRENT).execute() as RecordRow[];
+      candidates.push({ candidate, relatedCurrent });
     }
     connection.exec('COMMIT');
     return { total: Number(counted.total), candidates };

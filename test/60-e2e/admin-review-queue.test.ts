@@ -402,6 +402,45 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
+t.test('a Candidate stored as a contradiction is settled by the README\'s REPLACE, which cannot restate its unstored '
+  + 'subject: candidates says nothing is left to promote', async (t) => {
+  const dbPath = join(t.testdir(), 'replace-no-subject.sqlite3');
+  const owner = await server(t, dbPath, 'owner-current');
+  const delegated = await server(t, dbPath, 'delegated-candidate');
+  const current = await owner.store(currentRequest({ fact: 'The app listens on port 8080', subject: 'app port' }));
+  const stored = await delegated.call('memory_store',
+    storeRequest({ fact: 'The app listens on port 9090', subject: 'app port' }));
+  t.equal(stored.status, 'CONTRADICTION');
+  t.match(admin('candidates', '--db', dbPath).stdout, 'REPLACE the current memory it contradicts with this fact');
+  // The listing shows no subject (it is not stored): the owner REPLACEs with the fact alone, which gives it another
+  // contradiction key.
+  const replaced = recordOf(await owner.call('memory_update',
+    replaceRequest(current, { fact: 'The app listens on port 9090' })));
+  t.equal(replaced.lifecycle_state, 'VALIDATED_CURRENT');
+
+  const entry = admin('candidates', '--db', dbPath, '--json').json().candidates[0];
+  t.match(entry, { contradicts: [], equivalent_current: { memory_id: replaced.memory_id } });
+  const human = admin('candidates', '--db', dbPath).stdout;
+  t.match(human, `the same fact is already current as memory ${replaced.memory_id}: nothing is left to promote`);
+  t.notMatch(human, 'REPLACE the current memory it contradicts', 'no advice to do again what was done');
+});
+
+t.test('a Candidate not stored as a contradiction is equivalent only under its own key, as promotion decides',
+  async (t) => {
+  const dbPath = join(t.testdir(), 'other-key.sqlite3');
+  const delegated = await server(t, dbPath, 'delegated-candidate');
+  const owner = await server(t, dbPath, 'owner-current');
+  const candidate = await delegated.store({ fact: 'The build uses Node 20', subject: 'node', source_timestamp: SOURCE_TS });
+  // The same fact made current by a REPLACE under another subject (a store of it would be a DUPLICATE).
+  const older = await owner.store(currentRequest({ fact: 'The build uses Node 18', subject: 'runtime' }));
+  const replaced = recordOf(await owner.call('memory_update',
+    replaceRequest(older, { fact: candidate.fact, subject: 'runtime' })));
+  t.equal(replaced.lifecycle_state, 'VALIDATED_CURRENT');
+  const entry = admin('candidates', '--db', dbPath, '--json').json().candidates[0];
+  t.match(entry, { memory_id: candidate.memory_id, contradicts: [], equivalent_current: null });
+  t.notMatch(admin('candidates', '--db', dbPath).stdout, 'already current');
+});
+
 t.test('a Candidate whose fact became current elsewhere is listed as such; promote answers '
   + 'ALREADY_CURRENT', async (t) => {
   const dbPath = join(t.testdir(), 'equivalent.sqlite3');
