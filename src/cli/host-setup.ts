@@ -2,6 +2,8 @@ import { accessSync, constants, existsSync, realpathSync, statSync } from 'node:
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
+import { resolveDatabasePath } from '../storage/database-path.js';
+import { assertNotABackup } from '../storage/durable-files.js';
 import { defaultDatabasePath, parseFlags, UsageError, runCommand } from './cli-support.js';
 import {
   ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
@@ -93,10 +95,18 @@ export function parseSetupArgs(argv: readonly string[], env: NodeJS.ProcessEnv):
 }
 
 /**
- * UsageError when `db` can never be a database file: a directory or another non-file, or a path under a file. The
- * host would only report "Failed to connect", with the reason in its own logs.
+ * UsageError when `db` can never be a database file: a directory or another non-file, a path under a file, the
+ * companion file of another database, or a backup (which every start refuses). The host would only report "Failed to
+ * connect", with the reason in its own logs.
  */
 function checkDatabasePlace(db: string): void {
+  try {
+    resolveDatabasePath(db);
+    assertNotABackup(db);
+  } catch (error) {
+    if (!(error instanceof AdapterError)) throw error;
+    throw new UsageError(`--db ${db}: ${error.message}`);
+  }
   if (existsSync(db)) {
     if (!statSync(db).isFile()) {
       throw new UsageError(`--db ${db} is not a regular file; give the path of a database file`);

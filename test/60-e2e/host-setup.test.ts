@@ -443,6 +443,10 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
   const box = setupSandbox(t.testdir());
   const aFile = join(box.cwd, 'a-file');
   writeFileSync(aFile, '');
+  // A backup (a non-empty file with its manifest beside it), which every start refuses to serve (decision 0032).
+  const backup = join(box.cwd, 'backup.sqlite3');
+  writeFileSync(backup, 'SQLite format 3\0');
+  writeFileSync(`${backup}.manifest.json`, '{}');
   const before = box.snapshot();
   const cases: [string[], RegExp][] = [
     [['nope'], /^factlane setup: the host must be one of: codex, claude-code, hermes\n/],
@@ -467,6 +471,9 @@ t.test('usage errors exit 2 with the usage text and touch nothing', async (t) =>
     // A path that can never be a database file: the host would only say "Failed to connect".
     [['codex', '--db', box.home], /^factlane setup: --db .* is not a regular file; give the path of a database file\n/],
     [['hermes', '--db', join(aFile, 'x.sqlite3')], /^factlane setup: --db .* is under .*, which is not a directory\n/],
+    [['claude-code', '--db', backup], /^factlane setup: --db .*backup\.sqlite3: the database is a backup \(its /],
+    [['codex', '--db', `${aFile}-wal`, '--print'],
+      /^factlane setup: --db .*a-file-wal: --db names the -wal, -shm, -journal or -writer file of another database/],
     [['claude-code', '--write-profile'], /^factlane setup: Option '--write-profile <value>' argument missing/],
     [['codex', '--db', join(box.cwd, 'a.sqlite3'), '--db', join(box.cwd, 'b.sqlite3')],
       /^factlane setup: --db was given more than once; give it once\n/],
