@@ -12,10 +12,14 @@ export function sayThenStopAtOnce(
   first: (signal: string) => string, second: (signal: string) => string,
 ): (signal: string, repeated: boolean) => void {
   return (signal, repeated) => {
-    const command = basename(process.argv[1] ?? 'factlane-admin', '.js');
-    process.stderr.write(`${command}: ${(repeated ? second : first)(signal)}\n`);
+    say((repeated ? second : first)(signal));
     if (repeated) process.exit(1);
   };
+}
+
+/** One line on stderr in the command's name (`factlane-admin: …`), as its refusals are. */
+export function say(line: string): void {
+  process.stderr.write(`${basename(process.argv[1] ?? 'factlane-admin', '.js')}: ${line}\n`);
 }
 
 /** SIGINT or SIGTERM arrived: the run stops at its next step; its message says what the stop left. */
@@ -48,6 +52,11 @@ export function watchSignals(
     async check() {
       await new Promise<void>((resolve) => { setImmediate(resolve); });
       if (received !== null) throw new Interrupted(received);
+    },
+    /** Lets the loop turn once, then says which signal arrived, if any, without stopping anything. */
+    async heard(): Promise<string | null> {
+      await new Promise<void>((resolve) => { setImmediate(resolve); });
+      return received;
     },
     stop() {
       emitter.off('SIGINT', handler);

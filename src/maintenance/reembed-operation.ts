@@ -15,7 +15,7 @@ import {
 } from '../storage/schema-inspection.js';
 import { vectorTableDefinitions } from '../storage/schema-verification.js';
 import { WriteConnection } from '../storage/write-connection.js';
-import { Interrupted, sayThenStopAtOnce, watchSignals } from './operation-signals.js';
+import { Interrupted, say, sayThenStopAtOnce, watchSignals } from './operation-signals.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
 
 /** Records embedded per committed batch unless told otherwise. */
@@ -49,6 +49,9 @@ export interface ReembedOptions {
 /** What a stopped run left, after "reembed stopped by …". */
 const STOPPED_BEFORE_THE_SWITCH = 'before the switch: the database still serves its old vectors and profile; rerun '
   + 'reembed to switch';
+
+/** What a signal during the switch transaction found. */
+const SWITCH_COMPLETED = 'which had begun and completed: the database serves the new vectors and profile';
 
 /**
  * The first signal is said on stderr (a batch, one embedding call, may take up to its provider's timeout); a second
@@ -163,7 +166,12 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
     const definitions = vectorTableDefinitions(target.shipped, findings.schemaVersion, profile.outputDimension);
     const connection = WriteConnection.open({ path: target.path });
     connectionClosed = false;
-    const signals = watchSignals(options.signals ?? process, options.onSignal ?? SAY_AND_STOP_AT_ONCE_ON_REPEAT);
+    const onSignal = options.onSignal ?? SAY_AND_STOP_AT_ONCE_ON_REPEAT;
+    // During the switch transaction a signal is only noted: the switch commits whatever comes, and is said after it.
+    let switching = false;
+    const signals = watchSignals(options.signals ?? process, (signal, repeated) => {
+      if (!switching) onSignal(signal, repeated);
+    });
     try {
       await connection.write(async (_trx, raw) => recreateNextTable(raw, definitions));
       const filled = new Map<number, VectorRow>();
@@ -189,12 +197,17 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
         }
         // The status check may take up to its provider's timeout: a signal said "switching nothing" meanwhile.
         await signals.check();
+        switching = true;
         const outcome = await connection.write((trx, raw) => switchVectorTable(trx, raw, {
           filled, definitions, shipped: target.shipped, profileId: profile.profileId, modelDigest: now.digest,
           dimension: profile.outputDimension,
           bindingJson: reembedBindingJson(profile, now, formatTimestamp((options.clock ?? SYSTEM_CLOCK)())),
         }));
+        // A signal sent while the transaction ran is handed to its listener only now.
+        const late = await signals.heard();
+        switching = false;
         if (outcome.switched) {
+          if (late !== null) say(`${late} came during reembed's switch, ${SWITCH_COMPLETED}`);
           onStep({ step: 'switched', done: filled.size, total: filled.size });
           break;
         }

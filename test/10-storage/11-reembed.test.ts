@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import { copyFileSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as sqliteVec from 'sqlite-vec';
+import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { evaluateCompatibility, runtimeFingerprint } from '../../src/embedding/embedding-binding.js';
 import { LocalHashProvider, localHashEmbedding, LOCAL_HASH_DIGEST } from '../../src/embedding/local-hash-provider.js';
 import { reembedDatabase, type ReembedProgress } from '../../src/maintenance/reembed-operation.js';
@@ -200,6 +201,33 @@ t.test('a signal during the status check before the switch stops the run: nothin
   t.equal(checks, 2, 'stopped after the status check before the switch');
   t.equal(readDb(dbPath).bindingText, before.bindingText, 'the old binding');
   t.same(readDb(dbPath).vec, before.vec, 'the old vectors');
+});
+
+t.test('a signal during the switch transaction is said after it: the switch completed, exit 0, nothing said as '
+  + '"switching nothing"', async (t) => {
+  const dbPath = join(t.testdir(), 'switching.sqlite3');
+  await fixture(dbPath);
+  const signals = new EventEmitter();
+  const heard: [string, boolean][] = [];
+  const said: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string) => said.push(String(chunk)) > 0) as typeof process.stderr.write;
+  t.teardown(() => { process.stderr.write = write; });
+  // The binding's timestamp is read inside the switch transaction: the signal comes while it runs.
+  const clock = () => {
+    signals.emit('SIGINT', 'SIGINT');
+    return SYSTEM_CLOCK();
+  };
+  const report = await reembedDatabase({ dbPath, provider: new LocalHashProvider(), batchSize: 2, signals, clock,
+    onSignal: (name, repeated) => heard.push([name, repeated]) });
+  process.stderr.write = write;
+  t.match(report, { switched: true });
+  t.same(heard, [], 'not said as a stop that switches nothing');
+  t.equal(said.length, 1);
+  t.match(said[0], new RegExp('^[\\w.-]+: SIGINT came during reembed\'s switch, which had begun and completed: the '
+    + 'database serves the new vectors and profile\n$'));
+  t.ok(readDb(dbPath).vec.every((v) => v.dim === 384), 'the new vectors are served');
+  t.equal(signals.listenerCount('SIGINT'), 0, 'no listener left');
 });
 
 t.test('a signal during a slow embedding call is said at once; a second one is heard as a repeat', async (t) => {
