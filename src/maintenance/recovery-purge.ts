@@ -1,6 +1,8 @@
 import { keptPlacesHoldingContent, rowsHoldingContent } from '../storage/recovery-content.js';
 import { writeInterlock, type RecoveryInterlock } from '../storage/recovery-interlock.js';
-import { dropStatistics, ftsCommands, purgeRecord, readDerivedRows, readRecordsById } from '../storage/recovery-repository.js';
+import {
+  dropStatistics, ftsCommands, purgeRecord, readDerivedRows, readRecordsById,
+} from '../storage/recovery-repository.js';
 import { RecoveryHold } from './recovery-hold.js';
 import type { Inspection } from './recovery-inspection.js';
 import { isTombstoneOf, tombstoneColumns } from './recovery-plan.js';

@@ -77,8 +77,8 @@ function ageSeconds(createdAt: string, nowMicros: bigint): number {
 /**
  * Lists the pending Candidates (lifecycle CANDIDATE, the live record of each memory) under the shared lease the
  * caller holds, read-only, oldest first, at most `limit`, each with the current facts of its scope that share its
- * contradiction key or its fact. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (not a FactLane
- * database, or one this release cannot serve).
+ * contradiction key or its fact. Refusals: MAINTENANCE_IN_PROGRESS (recovery interlock), SCHEMA_MISMATCH (not a
+ * FactLane database, or one this release cannot serve).
  */
 export async function listCandidates(target: MaintenanceTarget, request: CandidatesRequest): Promise<CandidatesReport> {
   const { findings } = target;
