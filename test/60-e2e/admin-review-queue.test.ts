@@ -430,7 +430,8 @@ t.test('a Candidate not stored as a contradiction is equivalent only under its o
   const dbPath = join(t.testdir(), 'other-key.sqlite3');
   const delegated = await server(t, dbPath, 'delegated-candidate');
   const owner = await server(t, dbPath, 'owner-current');
-  const candidate = await delegated.store({ fact: 'The build uses Node 20', subject: 'node', source_timestamp: SOURCE_TS });
+  const candidate =
+    await delegated.store({ fact: 'The build uses Node 20', subject: 'node', source_timestamp: SOURCE_TS });
   // The same fact made current by a REPLACE under another subject (a store of it would be a DUPLICATE).
   const older = await owner.store(currentRequest({ fact: 'The build uses Node 18', subject: 'runtime' }));
   const replaced = recordOf(await owner.call('memory_update',
