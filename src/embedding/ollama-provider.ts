@@ -30,38 +30,52 @@ function singleValue(info: Record<string, unknown>, suffix: string): unknown {
   return values.length === 1 ? values[0] : undefined;
 }
 
+const isRedirect = (status: number) => status >= 300 && status < 400;
+
 /** Serves one Ollama profile at a loopback base URL (validated by the launcher). */
 export class OllamaProvider implements EmbeddingProvider {
   readonly profile: EmbeddingProfile;
   readonly #baseUrl: string;
   #lastObservedDigest: string | null = null;
 
-  constructor(profile: EmbeddingProfile, baseUrl: string) {
+  readonly #timeoutMs: number;
+
+  /** `timeoutMs` bounds each request, its body included (120 s). */
+  constructor(profile: EmbeddingProfile, baseUrl: string, timeoutMs = REQUEST_TIMEOUT_MS) {
     this.profile = profile;
     this.#baseUrl = baseUrl.replace(/\/$/, '');
+    this.#timeoutMs = timeoutMs;
   }
 
   /**
-   * One JSON request. Connection failure, timeout or an `error` member → EMBEDDING_UNAVAILABLE; non-JSON →
-   * SCHEMA_MISMATCH.
+   * One JSON request. Connection failure, timeout (the body's too), a redirect or an `error` member →
+   * EMBEDDING_UNAVAILABLE; non-JSON → SCHEMA_MISMATCH.
    */
   async #request(path: string, body?: unknown): Promise<Record<string, unknown>> {
+    let response: Response;
     let text: string;
     try {
       // Node's fetch ignores proxy environment variables, as loopback calls must.
-      const response = await fetch(`${this.#baseUrl}${path}`, {
+      response = await fetch(`${this.#baseUrl}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
         headers: body === undefined ? undefined : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-        // A redirect could send facts and queries off the loopback address: refuse it.
-        redirect: 'error',
+        signal: AbortSignal.timeout(this.#timeoutMs),
+        // A redirect could send facts and queries off the loopback address: never followed, refused below. Not
+        // `redirect: 'error'`: with it, a garbage collection in Node 20 drops the timeout, and a body that stalls
+        // after the headers hangs the call.
+        redirect: 'manual',
       });
       // The body is part of the answer: a connection dropped or timed out while it is read is a connection failure.
-      text = await response.text();
+      if (isRedirect(response.status)) await response.body?.cancel();
+      text = isRedirect(response.status) ? '' : await response.text();
     } catch (error) {
-      throw unavailable(`Ollama did not answer ${path}; is it running on the --ollama-url address?`, error);
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      throw unavailable(timedOut ? `Ollama did not answer ${path} within ${this.#timeoutMs / 1000} s`
+        : `Ollama did not answer ${path}; is it running on the --ollama-url address?`, error);
     }
+    if (isRedirect(response.status))
+      throw unavailable(`Ollama answered ${path} with a redirect, which is not followed`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
