@@ -83,6 +83,10 @@ export async function restoreVerifiedBackup(input: {
   const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
+  if (existsSync(file) && statSync(file).isDirectory()) {
+    throw new AdapterError('TARGET_EXISTS', 'the database path is a directory; give the name of a new database file '
+      + '(in that directory, say)');
+  }
   if (sqliteFiles(file).some(nameTaken)) {
     throw new AdapterError('TARGET_EXISTS', 'the database or its -wal/-shm/-journal already exists; restore never '
       + 'overwrites: stop every FactLane process and move them aside first');

@@ -103,6 +103,12 @@ t.test('restore never overwrites a database, a WAL or a shared-memory file, nor 
     t.equal(readFileSync(`${target}${suffix}`, 'utf8'), `keep me ${suffix}`,
       `the existing ${suffix || 'database'} file is untouched`);
   }
+  // A directory is named as one, not as a database that exists.
+  const directory = join(dir, 'a-directory');
+  mkdirSync(directory);
+  refused(t, ['--from', backup, '--db', directory], 'TARGET_EXISTS', directory);
+  t.match(admin('restore', '--from', backup, '--db', directory).stderr,
+    /TARGET_EXISTS: the database path is a directory; give the name of a new database file/);
   // A dangling symlink is a name taken too: SQLite would open a -wal through it, and the server then fail on the file.
   for (const suffix of ['', '-wal', '-shm', '-journal']) {
     const linked = join(dir, `linked${suffix || '-db'}`);
