@@ -81,8 +81,10 @@ export function checkOutputPaths(request: RecoveryPaths, plan: RecoveryPlan): vo
   }
 }
 
-/** The operation_id of a receipt file, or null when the file is not a receipt. */
+/** The operation_id of a receipt file, or null when the file is not a receipt (nor a regular file, never read). */
 function receiptOperation(path: string): string | null {
+  // A FIFO there would block the read, and the run with it, beyond the reach of SIGTERM.
+  if (!statSync(path).isFile()) return null;
   try {
     const receipt = JSON.parse(readFileSync(path, 'utf8')) as { operation_id?: unknown; result?: unknown };
     return receipt.result === 'LOCAL_FACTLANE_PURGE_PASS' && typeof receipt.operation_id === 'string'

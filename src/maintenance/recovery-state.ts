@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { canonicalJson } from '../core/canonical-json.js';
 import { writePrivateFileAtomic } from '../storage/durable-files.js';
 import { RecoveryHold, type RecoveryHoldCode } from './recovery-hold.js';
@@ -37,8 +37,13 @@ export function phaseReached(state: RecoveryState | null, phase: RecoveryPhase):
 export function readRecoveryState(path: string): RecoveryState | null {
   let text: string;
   try {
+    // A FIFO there would block the read, and the run with it, beyond the reach of SIGTERM.
+    if (!statSync(path).isFile()) {
+      throw new RecoveryHold('HOLD_RECOVERY_STATE_MISMATCH', 'the recovery state file is not a regular file');
+    }
     text = readFileSync(path, 'utf8');
   } catch (error) {
+    if (error instanceof RecoveryHold) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new RecoveryHold('HOLD_RECOVERY_STATE_MISMATCH', 'the recovery state file cannot be read');
   }

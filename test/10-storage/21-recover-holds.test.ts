@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import {
@@ -235,6 +235,11 @@ t.test('check 2: a receipt or state path that would overwrite something holds wi
         writeFileSync(join(s.dir, 'notes.json'), '{"mine":true}\n');
         return { receiptPath: join(s.dir, 'notes.json'), statePath: join(s.dir, 'state.json') };
       }, /existing file that is not this operation's receipt/],
+      // Read to see whether it is this operation's receipt, a FIFO blocked the run for good, SIGTERM included.
+      ['a FIFO as --receipt', (s) => {
+        execFileSync('mkfifo', [join(s.dir, 'fifo.json')]);
+        return { receiptPath: join(s.dir, 'fifo.json'), statePath: join(s.dir, 'state.json') };
+      }, /existing file that is not this operation's receipt/],
     ];
     for (const [name, options, message] of cases) {
       await t.test(name, async (t) => {
@@ -422,6 +427,16 @@ t.test('check 9: a state file or interlock of another plan holds with HOLD_RECOV
     closeSync(fd);
     await assertHeld(t, s, 'HOLD_RECOVERY_STATE_MISMATCH', () => recover(s.dir, s.dbPath, planPath, { statePath }),
       { statePath });
+  });
+
+  t.test('a FIFO as the state file, which a read would block on', async (t) => {
+    const s = await scenario(t);
+    const { planPath } = planFor(s.dir, s.dbPath, [s.memoryId]);
+    const statePath = join(s.dir, 'state.fifo');
+    execFileSync('mkfifo', [statePath]);
+    const outcome = await recover(s.dir, s.dbPath, planPath, { statePath });
+    t.match(outcome, { exit: 3, hold: 'HOLD_RECOVERY_STATE_MISMATCH', receipt: null,
+      message: /the recovery state file is not a regular file/ });
   });
 
   t.test('another operation\'s interlock', async (t) => {
