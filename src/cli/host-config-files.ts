@@ -1,13 +1,12 @@
 import {
-  chmodSync, closeSync, constants, copyFileSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync,
-  readFileSync,
-  realpathSync, renameSync, statSync, unlinkSync,
+  closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync,
+  realpathSync, renameSync, statSync, unlinkSync, writeFileSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactUtcStamp } from '../core/time.js';
-import { fsyncPath, keepOwner, writeAll } from '../storage/durable-files.js';
+import { chmodDirectory, fsyncPath, keepOwner, writeAll } from '../storage/durable-files.js';
 import { loadFlock } from '../storage/native.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
@@ -96,15 +95,22 @@ function copyBeside(file: ConfigFile, now: Date): string {
   const base = `${file.target}.factlane-backup-${compactUtcStamp(now)}`;
   for (let attempt = 1; ; attempt += 1) {
     const backup = attempt === 1 ? base : `${base}-${attempt}`;
+    let fd: number;
     try {
-      copyFileSync(file.target, backup, constants.COPYFILE_EXCL);
+      fd = openSync(backup, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, NEW_FILE_MODE);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw error;
     }
-    chmodSync(backup, file.mode ?? NEW_FILE_MODE);
-    keepOwner(file.target, backup);
-    fsyncPath(backup);
+    // Mode and owner through the descriptor: the name could be swapped for a link to another file meanwhile.
+    try {
+      fchmodSync(fd, file.mode ?? NEW_FILE_MODE);
+      keepOwner(file.target, fd);
+      writeFileSync(fd, readFileSync(file.target));
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     fsyncPath(dirname(backup));
     return backup;
   }
@@ -131,13 +137,13 @@ function replaceFile(file: ConfigFile, text: string): void {
     try {
       // fchmod because open's mode goes through the umask, and an existing file keeps its own mode.
       fchmodSync(fd, mode);
+      // Run as root (sudo keeping HOME), the new file would be root's: the user could no longer read their config.
+      if (file.text !== null) keepOwner(file.target, fd);
       writeAll(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
-    // Run as root (sudo keeping HOME), the new file would be root's: the user could no longer read their config.
-    if (file.text !== null) keepOwner(file.target, temporary);
     renameSync(temporary, file.target);
   } catch (error) {
     try {
@@ -181,7 +187,7 @@ function createPrivateDirectories(dir: string): void {
   for (let at = dir; !existsSync(at); at = dirname(at)) missing.unshift(at);
   for (const created of missing) {
     mkdirSync(created, { mode: NEW_DIRECTORY_MODE });
-    chmodSync(created, NEW_DIRECTORY_MODE);
+    chmodDirectory(created, NEW_DIRECTORY_MODE);
     fsyncPath(dirname(created));
   }
 }

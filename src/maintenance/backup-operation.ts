@@ -1,13 +1,11 @@
-import {
-  closeSync, existsSync, linkSync, openSync, readdirSync, realpathSync, unlinkSync, writeFileSync,
-} from 'node:fs';
+import { existsSync, linkSync, readdirSync, realpathSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import {
-  backupManifestPath, companionOwner, fileDigest, fsyncPath, nameTaken, sqliteFiles,
+  backupManifestPath, companionOwner, createPrivateFile, fileDigest, fsyncPath, nameTaken, sqliteFiles,
 } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -119,10 +117,9 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
     const extra = companion?.(temp, result);
     if (extra) {
       const extraTemp = temporaryName(extra.path);
-      createTemporary(extraTemp);
+      // Written through the descriptor that created it: by name, a link swapped in meanwhile would be followed.
+      createTemporary(extraTemp, extra.text);
       temporaries.push(extraTemp);
-      writeFileSync(extraTemp, extra.text);
-      fsyncPath(extraTemp);
     }
     // The copy, its checks and the companion (a manifest hashes and audits the whole copy: seconds on a large file)
     // run without a turn of the event loop: a signal that came meanwhile waits for one, and would be dropped once the
@@ -189,10 +186,13 @@ function removeStaleTemporaries(file: string): void {
   }
 }
 
-/** Creates `temp` exclusively with mode 0600; TARGET_EXISTS when an earlier run left it. */
-function createTemporary(temp: string): void {
+/**
+ * Creates `temp` exclusively with mode 0600 whatever the umask, holding `text`, fsynced; TARGET_EXISTS when an earlier
+ * run left it.
+ */
+function createTemporary(temp: string, text = ''): void {
   try {
-    closeSync(openSync(temp, 'wx', 0o600));
+    createPrivateFile(temp, text);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST')
       throw new AdapterError('TARGET_EXISTS',

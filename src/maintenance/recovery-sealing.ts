@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, readSync, renameSync, statSync, unlink
 import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
-import { createPrivateFile, fsyncPath, keepOwner, sqliteFiles } from '../storage/durable-files.js';
+import { createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import {
   bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
 } from '../storage/recovery-pragmas.js';
@@ -181,9 +181,8 @@ export async function sealDatabase(
   await onStep('first_checkpoint');
   const image = sanitizedImagePath(path, expect.operationId);
   for (const file of sqliteFiles(image)) removeIfPresent(file);
-  createPrivateFile(image);
   // recover runs as root (§5.2): an image owned by root would lock out every host of the database's owner.
-  keepOwner(path, image);
+  createPrivateFile(image, '', path);
   vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
   await onStep('vacuum_into');

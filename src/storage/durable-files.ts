@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import {
-  chmodSync, chownSync, closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync,
+  closeSync, constants, existsSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync,
   readSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -107,7 +107,7 @@ export function createPrivateParents(path: string): string[] {
         throw error;
       }
       created.push(dir);
-      chmodSync(dir, 0o700);
+      chmodDirectory(dir, 0o700);
       fsyncPath(dirname(dir));
     }
   } catch (error) {
@@ -119,13 +119,28 @@ export function createPrivateParents(path: string): string[] {
 }
 
 /**
- * Gives `copy` the owner and group of `original` when this process runs as root: a file that replaces another (a
- * sanitized database image, a host config) owned by root would lock its user out. Run by the user, it is theirs.
+ * Gives the open file `fd` the owner and group of `original` when this process runs as root: a file that replaces
+ * another (a sanitized database image, a host config) owned by root would lock its user out. Run by the user, it is
+ * theirs. Through the descriptor, never by name: the user who owns the directory could swap the name for a link to
+ * a file of root's between the file's creation and a chown by path.
  */
-export function keepOwner(original: string, copy: string): void {
+export function keepOwner(original: string, fd: number): void {
   if (process.geteuid?.() !== 0) return;
   const { uid, gid } = statSync(original);
-  chownSync(copy, uid, gid);
+  fchownSync(fd, uid, gid);
+}
+
+/**
+ * Sets a directory this process just made to `mode`, through a descriptor that refuses a symbolic link: a name the
+ * owner of the parent swapped meanwhile is not followed (ENOTDIR).
+ */
+export function chmodDirectory(dir: string, mode: number): void {
+  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  try {
+    fchmodSync(fd, mode);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Removes directories created by createPrivateParents, innermost first, where they are still empty. */
@@ -150,12 +165,13 @@ export function writeAll(fd: number, text: string): void {
 
 /**
  * Creates `path` with mode 0600 whatever the umask, failing when it exists (exclusive create), writes `text` and
- * fsyncs it. Throws the system error.
+ * fsyncs it; with `ownerOf`, it takes that file's owner when run as root (keepOwner). Throws the system error.
  */
-export function createPrivateFile(path: string, text = ''): void {
+export function createPrivateFile(path: string, text = '', ownerOf?: string): void {
   const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {
     fchmodSync(fd, 0o600);
+    if (ownerOf !== undefined) keepOwner(ownerOf, fd);
     writeAll(fd, text);
     fsyncSync(fd);
   } finally {

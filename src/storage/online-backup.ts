@@ -1,4 +1,3 @@
-import { chmodSync } from 'node:fs';
 import { LIFECYCLE_STATES } from '@factlane/schema';
 import { Database } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
@@ -8,7 +7,7 @@ import { AdapterError } from '../core/adapter-error.js';
 /**
  * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
  * the copy to rollback-journal mode (no `-wal`/`-shm`), so it opens read-only even on read-only media
- * (OPERATIONS.md §4.1 steps 2-3). The copy gets mode 0600. The target is new: absent, or empty. `onPages` hears
+ * (OPERATIONS.md §4.1 steps 2-3). The target is new and empty, made 0600 by the caller (it keeps its mode). `onPages` hears
  * the pages copied of the total as SQLite reports them: after the first step (the total known, nothing or little
  * copied) and once the copy is complete.
  */
@@ -29,7 +28,6 @@ export async function onlineBackup(
   } finally {
     source.close();
   }
-  chmodSync(targetPath, 0o600);
   const copy = new Database(targetPath, { fileMustExist: true });
   try {
     copy.pragma('journal_mode = DELETE');

@@ -3,7 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPrivateParents, fileDigest, removeDirectories } from '../../src/storage/durable-files.js';
+import {
+  chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories,
+} from '../../src/storage/durable-files.js';
 import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
 
 // STORAGE.md §2: parent directories of a new database are created 0700, whatever the umask.
@@ -105,3 +107,52 @@ t.test('a host config file on a disk that fills is BACKEND_UNAVAILABLE and keeps
     t.equal(readFileSync(path, 'utf8'), '[mcp_servers.other]\ncommand = "other"\n', 'the config as it was');
     t.same(readdirSync(dir), ['config.toml'], 'no temporary file left');
   });
+
+// Commands run as root (recover, OPERATIONS.md §5; setup, backup and restore often) make files and directories in a
+// directory a user controls, who can rename a symbolic link over a name the command has just made. What the command
+// then does to that file goes through its descriptor, never its name.
+const asRoot = process.geteuid?.() === 0;
+
+/** A symbolic link to `target` renamed over `name`, as the user's racing loop would do. */
+function swapForLink(name: string, target: string): void {
+  fs.symlinkSync(target, `${name}.link`);
+  fs.renameSync(`${name}.link`, name);
+}
+
+t.test('keepOwner gives the open file its original\'s owner, not the target of a link swapped over its name',
+  { skip: asRoot ? false : 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const original = join(dir, 'db.sqlite3');
+  writeFileSync(original, '');
+  fs.chownSync(original, 65534, 65534);
+  const rootFile = join(dir, 'root-only');
+  writeFileSync(rootFile, 'root only\n', { mode: 0o644 });
+  const image = join(dir, 'db.sqlite3.sanitized');
+  const fd = fs.openSync(image, 'wx', 0o600);
+  try {
+    swapForLink(image, rootFile);
+    keepOwner(original, fd);
+    t.same([fs.fstatSync(fd).uid, fs.fstatSync(fd).gid], [65534, 65534], 'the file made takes the owner');
+  } finally {
+    fs.closeSync(fd);
+  }
+  t.same([statSync(rootFile).uid, statSync(rootFile).mode & 0o777], [0, 0o644], 'the link\'s target is untouched');
+  t.equal(readFileSync(rootFile, 'utf8'), 'root only\n');
+});
+
+t.test('chmodDirectory refuses a directory name swapped for a link: the link\'s target keeps its mode', async (t) => {
+  const dir = t.testdir();
+  const elsewhere = join(dir, 'elsewhere');
+  fs.mkdirSync(elsewhere, { mode: 0o755 });
+  fs.chmodSync(elsewhere, 0o755);
+  const made = join(dir, 'made');
+  fs.mkdirSync(made);
+  fs.renameSync(made, `${made}.away`); // a directory is moved away, then the link put at its name
+  fs.symlinkSync(elsewhere, made);
+  t.throws(() => chmodDirectory(made, 0o700), { code: 'ENOTDIR' }, 'a link is not a directory to O_NOFOLLOW');
+  t.equal(statSync(elsewhere).mode & 0o777, 0o755, 'not followed');
+  fs.rmSync(made);
+  fs.mkdirSync(made, { mode: 0o755 });
+  chmodDirectory(made, 0o700);
+  t.equal(statSync(made).mode & 0o777, 0o700, 'a real directory is set');
+});
