@@ -5,7 +5,8 @@ import { canonicalJson } from '../core/canonical-json.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import {
-  backupManifestPath, companionOwner, createPrivateFile, fileDigest, fsyncPath, nameTaken, sqliteFiles,
+  assertRootOnlyPath, backupManifestPath, companionOwner, createPrivateFile, fileDigest, fsyncPath, nameTaken,
+  sqliteFiles,
 } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -91,6 +92,7 @@ export interface Companion {
  */
 export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>,
   companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
+  assertRootOnlyPath(file, 'a copy');
   removeStaleTemporaries(file);
   const temp = temporaryName(file);
   createTemporary(temp);

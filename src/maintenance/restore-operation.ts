@@ -2,7 +2,8 @@ import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import {
-  backupManifestPath, companionOwner, createPrivateParents, fileDigest, nameTaken, removeDirectories, sqliteFiles,
+  assertRootOnlyPath, backupManifestPath, companionOwner, createPrivateParents, fileDigest, nameTaken,
+  removeDirectories, sqliteFiles,
 } from '../storage/durable-files.js';
 import { dbIdentity } from '../storage/maintenance-target.js';
 import type { MigrationFile } from '../storage/migration-files.js';
@@ -98,6 +99,7 @@ export async function restoreVerifiedBackup(input: {
   }
   onStep({ step: 'manifest_checked' });
   const recount = await input.loadRecounter?.();
+  assertRootOnlyPath(file, 'restore');
   const createdDirectories = createPrivateParents(file);
   try {
     const copy = await writeThenPublish(file, async (temp) => {

@@ -131,6 +131,27 @@ export function keepOwner(original: string, fd: number): void {
 }
 
 /**
+ * Run as root, BACKEND_UNAVAILABLE (not retryable) when a user other than root could change what `file`'s path
+ * names: a directory on the way (its nearest existing ancestors, up to `/`) owned by another user, or writable by
+ * group or others without the sticky bit. SQLite writes a copy by name, and that user could swap the name for a link
+ * to a file of root's between its creation and SQLite's open (decision 0044). Run by anyone else, it returns.
+ */
+export function assertRootOnlyPath(file: string, command: string): void {
+  if (process.geteuid?.() !== 0) return;
+  let dir = dirname(file);
+  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
+  for (let at = dir; ; at = dirname(at)) {
+    const { uid, mode } = statSync(at);
+    if (uid !== 0 || ((mode & 0o022) !== 0 && (mode & 0o1000) === 0)) {
+      throw new AdapterError('BACKEND_UNAVAILABLE', `run as root, ${command} writes only where no other user can `
+        + 'change the path: a directory on the way belongs to another user or is writable by others; write '
+        + 'elsewhere, or run the command as that user', { retryable: false });
+    }
+    if (dirname(at) === at) return;
+  }
+}
+
+/**
  * Sets a directory this process just made to `mode`, through a descriptor that refuses a symbolic link: a name the
  * owner of the parent swapped meanwhile is not followed (ENOTDIR).
  */

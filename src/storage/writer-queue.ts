@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, fstatSync, openSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fchownSync, fstatSync, openSync, statSync } from 'node:fs';
 import { setImmediate as nextLoopTurn } from 'node:timers/promises';
 import { SILENT_LOGGER, type Logger } from '../core/logger.js';
 import { loadAsyncFlock, loadFlock } from './native.js';
@@ -257,6 +257,7 @@ export class WriterQueue {
         // No symlink is followed: the sidecar is created where the database is, nowhere else.
         const createFlags = constants.O_RDONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
         fd = openSync(this.sidecarPath, createFlags, 0o600);
+        this.#giveToDatabaseOwner(fd);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
         // O_NONBLOCK: opening a FIFO planted under the name must not hang the write.
@@ -275,6 +276,20 @@ export class WriterQueue {
       this.#state = 'OPEN';
     } catch (error) {
       this.#turnOff((error as NodeJS.ErrnoException).code);
+    }
+  }
+
+  /**
+   * Made by root (an operator's command on a user's database), the new sidecar goes to the database file's owner, whose
+   * servers open it too: a root-owned one turned their queue off. Through the descriptor, never by name.
+   */
+  #giveToDatabaseOwner(fd: number): void {
+    if (process.geteuid?.() !== 0) return;
+    try {
+      const { uid, gid } = statSync(this.sidecarPath.slice(0, -WRITER_SIDECAR_SUFFIX.length));
+      fchownSync(fd, uid, gid);
+    } catch {
+      // The database's file is gone or unreadable: the sidecar stays root's, and the lock works for root.
     }
   }
 

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, existsSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { writeThenPublish, writeVerifiedBackup } from '../../src/maintenance/backup-operation.js';
@@ -232,6 +234,40 @@ t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its cod
   t.equal(backup.status, 1);
   t.match(backup.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: the output cannot be written there \(ENOTDIR\)/m);
   t.notMatch(backup.stderr, dir, 'no path, no stack');
+});
+
+t.test('run as root, backup and restore write only where no other user can change the path (decision 0044)',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  // A user's directory (that user could swap a name in it for a link to root's file between its creation and
+  // SQLite's open), a directory anyone may write, and a sticky one like /tmp, where only a name's owner may swap it.
+  const users = join(dir, 'users');
+  mkdirSync(users);
+  chownSync(users, 65534, 65534);
+  const open = join(dir, 'open');
+  mkdirSync(open);
+  chmodSync(open, 0o777);
+  const sticky = join(dir, 'sticky');
+  mkdirSync(sticky);
+  chmodSync(sticky, 0o1777);
+  for (const out of [join(users, 'b.sqlite3'), join(open, 'b.sqlite3')]) {
+    const refused = admin('backup', '--db', dbPath, '--out', out);
+    t.equal(refused.status, 1, out);
+    t.match(refused.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: run as root, a copy writes only where no other /m);
+  }
+  t.same([readdirSync(users), readdirSync(open)], [[], []], 'nothing written');
+  const taken = admin('backup', '--db', dbPath, '--out', join(sticky, 'b.sqlite3'));
+  t.equal(taken.status, 0, taken.stderr);
+  const restored = admin('restore', '--from', join(sticky, 'b.sqlite3'), '--db', join(users, 'new', 'r.sqlite3'));
+  t.equal(restored.status, 1);
+  t.match(restored.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: run as root, restore writes only where no other /m);
+  t.same(readdirSync(users), [], 'no directory made');
+  const ok = admin('restore', '--from', join(sticky, 'b.sqlite3'), '--db', join(sticky, 'r.sqlite3'));
+  t.equal(ok.status, 0, ok.stderr);
 });
 
 t.test('the manifest is written before anything is published, so a failed run never leaves the file alone',

@@ -5,7 +5,8 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  chmodSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, statSync, symlinkSync, writeFileSync,
+  chmodSync, chownSync, closeSync, existsSync, mkdirSync, openSync, readdirSync, rmSync, statSync, symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -126,6 +127,21 @@ t.test('an existing sidecar of another mode is set to 0600; one with the queue o
   t.equal(unqueued.writerQueueTurns, undefined, 'no queue');
   t.notOk(existsSync(`${off}-writer`), 'no sidecar without the queue');
   await unqueued.close();
+});
+
+t.test('a sidecar root makes beside a user\'s database is the user\'s, whose servers then queue on it',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'users.sqlite3');
+  const engine = await openEngine(dbPath);
+  await engine.close();
+  rmSync(`${dbPath}-writer`);
+  chownSync(dbPath, 65534, 65534);
+  const asRoot = await openEngine(dbPath); // an operator's command, run as root
+  await storeRow(asRoot, candidateRow());
+  await asRoot.close();
+  t.same([statSync(`${dbPath}-writer`).uid, statSync(`${dbPath}-writer`).gid, modeOf(`${dbPath}-writer`)],
+    [65534, 65534, 0o600], 'the database owner\'s, 0600');
 });
 
 t.test('a write waits for its turn without blocking the event loop: reads of the process go on', async (t) => {
