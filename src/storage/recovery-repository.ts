@@ -1,9 +1,9 @@
+import { createHash, type Hash } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
-import { sha256Hex } from '../core/hashing.js';
 import { removeEligibleVector } from './eligible-vectors.js';
 import type { SqliteConnection } from './native.js';
 import { STATISTICS_TABLE } from './schema-verification.js';
@@ -142,26 +142,27 @@ export function unattributableDerivedRows(connection: SqliteConnection): string[
 /**
  * A digest of every record but the skipped ones, by row_id: the record row's every column with its FTS text, its
  * vector, its eligible forms and its token count. Two readings are equal exactly when none of those bytes changed.
+ * Each record's hash takes its pieces as they are read: holding them all until the end took as much memory as the
+ * database held (1.36 GiB at 100,000 records).
  */
 export function recordDigests(connection: SqliteConnection, skip: ReadonlySet<number>): Map<number, string> {
-  const parts = new Map<number, unknown[]>();
+  const hashes = new Map<number, Hash>();
   const records = connection.prepare('SELECT * FROM adapter_records ORDER BY row_id').iterate() as Iterable<RecordRow>;
   for (const row of records) {
-    if (!skip.has(row.row_id)) parts.set(row.row_id, [row]);
+    if (!skip.has(row.row_id)) hashes.set(row.row_id, createHash('sha256').update(canonicalJson(row)));
   }
-  const add = (query: string) => {
+  const add = (table: string, query: string) => {
     for (const row of connection.prepare(query).iterate() as Iterable<{ id: number | bigint }>) {
-      const id = Number(row.id);
       const values = Object.values(row).map((value) => (Buffer.isBuffer(value) ? value.toString('base64') : value));
-      parts.get(id)?.push(values);
+      hashes.get(Number(row.id))?.update(`\n${table}:${canonicalJson(values)}`);
     }
   };
-  add('SELECT rowid AS id, search_text FROM fact_fts');
-  add('SELECT rowid AS id, scope_key, is_current, embedding FROM fact_vec');
-  add('SELECT row_id AS id, scope_key, shard, embedding FROM eligible_vectors');
-  add('SELECT rowid AS id, shard_key, simhash_v1 FROM eligible_codes');
-  add('SELECT row_id AS id, fixed_tokens FROM record_token_counts');
-  return new Map([...parts].map(([id, values]) => [id, sha256Hex(canonicalJson(values))]));
+  add('fact_fts', 'SELECT rowid AS id, search_text FROM fact_fts');
+  add('fact_vec', 'SELECT rowid AS id, scope_key, is_current, embedding FROM fact_vec');
+  add('eligible_vectors', 'SELECT row_id AS id, scope_key, shard, embedding FROM eligible_vectors');
+  add('eligible_codes', 'SELECT rowid AS id, shard_key, simhash_v1 FROM eligible_codes');
+  add('record_token_counts', 'SELECT row_id AS id, fixed_tokens FROM record_token_counts');
+  return new Map([...hashes].map(([id, hash]) => [id, hash.digest('hex')]));
 }
 
 /** The tombstone columns a purge writes over a target record (OPERATIONS.md §5.5). */
