@@ -3,11 +3,12 @@ import { spawn, spawnSync } from 'node:child_process';
 import {
   appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync,
 } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { writeThenPublish, writeVerifiedBackup } from '../../src/maintenance/backup-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
+import { openWriteBench, store, storeRequest } from '../helpers/writes.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
 
@@ -102,6 +103,26 @@ t.test('backup loads the token recounter only once its checks passed', async (t)
   t.equal(loads, 0, 'a refused backup does not load the encoder (about 250 ms)');
   await backup(join(dir, 'b.sqlite3'));
   t.equal(loads, 1, 'a backup that copies loads it once');
+});
+
+t.test('backup reports verified only once the copy is audited: the audit is inside that step (decision 0023)',
+  async (t) => {
+  const bench = await openWriteBench(t);
+  // Stored through the adapter, so each record has the token count the audit recounts (most of a large backup's
+  // time, which came as a silence after verified).
+  const adapter = bench.adapter('delegated-candidate');
+  for (let i = 0; i < 3; i += 1) await store(adapter, storeRequest({ fact: `The build uses Node ${20 + i}` }));
+  const target = MaintenanceTarget.open({ dbPath: bench.dbPath, lease: 'shared' });
+  t.teardown(() => target.close());
+  const events: string[] = [];
+  const recounting = async () => () => {
+    events.push('recount');
+    return null;
+  };
+  await writeVerifiedBackup(target, join(dirname(bench.dbPath), 'b.sqlite3'), SYSTEM_CLOCK,
+    (step) => events.push(step.step), recounting);
+  t.ok(events.includes('recount') && events.lastIndexOf('recount') < events.indexOf('verified'),
+    `every recount comes before verified: ${events.join(', ')}`);
 });
 
 t.test('a damaged database is still saved, its failures recorded; a sidecar name of the database is refused',
