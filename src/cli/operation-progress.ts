@@ -26,11 +26,13 @@ export function recoveryStep(event: RecoveryEvent): OperationStep {
 const number = (step: OperationStep, key: string) => Number(step.fields?.[key] ?? 0);
 
 /**
- * The plain stderr lines the commands printed before decision 0023, kept byte for byte: reembed a line per batch,
+ * The plain stderr lines the commands printed before decision 0023, kept byte for byte: reembed a line per batch (and,
+ * since stop 44, one before its switch),
  * recover a line per phase, migrate up a line per applied file. Backup, restore, audit and housekeep have none.
  */
 const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationStep) => string | null>>> = {
   reembed: (step) => {
+    if (step.step === 'switching') return `reembed: switching ${step.done ?? 0} records to the new vectors`;
     if (step.step !== 'batch') return null;
     const done = step.done ?? 0;
     const total = step.total ?? 0;

@@ -37,7 +37,7 @@ export interface ReembedOptions {
   readonly onProgress?: (progress: ReembedProgress) => void;
   /**
    * Hears the steps around the batches (decision 0023): `lease_taken`, `provider_checked`, `planned` (total
-   * records), then last `sampled` (dry run: the sample's records) or `switched` (records embedded).
+   * records), then last `sampled` (dry run: the sample's records) or `switching` and `switched` (records embedded).
    */
   readonly onStep?: StepListener;
   /** Where SIGINT and SIGTERM are watched (the run stops before its next batch or its switch); default the process. */
@@ -197,6 +197,8 @@ export async function reembedDatabase(options: ReembedOptions): Promise<ReembedR
         }
         // The status check may take up to its provider's timeout: a signal said "switching nothing" meanwhile.
         await signals.check();
+        // The switch rebuilds every eligible form in one transaction: seconds past the last batch's "0 s left".
+        onStep({ step: 'switching', done: filled.size, total: filled.size });
         switching = true;
         const outcome = await connection.write((trx, raw) => switchVectorTable(trx, raw, {
           filled, definitions, shipped: target.shipped, profileId: profile.profileId, modelDigest: now.digest,

@@ -142,15 +142,16 @@ t.test('reembed: the batches among the steps, switched last; the batch lines on 
   const json = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384', '--json');
   t.equal(json.status, 0, json.stderr);
   const lines = steps(t, json.stderr, 'reembed');
-  t.strictSame(lines.map((line) => line.step), ['lease_taken', 'provider_checked', 'planned', 'batch', 'switched']);
+  t.strictSame(lines.map((line) => line.step),
+    ['lease_taken', 'provider_checked', 'planned', 'batch', 'switching', 'switched']);
   const report = JSON.parse(json.stdout) as Json;
   t.match(lines[3], { batch: 1, done: report.records_embedded, total: report.records_embedded });
   t.match(lines.at(-1), { done: report.records_embedded });
 
   const plain = admin('reembed', '--db', dbPath, '--profile', 'local-hash-384');
   t.equal(plain.status, 0, plain.stderr);
-  t.match(plain.stderr, /^reembed: batch 1: (\d+)\/\1 records \(100%\), \d+\/s, about 0 s left\n$/,
-    'the batch line, as before');
+  t.match(plain.stderr, new RegExp('^reembed: batch 1: (\\d+)/\\1 records \\(100%\\), \\d+/s, about 0 s left\n'
+    + 'reembed: switching \\1 records to the new vectors\n$'), 'the batch line, as before, then the switch');
   t.match(
     plain.stdout, /^reembed: \d+ records embedded in 1 batch\(es\), \d+ ms; bound local-hash-384 -> local-hash-384\n$/,
   );
