@@ -354,7 +354,7 @@ t.test('the CLI: usage errors exit 2, refusals exit 1, success prints the report
   const lines = run.stderr.trim().split('\n').map((line) => JSON.parse(line) as ReembedProgress & { step: string });
   t.same(lines.filter((p) => p.step === 'batch').map((p) => [p.batch, p.done, p.total]), [[1, 4, 4]],
     'one JSON progress line per batch');
-  t.same(lines.map((p) => p.step), ['lease_taken', 'provider_checked', 'planned', 'batch', 'switched'],
+  t.same(lines.map((p) => p.step), ['lease_taken', 'provider_checked', 'planned', 'batch', 'switching', 'switched'],
     'the batches among the steps, switched last');
   t.equal(admin('verify', '--db', dbPath).status, 0);
 });
