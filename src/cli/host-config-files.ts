@@ -1,6 +1,6 @@
 import {
   closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync,
-  realpathSync, renameSync, statSync, unlinkSync, writeFileSync,
+  realpathSync, renameSync, statSync, unlinkSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -106,7 +106,8 @@ function copyBeside(file: ConfigFile, now: Date): string {
     try {
       fchmodSync(fd, file.mode ?? NEW_FILE_MODE);
       keepOwner(file.target, fd);
-      writeFileSync(fd, readFileSync(file.target));
+      // The text read before, not the name again: that may name another file by now.
+      writeAll(fd, file.text ?? '');
       fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -92,7 +92,7 @@ export interface Companion {
  */
 export async function writeThenPublish<T>(file: string, fill: (temp: string) => Promise<T>,
   companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
-  assertRootOnlyPath(file, 'a copy');
+  assertRootOnlyPath(file);
   removeStaleTemporaries(file);
   const temp = temporaryName(file);
   createTemporary(temp);

@@ -99,7 +99,7 @@ export async function restoreVerifiedBackup(input: {
   }
   onStep({ step: 'manifest_checked' });
   const recount = await input.loadRecounter?.();
-  assertRootOnlyPath(file, 'restore');
+  assertRootOnlyPath(file);
   const createdDirectories = createPrivateParents(file);
   try {
     const copy = await writeThenPublish(file, async (temp) => {

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import {
   closeSync, constants, existsSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync,
-  readSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
+  readSync, realpathSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 
@@ -136,18 +136,22 @@ export function keepOwner(original: string, fd: number): void {
  * group or others without the sticky bit. SQLite writes a copy by name, and that user could swap the name for a link
  * to a file of root's between its creation and SQLite's open (decision 0044). Run by anyone else, it returns.
  */
-export function assertRootOnlyPath(file: string, command: string): void {
+export function assertRootOnlyPath(file: string): void {
   if (process.geteuid?.() !== 0) return;
-  let dir = dirname(file);
+  let dir = resolve(dirname(file));
   while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
-  for (let at = dir; ; at = dirname(at)) {
-    const { uid, mode } = statSync(at);
-    if (uid !== 0 || ((mode & 0o022) !== 0 && (mode & 0o1000) === 0)) {
-      throw new AdapterError('BACKEND_UNAVAILABLE', `run as root, ${command} writes only where no other user can `
-        + 'change the path: a directory on the way belongs to another user or is writable by others; write '
-        + 'elsewhere, or run the command as that user', { retryable: false });
+  // The path as written (a link on it can be changed by its directory's owner) and the real one (the directories a
+  // link leads through are on the way too).
+  for (const start of new Set([dir, realpathSync(dir)])) {
+    for (let at = start; ; at = dirname(at)) {
+      const { uid, mode } = statSync(at);
+      if (uid !== 0 || ((mode & 0o022) !== 0 && (mode & 0o1000) === 0)) {
+        throw new AdapterError('BACKEND_UNAVAILABLE', 'run as root, backup, restore and migrate up --backup write '
+          + 'only where no other user can change the path: a directory on the way belongs to another user or is '
+          + 'writable by others; write elsewhere, or run the command as that user', { retryable: false });
+      }
+      if (dirname(at) === at) break;
     }
-    if (dirname(at) === at) return;
   }
 }
 

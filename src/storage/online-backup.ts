@@ -7,9 +7,9 @@ import { AdapterError } from '../core/adapter-error.js';
 /**
  * Copies the database at `sourcePath` into `targetPath` with the SQLite online backup API, then switches
  * the copy to rollback-journal mode (no `-wal`/`-shm`), so it opens read-only even on read-only media
- * (OPERATIONS.md §4.1 steps 2-3). The target is new and empty, made 0600 by the caller (it keeps its mode). `onPages` hears
- * the pages copied of the total as SQLite reports them: after the first step (the total known, nothing or little
- * copied) and once the copy is complete.
+ * (OPERATIONS.md §4.1 steps 2-3). The target is new and empty, made 0600 by the caller (it keeps its mode).
+ * `onPages` hears the pages copied of the total as SQLite reports them: after the first step (the total known,
+ * nothing or little copied) and once the copy is complete.
  */
 export async function onlineBackup(
   sourcePath: string, targetPath: string, onPages?: (copied: number, total: number) => void,

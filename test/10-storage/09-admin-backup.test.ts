@@ -11,6 +11,8 @@ import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } fr
 import { openWriteBench, store, storeRequest } from '../helpers/writes.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
+const ROOT_ONLY =
+  /^factlane-admin: BACKEND_UNAVAILABLE: run as root, backup, restore and migrate up --backup write only where/m;
 
 t.test('backup of a live database verifies; a changed backup fails its manifest; targets are never overwritten',
   async (t) => {
@@ -278,17 +280,41 @@ t.test('run as root, backup and restore write only where no other user can chang
   for (const out of [join(users, 'b.sqlite3'), join(open, 'b.sqlite3')]) {
     const refused = admin('backup', '--db', dbPath, '--out', out);
     t.equal(refused.status, 1, out);
-    t.match(refused.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: run as root, a copy writes only where no other /m);
+    t.match(refused.stderr, ROOT_ONLY);
   }
   t.same([readdirSync(users), readdirSync(open)], [[], []], 'nothing written');
   const taken = admin('backup', '--db', dbPath, '--out', join(sticky, 'b.sqlite3'));
   t.equal(taken.status, 0, taken.stderr);
   const restored = admin('restore', '--from', join(sticky, 'b.sqlite3'), '--db', join(users, 'new', 'r.sqlite3'));
   t.equal(restored.status, 1);
-  t.match(restored.stderr, /^factlane-admin: BACKEND_UNAVAILABLE: run as root, restore writes only where no other /m);
+  t.match(restored.stderr, ROOT_ONLY);
   t.same(readdirSync(users), [], 'no directory made');
   const ok = admin('restore', '--from', join(sticky, 'b.sqlite3'), '--db', join(sticky, 'r.sqlite3'));
   t.equal(ok.status, 0, ok.stderr);
+});
+
+t.test('run as root, restore through a link of root\'s into a user\'s directory is refused as the directory itself is',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'live.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  const backup = join(dir, 'b.sqlite3');
+  t.equal(admin('backup', '--db', dbPath, '--out', backup).status, 0);
+  // A directory of root's inside a user's: the user can rename it away and put their own (or a link) in its place.
+  const users = join(dir, 'users');
+  mkdirSync(users);
+  chownSync(users, 65534, 65534);
+  mkdirSync(join(users, 'roots'));
+  const link = join(dir, 'link');
+  symlinkSync(join(users, 'roots'), link);
+  const direct = admin('restore', '--from', backup, '--db', join(users, 'roots', 'r.sqlite3'));
+  t.match(direct.stderr, ROOT_ONLY, 'by its name');
+  const linked = admin('restore', '--from', backup, '--db', join(link, 'r.sqlite3'));
+  t.equal(linked.status, 1, 'through the link: the same directories are on the way');
+  t.match(linked.stderr, ROOT_ONLY);
+  t.same(readdirSync(join(users, 'roots')), [], 'nothing written');
 });
 
 t.test('the manifest is written before anything is published, so a failed run never leaves the file alone',
