@@ -259,13 +259,19 @@ t.test('an output place that cannot be written is BACKEND_UNAVAILABLE by its cod
   t.notMatch(backup.stderr, dir, 'no path, no stack');
 });
 
-t.test('run as root, backup and restore write only where no other user can change the path (decision 0044)',
-  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
-  const dir = t.testdir();
+/** A database of one record at `dir`/live.sqlite3, closed. */
+async function liveDatabase(dir: string): Promise<string> {
   const dbPath = join(dir, 'live.sqlite3');
   const engine = await openEngine(dbPath);
   await storeRow(engine, candidateRow());
   await engine.close();
+  return dbPath;
+}
+
+t.test('run as root, backup and restore write only where no other user can change the path (decision 0044)',
+  { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
+  const dir = t.testdir();
+  const dbPath = await liveDatabase(dir);
   // A user's directory (that user could swap a name in it for a link to root's file between its creation and
   // SQLite's open), a directory anyone may write, and a sticky one like /tmp, where only a name's owner may swap it.
   const users = join(dir, 'users');
@@ -296,10 +302,7 @@ t.test('run as root, backup and restore write only where no other user can chang
 t.test('run as root, restore through a link of root\'s into a user\'s directory is refused as the directory itself is',
   { skip: process.geteuid?.() === 0 ? false : 'needs root' }, async (t) => {
   const dir = t.testdir();
-  const dbPath = join(dir, 'live.sqlite3');
-  const engine = await openEngine(dbPath);
-  await storeRow(engine, candidateRow());
-  await engine.close();
+  const dbPath = await liveDatabase(dir);
   const backup = join(dir, 'b.sqlite3');
   t.equal(admin('backup', '--db', dbPath, '--out', backup).status, 0);
   // A directory of root's inside a user's: the user can rename it away and put their own (or a link) in its place.
