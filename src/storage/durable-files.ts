@@ -5,7 +5,6 @@ import {
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
 
 /** Every file SQLite may read or write for the database at `path`: the file, its WAL, shared memory and journal. */
 export function sqliteFiles(path: string): string[] {
@@ -26,6 +25,9 @@ export function nameTaken(path: string): boolean {
 
 /** The files SQLite keeps beside a database. */
 const SQLITE_COMPANION_SUFFIXES = ['-wal', '-shm', '-journal'] as const;
+
+/** The writer queue's sidecar lock file's suffix: `<db>-writer`, beside the database (STORAGE.md §2, §6). */
+export const WRITER_SIDECAR_SUFFIX = '-writer';
 
 /**
  * The file whose -wal, -shm, -journal or -writer `path` would be, when its name ends in one of those suffixes and that

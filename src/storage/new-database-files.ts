@@ -2,7 +2,7 @@ import { chmodSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { sqliteCode } from './sqlite-errors.js';
-import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
+import { WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 
 // The files of a database the engine creates (STORAGE.md §10): their mode, and their removal when the creation fails.
 

@@ -1,7 +1,7 @@
 import { lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
-import { WRITER_SIDECAR_SUFFIX } from './writer-queue.js';
+import { WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 
 // The quiescence inventory of incident recovery (OPERATIONS.md §5.3 checks 6 and 8). Leases are cooperative
 // (STORAGE.md §9); these checks see what a lease cannot: another name for the file, and any process that has it open.

@@ -1,10 +1,8 @@
-import { closeSync, constants, fchmodSync, fchownSync, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, openSync } from 'node:fs';
 import { setImmediate as nextLoopTurn } from 'node:timers/promises';
 import { SILENT_LOGGER, type Logger } from '../core/logger.js';
+import { keepOwner, WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 import { loadAsyncFlock, loadFlock } from './native.js';
-
-/** The sidecar lock file's suffix: `<db>-writer`, beside the database (STORAGE.md §2, §6). */
-export const WRITER_SIDECAR_SUFFIX = '-writer';
 
 /**
  * How long a writer waits for its turn before it goes on to BEGIN IMMEDIATE without the queue, where
@@ -284,14 +282,13 @@ export class WriterQueue {
    * servers open it too: a root-owned one turned their queue off. Through the descriptor, never by name.
    */
   #giveToDatabaseOwner(fd: number): void {
-    if (process.geteuid?.() !== 0) return;
     try {
-      const { uid, gid } = statSync(this.sidecarPath.slice(0, -WRITER_SIDECAR_SUFFIX.length));
-      fchownSync(fd, uid, gid);
+      keepOwner(this.sidecarPath.slice(0, -WRITER_SIDECAR_SUFFIX.length), fd);
     } catch {
       // The database's file is gone or unreadable: the sidecar stays root's, and the lock works for root.
     }
   }
+
 
   /** Turns the queue off for the life of this connection, with one warning; the descriptor (and any lock) goes. */
   #turnOff(code: string | undefined): void {
