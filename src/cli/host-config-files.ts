@@ -1,12 +1,12 @@
 import {
-  closeSync, constants, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync,
+  closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readFileSync,
   realpathSync, renameSync, statSync, unlinkSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdapterError } from '../core/adapter-error.js';
 import { compactUtcStamp } from '../core/time.js';
-import { chmodDirectory, fsyncPath, keepOwner, writeAll } from '../storage/durable-files.js';
+import { chmodDirectory, createFile, fsyncPath } from '../storage/durable-files.js';
 import { loadFlock } from '../storage/native.js';
 
 /** A host's config file as found: where it really is (symlinks followed), its text and mode, or absent. */
@@ -95,22 +95,12 @@ function copyBeside(file: ConfigFile, now: Date): string {
   const base = `${file.target}.factlane-backup-${compactUtcStamp(now)}`;
   for (let attempt = 1; ; attempt += 1) {
     const backup = attempt === 1 ? base : `${base}-${attempt}`;
-    let fd: number;
     try {
-      fd = openSync(backup, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, NEW_FILE_MODE);
+      // The text read before, not the name again: that may name another file by now.
+      createFile(backup, file.text ?? '', file.mode ?? NEW_FILE_MODE, file.target);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') continue;
       throw error;
-    }
-    // Mode and owner through the descriptor: the name could be swapped for a link to another file meanwhile.
-    try {
-      fchmodSync(fd, file.mode ?? NEW_FILE_MODE);
-      keepOwner(file.target, fd);
-      // The text read before, not the name again: that may name another file by now.
-      writeAll(fd, file.text ?? '');
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
     }
     fsyncPath(dirname(backup));
     return backup;
@@ -132,19 +122,10 @@ function replaceFile(file: ConfigFile, text: string): void {
   createPrivateDirectories(dirname(file.target));
   const unique = `${process.pid}-${randomBytes(4).toString('hex')}`;
   const temporary = join(dirname(file.target), `.${basename(file.target)}.factlane-${unique}.tmp`);
-  const mode = file.mode ?? NEW_FILE_MODE;
   try {
-    const fd = openSync(temporary, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, NEW_FILE_MODE);
-    try {
-      // fchmod because open's mode goes through the umask, and an existing file keeps its own mode.
-      fchmodSync(fd, mode);
-      // Run as root (sudo keeping HOME), the new file would be root's: the user could no longer read their config.
-      if (file.text !== null) keepOwner(file.target, fd);
-      writeAll(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
+    // An existing file keeps its own mode. Run as root (sudo keeping HOME), the new file would be root's: the user
+    // could no longer read their config, so it takes the existing file's owner.
+    createFile(temporary, text, file.mode ?? NEW_FILE_MODE, file.text !== null ? file.target : undefined);
     renameSync(temporary, file.target);
   } catch (error) {
     try {

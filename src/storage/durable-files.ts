@@ -191,19 +191,25 @@ export function writeAll(fd: number, text: string): void {
 }
 
 /**
- * Creates `path` with mode 0600 whatever the umask, failing when it exists (exclusive create), writes `text` and
- * fsyncs it; with `ownerOf`, it takes that file's owner when run as root (keepOwner). Throws the system error.
+ * Creates `path` with `mode` whatever the umask, failing when it exists (exclusive create), writes `text` and fsyncs
+ * it; with `ownerOf`, it takes that file's owner when run as root (keepOwner). Mode and owner go through the
+ * descriptor, never the name. Throws the system error.
  */
-export function createPrivateFile(path: string, text = '', ownerOf?: string): void {
+export function createFile(path: string, text: string, mode: number, ownerOf?: string): void {
   const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
   try {
-    fchmodSync(fd, 0o600);
+    fchmodSync(fd, mode);
     if (ownerOf !== undefined) keepOwner(ownerOf, fd);
     writeAll(fd, text);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
+}
+
+/** createFile with mode 0600. */
+export function createPrivateFile(path: string, text = '', ownerOf?: string): void {
+  createFile(path, text, 0o600, ownerOf);
 }
 
 /**
