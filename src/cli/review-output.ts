@@ -1,6 +1,8 @@
 import type { AdapterError } from '../core/adapter-error.js';
 import type { ErrorCode } from '@factlane/schema';
-import type { CandidateEntry, CandidatesReport } from '../maintenance/review-queue-operation.js';
+import {
+  storedAsContradiction, type CandidateEntry, type CandidatesReport,
+} from '../maintenance/review-queue-operation.js';
 
 // What factlane-admin candidates and promote print: a short block per Candidate or one promotion line, the JSON
 // report with --json, and for a refusal the governed code with a one-line hint (docs/decisions/0022).
@@ -94,22 +96,21 @@ function candidateBlock(entry: CandidateEntry): string {
   }
   // Two different refusals (CONTRACT.md §13.4 step 2): stored as a contradiction, it is never promoted, and that
   // refusal comes before ALREADY_CURRENT; otherwise a live conflict refuses it only while the conflicting fact stands.
-  const storedAsContradiction = entry.contradiction_state === 'UNRESOLVED'
-    || entry.contradiction_state === 'QUARANTINED';
+  const neverPromoted = storedAsContradiction(entry.contradiction_state);
   if (entry.equivalent_current) {
     const memoryId = entry.equivalent_current.memory_id;
-    lines.push(storedAsContradiction
+    lines.push(neverPromoted
       ? `  the same fact is already current as memory ${memoryId}: nothing is left to promote (stored as a `
         + 'contradiction, this Candidate is refused with CONTRADICTION)'
       : `  the same fact is already current as memory ${memoryId}: promote answers ALREADY_CURRENT`);
   }
   // A Candidate stored as a contradiction is never promoted: no timestamp would make it so.
-  if (entry.source_timestamp === null && !storedAsContradiction)
+  if (entry.source_timestamp === null && !neverPromoted)
     lines.push('  it has no source_timestamp: promote needs --source-timestamp TS');
-  if (storedAsContradiction && !entry.equivalent_current) {
+  if (neverPromoted && !entry.equivalent_current) {
     lines.push('  it was stored as a contradiction: promote always refuses it with CONTRADICTION; to make its fact '
       + 'current, REPLACE the current memory it contradicts with this fact (storing it again is a DUPLICATE of it)');
-  } else if (!storedAsContradiction && entry.contradicts.length > 0) {
+  } else if (!neverPromoted && entry.contradicts.length > 0) {
     lines.push('  promote refuses it with CONTRADICTION while it contradicts a current fact');
   }
   return `${lines.join('\n')}\n`;

@@ -63,6 +63,10 @@ export interface CandidatesReport {
   readonly candidates: readonly CandidateEntry[];
 }
 
+/** A Candidate stored as a contradiction (CONTRACT.md §13.4 promotion step 2): never promoted. */
+export const storedAsContradiction = (contradictionState: string) =>
+  contradictionState === 'UNRESOLVED' || contradictionState === 'QUARANTINED';
+
 const currentFact = (row: RecordRow): CurrentFact => ({
   memory_id: row.memory_id, record_id: row.record_id, revision: row.revision, fact: row.fact,
   verified_by: row.verified_by, last_verified_at: row.last_verified_at,
@@ -92,8 +96,7 @@ export async function listCandidates(target: MaintenanceTarget, request: Candida
     const sameKey = relatedCurrent.filter((current) => current.contradiction_key === row.contradiction_key);
     // Promotion answers ALREADY_CURRENT only for its own key (CONTRACT.md §13.4); a Candidate stored as a
     // contradiction is never promoted, and its fact is settled once current under any key.
-    const storedAsContradiction = row.contradiction_state === 'UNRESOLVED' || row.contradiction_state === 'QUARANTINED';
-    const equivalent = (storedAsContradiction ? relatedCurrent : sameKey)
+    const equivalent = (storedAsContradiction(row.contradiction_state) ? relatedCurrent : sameKey)
       .find((current) => current.native_content_hash === row.native_content_hash);
     return {
       memory_id: row.memory_id, record_id: row.record_id, revision: row.revision,
