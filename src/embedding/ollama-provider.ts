@@ -30,8 +30,6 @@ function singleValue(info: Record<string, unknown>, suffix: string): unknown {
   return values.length === 1 ? values[0] : undefined;
 }
 
-const isRedirect = (status: number) => status >= 300 && status < 400;
-
 /** Serves one Ollama profile at a loopback base URL (validated by the launcher). */
 export class OllamaProvider implements EmbeddingProvider {
   readonly profile: EmbeddingProfile;
@@ -52,11 +50,11 @@ export class OllamaProvider implements EmbeddingProvider {
    * EMBEDDING_UNAVAILABLE; non-JSON → SCHEMA_MISMATCH.
    */
   async #request(path: string, body?: unknown): Promise<Record<string, unknown>> {
-    let response: Response;
+    let redirected: boolean;
     let text: string;
     try {
       // Node's fetch ignores proxy environment variables, as loopback calls must.
-      response = await fetch(`${this.#baseUrl}${path}`, {
+      const response = await fetch(`${this.#baseUrl}${path}`, {
         method: body === undefined ? 'GET' : 'POST',
         headers: body === undefined ? undefined : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -67,15 +65,15 @@ export class OllamaProvider implements EmbeddingProvider {
         redirect: 'manual',
       });
       // The body is part of the answer: a connection dropped or timed out while it is read is a connection failure.
-      if (isRedirect(response.status)) await response.body?.cancel();
-      text = isRedirect(response.status) ? '' : await response.text();
+      redirected = response.status >= 300 && response.status < 400;
+      if (redirected) await response.body?.cancel();
+      text = redirected ? '' : await response.text();
     } catch (error) {
       const timedOut = error instanceof Error && error.name === 'TimeoutError';
       throw unavailable(timedOut ? `Ollama did not answer ${path} within ${this.#timeoutMs / 1000} s`
         : `Ollama did not answer ${path}; is it running on the --ollama-url address?`, error);
     }
-    if (isRedirect(response.status))
-      throw unavailable(`Ollama answered ${path} with a redirect, which is not followed`);
+    if (redirected) throw unavailable(`Ollama answered ${path} with a redirect, which is not followed`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
