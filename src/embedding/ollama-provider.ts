@@ -1,6 +1,6 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
-import { utf8Bytes } from '../core/text.js';
+import { cutText, escapeUnprintable, utf8Bytes } from '../core/text.js';
 import type { EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
 
@@ -14,6 +14,14 @@ const SEMVER = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)
 
 const unavailable = (message: string, cause?: unknown) => new AdapterError('EMBEDDING_UNAVAILABLE', message, { cause });
 const drift = (message: string) => new AdapterError('SCHEMA_MISMATCH', message);
+// Ollama's own words ("model \"x\" not found, try pulling it first") go on, one line of at most this many units.
+const MAX_OLLAMA_WORDS = 200;
+
+/** The `error` member of an answer as it can go into a message: a string as it is, else its JSON; escaped, cut. */
+function ollamaWords(error: unknown): string {
+  const words = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+  return escapeUnprintable(cutText(words.trim(), MAX_OLLAMA_WORDS));
+}
 
 /** True when semver `version` is at least 0.22.1; its pre-releases are lower. */
 export function ollamaVersionSupported(version: string): boolean | null {
@@ -50,6 +58,7 @@ export class OllamaProvider implements EmbeddingProvider {
    * EMBEDDING_UNAVAILABLE; non-JSON → SCHEMA_MISMATCH.
    */
   async #request(path: string, body?: unknown): Promise<Record<string, unknown>> {
+    let status: number;
     let redirected: boolean;
     let text: string;
     try {
@@ -65,7 +74,8 @@ export class OllamaProvider implements EmbeddingProvider {
         redirect: 'manual',
       });
       // The body is part of the answer: a connection dropped or timed out while it is read is a connection failure.
-      redirected = response.status >= 300 && response.status < 400;
+      status = response.status;
+      redirected = status >= 300 && status < 400;
       if (redirected) await response.body?.cancel();
       text = redirected ? '' : await response.text();
     } catch (error) {
@@ -78,9 +88,11 @@ export class OllamaProvider implements EmbeddingProvider {
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw drift(`Ollama answered ${path} with something that is not JSON`);
+      throw drift(`Ollama answered ${path} with HTTP ${status} and something that is not JSON; is --ollama-url `
+        + 'the address of Ollama itself?');
     }
-    if (isJsonObject(parsed) && parsed.error !== undefined) throw unavailable(`Ollama refused ${path}`);
+    if (isJsonObject(parsed) && parsed.error !== undefined)
+      throw unavailable(`Ollama refused ${path}: ${ollamaWords(parsed.error)}`);
     if (!isJsonObject(parsed)) throw drift(`Ollama answered ${path} with an unexpected shape`);
     return parsed;
   }

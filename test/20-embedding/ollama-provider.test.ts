@@ -184,12 +184,15 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
   for (const endpoint of ['/api/version', '/api/tags', '/api/show'] as Endpoint[]) {
     fake.reset();
     fake.set({ errorMember: { [endpoint]: 'something went wrong' } });
-    await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE', `${endpoint}: error member`);
+    const refusal = await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE',
+      `${endpoint}: error member`);
+    t.equal(refusal?.message, `Ollama refused ${endpoint}: something went wrong`, `${endpoint}: Ollama's words passed on`);
     for (const raw of ['<html><body>502 Bad Gateway</body></html>', '', '{"version":', 'ok']) {
       fake.reset();
       fake.set({ rawBody: { [endpoint]: raw } });
-      await failsWith(t, () => provider.statusCheck(), 'SCHEMA_MISMATCH',
+      const error = await failsWith(t, () => provider.statusCheck(), 'SCHEMA_MISMATCH',
         `${endpoint}: non-JSON body ${JSON.stringify(raw)}`);
+      t.match(error?.message, `answered ${endpoint} with HTTP 200 and something that is not JSON`);
     }
     fake.reset();
     fake.set({ rawBody: { [endpoint]: '[1,2,3]' } });
@@ -203,6 +206,29 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
   await failsWith(t, () => provider.embedQuery('anything'), 'EMBEDDING_UNAVAILABLE',
     'embed against the stopped server');
 });
+
+t.test("Ollama's own words reach the message: one line, escaped, cut; a wrong address names its HTTP status",
+  async (t) => {
+    const fake = await fakeFor(t);
+    const provider = new OllamaProvider(NOMIC, fake.url);
+    fake.set({ errorMember: { '/api/embed': 'model "nomic-embed-text" not found, try pulling it first' } });
+    const missing = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'model gone');
+    t.equal(missing?.message, 'Ollama refused /api/embed: model "nomic-embed-text" not found, try pulling it first');
+    fake.reset();
+    fake.set({ errorMember: { '/api/embed': `  line one\nline two\u202e${'x'.repeat(400)}` } });
+    const long = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'long, two lines');
+    t.notMatch(long?.message, /[\n\u202e]/, 'no newline or override character in the message');
+    t.match(long?.message, 'Ollama refused /api/embed: line one\\u000aline two\\u202exxx');
+    t.ok(long!.message.length <= 'Ollama refused /api/embed: '.length + 200 + 10, 'cut to about 200 units');
+    fake.reset();
+    fake.set({ rawBody: { '/api/embed': '{"error":{"message":"busy","code":503}}' } });
+    const shaped = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'an object');
+    t.equal(shaped?.message, 'Ollama refused /api/embed: {"message":"busy","code":503}');
+    fake.reset();
+    const wrongPath = new OllamaProvider(NOMIC, `${fake.url}/v1`);
+    const notFound = await failsWith(t, () => wrongPath.statusCheck(), 'SCHEMA_MISMATCH', 'an address with a path');
+    t.match(notFound?.message, 'answered /api/version with HTTP 404 and something that is not JSON; is --ollama-url');
+  });
 
 t.test('a connection dropped in the middle of the body is EMBEDDING_UNAVAILABLE, not a body that is not JSON',
   async (t) => {
