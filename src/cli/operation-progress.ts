@@ -28,7 +28,8 @@ const number = (step: OperationStep, key: string) => Number(step.fields?.[key] ?
 /**
  * The plain stderr lines the commands printed before decision 0023, kept byte for byte: reembed a line per batch (and,
  * since stop 44, one before its switch),
- * recover a line per phase, migrate up a line per applied file. Backup, restore, audit and housekeep have none.
+ * recover a line per phase, migrate up a line per file (since stop 45 as the file begins, no longer once it is
+ * applied: the text said "applying"). Backup, restore, audit and housekeep have none.
  */
 const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationStep) => string | null>>> = {
   reembed: (step) => {
@@ -44,7 +45,7 @@ const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationSt
     const detail = step.fields?.detail ? ` (${step.fields.detail})` : '';
     return `recover: ${step.step}${detail}; state ${step.fields?.recovery_state ?? 'none'}`;
   },
-  migrate_up: (step) => (step.step === 'migration_applied'
+  migrate_up: (step) => (step.step === 'applying_migration'
     ? `factlane-migrate: applying ${String(step.fields?.version).padStart(4, '0')}_${step.fields?.name}`
     : null),
 };

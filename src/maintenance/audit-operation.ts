@@ -31,20 +31,22 @@ function fromVerify(name: string, verify: readonly CheckResult[], parts: readonl
  * invariants L1-L10 (schema package queries), fences, schema currency, the recovery interlock and
  * quick_check, each PASS/FAIL with a count and up to 20 samples. With `recount` (the adapter's rowTokenRecounter),
  * `token_counts` also recounts every stored token count; without it, it checks only which records have one.
- * `onStep` hears `schema_verified` (the verify checks, quick_check among them, are done) and then `checked` for each
- * lineage check (`done` of them so far, its `check` and `status`; decision 0023).
+ * `onStep` hears `verifying_schema`, `schema_verified` (the verify checks, quick_check among them, are done), then
+ * for each lineage check `checking` (its `check`) as it begins and `checked` (`done` of them so far, its `check` and
+ * `status`) once done (decision 0023).
  */
 export function auditFile(
   path: string, shipped: readonly MigrationFile[], recount?: RecordRecounter, onStep: StepListener = IGNORE_STEPS,
 ): AuditReport {
   const checks = withReadOnly(path, (connection) => {
+    onStep({ step: 'verifying_schema' });
     const findings = inspectSchema(connection, shipped);
     const verify = verifySchema(connection, findings, shipped);
     onStep({ step: 'schema_verified' });
-    const onCheck = (check: AuditCheck, done: number) =>
-      onStep({ step: 'checked', done, fields: { check: check.name, status: check.status } });
-    const lineage = findings.kind === 'FACTLANE'
-      ? runLineageAudit(connection, findings.schemaVersion, recount, onCheck) : [];
+    const lineage = findings.kind === 'FACTLANE' ? runLineageAudit(connection, findings.schemaVersion, recount, {
+      starting: (check) => onStep({ step: 'checking', fields: { check } }),
+      checked: (check, done) => onStep({ step: 'checked', done, fields: { check: check.name, status: check.status } }),
+    }) : [];
     return [
       ...lineage,
       fromVerify('fences_present', verify, ['fences_present']),

@@ -210,7 +210,8 @@ function createTemporary(temp: string, text = ''): void {
  * recovery interlock. VERIFY_FAILED when the copy's integrity_check fails; other check failures are
  * recorded in the manifest, not fatal, so a damaged database can still be saved. On failure the
  * temporary file is removed. `onStep` hears `lease_taken`, `pages_copied` (copied/total pages, at the copy's
- * first step and at its end), `verified` (`failed_checks`), `published` and last `manifest_written` (decision 0023).
+ * first step and at its end), `verifying` (the copy's checks and audit begin), `verified` (`failed_checks`),
+ * `published` and last `manifest_written` (decision 0023).
  * `loadRecounter` gives audit's recounter (auditFile), once the checks above passed.
  */
 export async function writeVerifiedBackup(
@@ -242,6 +243,7 @@ export async function writeVerifiedBackup(
   let manifest: BackupManifest | undefined;
   await writeThenPublish(file, async (temp) => {
     await onlineBackup(target.path, temp, (done, total) => onStep({ step: 'pages_copied', done, total }));
+    onStep({ step: 'verifying' });
     const verified = verifyCopy(temp, target.shipped);
     // Inside the verified step (decision 0023): the audit recounts every token count, most of a large backup's time.
     const audit = auditFile(temp, target.shipped, recount);

@@ -86,10 +86,11 @@ export interface UpReport {
  * CHECKSUM_MISMATCH and NOT_FACTLANE (SCHEMA_MISMATCH) and an interlock (MAINTENANCE_IN_PROGRESS);
  * with nothing pending succeeds without a backup; else writes the verified backup when asked, applies
  * all pending files in one transaction (verified before commit) and runs the verify checks after.
- * `onStep` hears `lease_taken`, the backup's steps prefixed `backup_`, `migration_applied` (done/total
- * files, with `version` and `name`, inside the transaction), `derived_rows_rebuilt` (done/total rows),
- * `committed`, and last `verified` (`failed_checks`) (decision 0023). `countRecord` stores the token count of every
- * record when schema 5 is applied (decision 0036); without it records keep none and are counted whole when read.
+ * `onStep` hears `lease_taken`, the backup's steps prefixed `backup_`, for each file `applying_migration` as it
+ * begins and `migration_applied` (done/total files), both with `version` and `name`, inside the transaction,
+ * `derived_rows_rebuilt` (done/total rows, and which `rows`), `committed`, `verifying`, and last `verified`
+ * (`failed_checks`) (decision 0023). `countRecord` stores the token count of every record when schema 5 is applied
+ * (decision 0036); without it records keep none and are counted whole when read.
  */
 export async function migrateUp(
   target: MaintenanceTarget,
@@ -98,6 +99,7 @@ export async function migrateUp(
   const onStep = options.onStep ?? IGNORE_STEPS;
   onStep({ step: 'lease_taken', fields: { lease: target.leaseMode } });
   const verified = () => {
+    onStep({ step: 'verifying' });
     const checks = target.verify();
     onStep({ step: 'verified', fields: { failed_checks: checks.filter((check) => check.status === 'FAIL').length } });
     return checks;
@@ -126,10 +128,11 @@ export async function migrateUp(
   const pending = target.pending.map((file) => file.version);
   const { steps, reembedWorkDiscarded } = await target.applyPending({
     clock: options.clock, appliedBy: PACKAGE_LABEL,
+    onStarting: ({ version, name }) => onStep({ step: 'applying_migration', fields: { version, name } }),
     onStep: ({ version, name }) => onStep({
       step: 'migration_applied', done: pending.indexOf(version) + 1, total: pending.length, fields: { version, name },
     }),
-    onRebuilt: (rows, of) => onStep({ step: 'derived_rows_rebuilt', done: rows, total: of }),
+    onRebuilt: (done, total, rows) => onStep({ step: 'derived_rows_rebuilt', done, total, fields: { rows } }),
     countRecord: options.countRecord,
   });
   onStep({ step: 'committed', done: steps.length, total: steps.length });

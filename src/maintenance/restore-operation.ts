@@ -44,8 +44,9 @@ const failed = (checks: readonly CheckResult[], name: string) =>
  * database or its `-wal`/`-shm` exists. The copy is made with the online backup API into a temporary file (0600,
  * missing parents 0700) beside the target, verified as a backup is, set to WAL, then published by hard link.
  * The copy keeps the backup's database_id. On failure the temporary file is removed. `onStep` hears
- * `manifest_checked` (the manifest, its SHA-256 and the verify checks of the backup passed), `pages_copied`
- * (copied/total pages), `hash_rechecked`, `verified`, and last `published` (decision 0023).
+ * `checking_backup` (first), `manifest_checked` (the manifest, its SHA-256 and the verify checks of the backup
+ * passed), `pages_copied` (copied/total pages), `hash_rechecked`, `verifying` (the copy's checks and audit begin),
+ * `verified`, and last `published` (decision 0023).
  */
 export async function restoreVerifiedBackup(input: {
   from: string; dbPath: string; shipped: readonly MigrationFile[]; onStep?: StepListener;
@@ -53,6 +54,8 @@ export async function restoreVerifiedBackup(input: {
   loadRecounter?: RecounterLoader;
 }): Promise<RestoreReport> {
   const onStep = input.onStep ?? IGNORE_STEPS;
+  // Hashing and checking a large backup takes seconds: said when it begins (decision 0023, stop 45).
+  onStep({ step: 'checking_backup' });
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
     if (inWalMode(resolve(input.from))) {
@@ -109,6 +112,7 @@ export async function restoreVerifiedBackup(input: {
         throw new AdapterError('MANIFEST_MISMATCH',
           'the backup changed while it was being restored; nothing was written');
       onStep({ step: 'hash_rechecked' });
+      onStep({ step: 'verifying' });
       const verified = verifyCopy(temp, input.shipped);
       const counts = lifecycleCounts(temp);
       const audit = auditFile(temp, input.shipped, recount);

@@ -32,11 +32,11 @@ function checkOf(name: string, samples: readonly string[]): AuditCheck {
  * eligible vector layout also `eligible_forms` (L10 for that layout), which recomputes every SimHash code from its
  * float vector besides ELIGIBLE_AUDIT_QUERY (from schema 3 on; the schema-2 rule for a database at schema 2); on a
  * schema with stored token counts also `token_counts` (TOKEN_COUNTS_AUDIT_QUERY), which with `recount` also
- * recounts every stored count (decision 0036). `onCheck` hears each check as it is done, with how many are done.
+ * recounts every stored count (decision 0036). `progress` hears each check's name as it begins and the check as it
+ * is done, with how many are done.
  */
 export function runLineageAudit(
-  connection: SqliteConnection, schemaVersion: number, recount?: RecordRecounter,
-  onCheck: (check: AuditCheck, done: number) => void = () => {},
+  connection: SqliteConnection, schemaVersion: number, recount?: RecordRecounter, progress: LineageProgress = {},
 ): AuditCheck[] {
   const unsafe = unsafeToQuery(connection);
   const samplesOf = (query: string) =>
@@ -44,9 +44,10 @@ export function runLineageAudit(
   const checks: AuditCheck[] = [];
   const done = (check: AuditCheck) => {
     checks.push(check);
-    onCheck(check, checks.length);
+    progress.checked?.(check, checks.length);
   };
   for (const [name, query] of Object.entries(LINEAGE_AUDIT_QUERIES)) {
+    progress.starting?.(name);
     const samples = samplesOf(query);
     if (name !== 'derived_state') {
       done(checkOf(name, samples));
@@ -59,6 +60,7 @@ export function runLineageAudit(
   }
   const table = connection.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
   if (table.get('eligible_vectors') !== undefined) {
+    progress.starting?.('eligible_forms');
     const since = schemaVersion >= ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA;
     const rule = since ? ELIGIBLE_AUDIT_QUERY : ELIGIBLE_AUDIT_QUERY_SCHEMA_2;
     // The rule reads every table wrongCodes reads: when it cannot be run, neither can wrongCodes.
@@ -68,10 +70,17 @@ export function runLineageAudit(
     done(checkOf('eligible_forms', [...samples, ...codes]));
   }
   if (table.get('record_token_counts') !== undefined) {
+    progress.starting?.('token_counts');
     const counts = recount === undefined ? [] : readSamples(() => wrongTokenCounts(connection, recount));
     done(checkOf('token_counts', [...samplesOf(TOKEN_COUNTS_AUDIT_QUERY), ...counts]));
   }
   return checks;
+}
+
+/** What runLineageAudit tells as it goes: a check's name as it begins, and the check once done. */
+export interface LineageProgress {
+  readonly starting?: (name: string) => void;
+  readonly checked?: (check: AuditCheck, done: number) => void;
 }
 
 /** How a sample that is an SQLite error, not a violation, begins (readSamples). */

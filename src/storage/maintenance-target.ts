@@ -6,7 +6,7 @@ import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import { DatabaseLease, type LeaseMode } from './database-lease.js';
 import { assertNotABackup } from './durable-files.js';
-import { applyMigrations, type AppliedStep } from './migration-apply.js';
+import { applyMigrations, type AppliedStep, type MigrationProgress } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { dropNextVectorTable } from './reembed-repository.js';
@@ -123,11 +123,8 @@ export class MaintenanceTarget {
    * schema being left, a rerun of reembed drops it anyway (OPERATIONS.md §7), and kept it would fail the verification
    * while reembed refuses the old schema, so neither command could go on. `reembedWorkDiscarded` says so.
    */
-  async applyPending(options: {
-    clock: Clock; appliedBy: string; onStep?: (step: AppliedStep) => void; onRebuilt?: (
-      done: number, total: number,
-    ) => void; countRecord?: RecordCounter;
-  }): Promise<{ steps: AppliedStep[]; reembedWorkDiscarded: boolean }> {
+  async applyPending(options: { clock: Clock; appliedBy: string; countRecord?: RecordCounter } & MigrationProgress,
+  ): Promise<{ steps: AppliedStep[]; reembedWorkDiscarded: boolean }> {
     if (this.#lease.mode !== 'exclusive')
       throw new AdapterError('MAINTENANCE_IN_PROGRESS', 'applying migrations needs the exclusive lease');
     const connection = WriteConnection.open({ path: this.path, retry: this.#retry });
@@ -142,7 +139,8 @@ export class MaintenanceTarget {
         const reembedWorkDiscarded = dropNextVectorTable(raw);
         const applied = await applyMigrations(trx, raw, pending, {
           vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
-          onStep: options.onStep, onRebuilt: options.onRebuilt, countRecord: options.countRecord,
+          onStarting: options.onStarting, onStep: options.onStep, onRebuilt: options.onRebuilt,
+          countRecord: options.countRecord,
         });
         const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped)
           .filter((c) => c.status === 'FAIL');

@@ -18,14 +18,32 @@ interface RebuildOptions {
   readonly countRecord?: RecordCounter;
 }
 
-/** Rebuilds a file's derived rows. */
-type DerivedRebuild = (trx: Transaction<DB>, options: RebuildOptions) => Promise<unknown>;
+/** What a file's derived rows are, named as progress names them. */
+export type DerivedRows = 'eligible_vectors' | 'token_counts';
 
-const eligibleForms: DerivedRebuild = (trx, { onRows }) => rebuildEligibleVectors(trx, onRows);
+/** What applyMigrations tells as it goes: a file as it begins and once applied, and rows rebuilt of the total. */
+export interface MigrationProgress {
+  readonly onStarting?: (file: MigrationFile) => void;
+  readonly onStep?: (step: AppliedStep) => void;
+  readonly onRebuilt?: (done: number, total: number, rows: DerivedRows) => void;
+}
+
+/** Rebuilds a file's derived rows: `rows` names them. */
+interface DerivedRebuild {
+  readonly rows: DerivedRows;
+  readonly run: (trx: Transaction<DB>, options: RebuildOptions) => Promise<unknown>;
+}
+
+const eligibleForms: DerivedRebuild = {
+  rows: 'eligible_vectors', run: (trx, { onRows }) => rebuildEligibleVectors(trx, onRows),
+};
 // Without a counter (a caller that has no public form to count, such as a test), records stay without counts: they
 // are counted whole when read, as before schema 5.
-const tokenCounts: DerivedRebuild = async (trx, { onRows, countRecord }) =>
-  countRecord === undefined ? 0 : rebuildTokenCounts(trx, countRecord, onRows);
+const tokenCounts: DerivedRebuild = {
+  rows: 'token_counts',
+  run: async (trx, { onRows, countRecord }) =>
+    countRecord === undefined ? 0 : rebuildTokenCounts(trx, countRecord, onRows),
+};
 
 /**
  * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
@@ -45,29 +63,30 @@ const DERIVED_REBUILDS: ReadonlyMap<string, readonly DerivedRebuild[]> = new Map
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
  * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations` row. Runs
- * nothing outside that transaction, so a failure anywhere rolls back every file. `onStep` reports progress after each
- * file, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes; `countRecord` counts the records' tokens
- * (schema 5: without it, records are left without counts).
+ * nothing outside that transaction, so a failure anywhere rolls back every file. `onStarting` hears each file as it
+ * begins and `onStep` as it is done, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes, with which
+ * rows they are; `countRecord` counts the records' tokens (schema 5: without it, records are left without counts).
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
   connection: SqliteConnection,
   pending: readonly MigrationFile[],
   options: {
-    vectorDimension: number; appliedAt: string; appliedBy: string;
-    onStep?: (step: AppliedStep) => void; onRebuilt?: (done: number, total: number) => void;
-    countRecord?: RecordCounter;
-  },
+    vectorDimension: number; appliedAt: string; appliedBy: string; countRecord?: RecordCounter;
+  } & MigrationProgress,
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
   for (const [index, file] of pending.entries()) {
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
+    options.onStarting?.(file);
     connection.exec(renderMigration(file, options.vectorDimension));
     for (const rebuild of DERIVED_REBUILDS.get(file.fileName) ?? []) {
       const repeated = pending.slice(index + 1)
         .some((later) => DERIVED_REBUILDS.get(later.fileName)?.includes(rebuild));
-      if (!repeated) await rebuild(trx, { onRows: options.onRebuilt, countRecord: options.countRecord });
+      const { onRebuilt } = options;
+      const onRows = onRebuilt && ((done: number, total: number) => onRebuilt(done, total, rebuild.rows));
+      if (!repeated) await rebuild.run(trx, { onRows, countRecord: options.countRecord });
     }
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,

@@ -41,8 +41,9 @@ t.test('up applies pending migrations in one transaction after a verified backup
   const backupFile = join(dir, 'before-up.sqlite3');
   const report = await migrateUp(target, { backupFile, clock: SYSTEM_CLOCK,
     onStep: (s) => steps.push(s.step === 'migration_applied' ? `${s.fields?.version}_${s.fields?.name}` : s.step) });
-  t.same(steps, ['lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified',
-    'backup_published', 'backup_manifest_written', `${NEXT}_add_note`, 'committed', 'verified'],
+  t.same(steps, ['lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verifying',
+    'backup_verified', 'backup_published', 'backup_manifest_written', 'applying_migration', `${NEXT}_add_note`,
+    'committed', 'verifying', 'verified'],
     'the steps in order, one per file applied');
   t.same(report.applied, [{ version: NEXT, name: 'add_note' }]);
   t.equal(report.schema_version, NEXT);

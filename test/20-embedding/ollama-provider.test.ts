@@ -186,7 +186,8 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
     fake.set({ errorMember: { [endpoint]: 'something went wrong' } });
     const refusal = await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE',
       `${endpoint}: error member`);
-    t.equal(refusal?.message, `Ollama refused ${endpoint}: something went wrong`, `${endpoint}: Ollama's words passed on`);
+    t.equal(refusal?.message, `Ollama refused ${endpoint}: something went wrong`,
+      `${endpoint}: Ollama's words passed on`);
     for (const raw of ['<html><body>502 Bad Gateway</body></html>', '', '{"version":', 'ok']) {
       fake.reset();
       fake.set({ rawBody: { [endpoint]: raw } });

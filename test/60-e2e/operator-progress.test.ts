@@ -57,12 +57,12 @@ t.test('backup and restore: JSON steps in order, the report alone on stdout, sil
   t.equal(json.status, 0, json.stderr);
   const backup = steps(t, json.stderr, 'backup');
   t.strictSame(backup.map((line) => line.step),
-    ['lease_taken', 'pages_copied', 'pages_copied', 'verified', 'published', 'manifest_written']);
+    ['lease_taken', 'pages_copied', 'pages_copied', 'verifying', 'verified', 'published', 'manifest_written']);
   t.match(backup[0], { lease: 'shared' });
   const pages = backup.at(2)!;
   t.ok(pages.total > 0 && pages.done === pages.total, 'the last pages line has every page copied');
   t.ok(backup[1]!.done < pages.total, 'the first one is the copy\'s first step');
-  t.match(backup[3], { failed_checks: 0 });
+  t.match(backup[4], { failed_checks: 0 });
   const report = JSON.parse(json.stdout) as Json;
   t.equal(backup.at(-1)!.file_bytes, report.manifest.file_bytes, 'the final step and the report agree');
 
@@ -86,7 +86,8 @@ t.test('backup and restore: JSON steps in order, the report alone on stdout, sil
   t.equal(restore.status, 0, restore.stderr);
   const restoreSteps = steps(t, restore.stderr, 'restore');
   t.strictSame(restoreSteps.map((line) => line.step),
-    ['manifest_checked', 'pages_copied', 'pages_copied', 'hash_rechecked', 'verified', 'published']);
+    ['checking_backup', 'manifest_checked', 'pages_copied', 'pages_copied', 'hash_rechecked', 'verifying', 'verified',
+      'published']);
   t.match(JSON.parse(restore.stdout), { journal_mode: 'wal', file_bytes: restoreSteps.at(-1)!.file_bytes });
   const plainRestore = admin('restore', '--from', out, '--db', join(dir, 'restored', 'again.sqlite3'));
   t.equal(plainRestore.stderr, '');
@@ -100,10 +101,12 @@ t.test('audit: the schema verified, then each lineage check in the report\'s ord
   const audit = steps(t, json.stderr, 'audit');
   const report = JSON.parse(json.stdout) as Json;
   const lineage = (report.checks as Json[]).slice(0, -4);
-  t.strictSame(audit.map((line) => line.step), ['lease_taken', 'schema_verified', ...lineage.map(() => 'checked')]);
+  t.strictSame(audit.map((line) => line.step),
+    ['lease_taken', 'verifying_schema', 'schema_verified', ...lineage.flatMap(() => ['checking', 'checked'])]);
   t.match(audit[0], { lease: 'shared' });
-  t.strictSame(audit.slice(2).map((line) => [line.done, line.check, line.status]),
-    lineage.map((check, i) => [i + 1, check.name, check.status]), 'one step a check, counted, named as reported');
+  t.strictSame(audit.slice(3).map((line) => [line.step, line.done, line.check, line.status]),
+    lineage.flatMap((check, i) => [['checking', undefined, check.name, undefined],
+      ['checked', i + 1, check.name, check.status]]), 'each check said as it begins and once done, as reported');
   t.ok(lineage.some((check) => check.name === 'token_counts'), 'the recount is among them');
   const plain = admin('audit', '--db', dbPath);
   t.equal(plain.stderr, '', 'no --json, not a terminal: nothing on stderr');
@@ -204,19 +207,25 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
   t.equal(json.status, 0, json.stderr);
   const lines = steps(t, json.stderr, 'migrate_up');
   t.strictSame(lines.map((line) => line.step), [
-    'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verified',
-    'backup_published',
-    'backup_manifest_written', 'migration_applied', 'migration_applied', 'migration_applied', 'derived_rows_rebuilt',
-    'derived_rows_rebuilt', 'migration_applied', 'committed', 'verified',
+    'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verifying',
+    'backup_verified', 'backup_published', 'backup_manifest_written',
+    'applying_migration', 'migration_applied', 'applying_migration', 'migration_applied',
+    'applying_migration', 'migration_applied', 'applying_migration', 'derived_rows_rebuilt', 'derived_rows_rebuilt',
+    'migration_applied', 'committed', 'verifying', 'verified',
   ]);
   t.match(lines[0], { lease: 'exclusive' });
-  t.match(lines[7], { done: 1, total: 4, version: 2, name: 'eligible_vectors' });
-  t.match(lines[8], { done: 2, total: 4, version: 3, name: 'small_scope_vectors' });
-  t.match(lines[9], { done: 3, total: 4, version: 4, name: 'vec0_chunks' });
-  t.match(lines[10], { done: 2, total: 2 }, 'the two CURRENT vectors rebuilt once, inside the last file\'s step');
+  const files = [[2, 'eligible_vectors'], [3, 'small_scope_vectors'], [4, 'vec0_chunks'], [5, 'record_token_counts']];
+  for (const [i, [version, name]] of files.entries()) {
+    t.match(lines[8 + 2 * i], { step: 'applying_migration', version, name }, `${name}: said as it begins`);
+    t.notOk('done' in lines[8 + 2 * i]! || 'total' in lines[8 + 2 * i]!, `${name}: no count while it runs`);
+    const applied = i < 3 ? lines[9 + 2 * i] : lines[17];
+    t.match(applied, { step: 'migration_applied', done: i + 1, total: 4, version, name }, `${name}: then applied`);
+  }
+  t.match(lines[15], { done: 2, total: 2, rows: 'eligible_vectors' },
+    'the two CURRENT vectors rebuilt once, inside the last file\'s step');
   const records = withRaw(plainPath, (db) => db.prepare('SELECT count(*) FROM adapter_records').pluck().get());
-  t.match(lines[11], { done: records, total: records }, 'every record\'s token count, in the same step');
-  t.match(lines[12], { done: 4, total: 4, version: 5, name: 'record_token_counts' });
+  t.match(lines[16], { done: records, total: records, rows: 'token_counts' },
+    'every record\'s token count, in the same step, named apart');
   t.match(lines.at(-1), { failed_checks: 0 });
   t.match(JSON.parse(json.stdout), {
     applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5,
@@ -229,7 +238,7 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
     .map((name) => `factlane-migrate: applying ${name}\n`).join(''), 'the lines it printed before, only');
   t.match(plain.stdout, /^applied 4 migration\(s\); schema version 5\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');
-  t.strictSame(steps(t, again.stderr, 'migrate_up').map((line) => line.step), ['lease_taken', 'verified'],
+  t.strictSame(steps(t, again.stderr, 'migrate_up').map((line) => line.step), ['lease_taken', 'verifying', 'verified'],
     'nothing pending');
 });
 

@@ -111,9 +111,13 @@ t.test('not a terminal and no --json: the plain lines the commands printed befor
   const migrate = fakeStream(false);
   const up = operationProgress('migrate_up', false, migrate);
   up.step({ step: 'lease_taken' });
+  up.step({ step: 'applying_migration', fields: { version: 2, name: 'eligible_vectors' } });
+  t.equal(migrate.text(), 'factlane-migrate: applying 0002_eligible_vectors\n', 'said as the file begins');
+  up.step({ step: 'derived_rows_rebuilt', done: 2, total: 2, fields: { rows: 'eligible_vectors' } });
   up.step({ step: 'migration_applied', done: 1, total: 1, fields: { version: 2, name: 'eligible_vectors' } });
+  up.step({ step: 'verifying' });
   up.step({ step: 'verified', fields: { failed_checks: 0 } });
-  t.equal(migrate.text(), 'factlane-migrate: applying 0002_eligible_vectors\n');
+  t.equal(migrate.text(), 'factlane-migrate: applying 0002_eligible_vectors\n', 'once, and nothing after it');
 
   for (const operation of ['backup', 'restore', 'housekeep'] as const) {
     const stream = fakeStream(false);
