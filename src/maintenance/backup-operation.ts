@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, readdirSync, realpathSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -94,7 +95,8 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   companion?: (temp: string, result: T) => Companion, onStop?: () => void): Promise<T> {
   assertRootOnlyPath(file);
   removeStaleTemporaries(file);
-  const temp = temporaryName(file);
+  const nonce = randomBytes(8).toString('hex');
+  const temp = temporaryName(file, nonce);
   createTemporary(temp);
   const temporaries = sqliteFiles(temp);
   const published: string[] = [];
@@ -118,7 +120,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
     fsyncPath(temp);
     const extra = companion?.(temp, result);
     if (extra) {
-      const extraTemp = temporaryName(extra.path);
+      const extraTemp = temporaryName(extra.path, nonce);
       // Written through the descriptor that created it: by name, a link swapped in meanwhile would be followed.
       createTemporary(extraTemp, extra.text);
       temporaries.push(extraTemp);
@@ -149,7 +151,12 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   return result;
 }
 
-const temporaryName = (file: string) => join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+/**
+ * `.FILE.<pid>.<nonce>.tmp`: the random nonce (16 hex digits) is a name that another user of a shared directory
+ * (`/tmp`, where root may write a backup) cannot plant a file, a `-journal` or a `-wal` under beforehand.
+ */
+const temporaryName = (file: string, nonce: string) =>
+  join(dirname(file), `.${basename(file)}.${process.pid}.${nonce}.tmp`);
 
 /** True while process `pid` runs (EPERM: it runs, as another user). */
 function isRunning(pid: number): boolean {
@@ -161,11 +168,15 @@ function isRunning(pid: number): boolean {
   }
 }
 
+// What follows `.FILE.` in a temporary name, the pid captured; the nonce is optional (releases before stop 45).
+const TEMPORARY_TAIL = /^(?:manifest\.json\.)?(\d+)(?:\.[0-9a-f]{16})?\.tmp(?:-journal|-wal|-shm)?$/;
+
 /**
  * Removes what a run of this target killed before its own clean-up (kill -9, a power cut) left under its temporary
- * names: `.FILE.<pid>.tmp` and `.FILE.manifest.json.<pid>.tmp`, with their -journal, -wal or -shm, for a pid that no
- * longer runs. A full copy of the database under a hidden name would otherwise stay for good (OPERATIONS.md §4.1: a
- * failed run leaves no temporary file). A running pid's files are another run's, and stay.
+ * names: `.FILE.<pid>.<nonce>.tmp` and `.FILE.manifest.json.<pid>.<nonce>.tmp` (and the names without a nonce that
+ * releases before stop 45 used), with their -journal, -wal or -shm, for a pid that no longer runs. A full copy of
+ * the database under a hidden name would otherwise stay for good (OPERATIONS.md §4.1: a failed run leaves no
+ * temporary file). A running pid's files are another run's, and stay.
  */
 function removeStaleTemporaries(file: string): void {
   const directory = dirname(file);
@@ -177,8 +188,7 @@ function removeStaleTemporaries(file: string): void {
     return; // the directory's own error comes with the temporary file
   }
   for (const name of names) {
-    const pid = name.startsWith(prefix)
-      ? /^(?:manifest\.json\.)?(\d+)\.tmp(?:-journal|-wal|-shm)?$/.exec(name.slice(prefix.length))?.[1] : undefined;
+    const pid = name.startsWith(prefix) ? TEMPORARY_TAIL.exec(name.slice(prefix.length))?.[1] : undefined;
     if (pid === undefined || isRunning(Number(pid))) continue;
     try {
       unlinkSync(join(directory, name));

@@ -235,9 +235,12 @@ t.test('temporaries a killed run left under the same target are removed; a runni
   await engine.close();
   // What kill -9 during a copy leaves: the hidden copy (and its journal), or the manifest's temporary.
   const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const nonce = '0123456789abcdef';
   const stale = [`.out.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmp-journal`,
-    `.out.sqlite3.manifest.json.${dead}.tmp`];
-  const kept = [`.out.sqlite3.${process.pid}.tmp`, `.other.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmpx`];
+    `.out.sqlite3.manifest.json.${dead}.tmp`, `.out.sqlite3.${dead}.${nonce}.tmp`,
+    `.out.sqlite3.${dead}.${nonce}.tmp-wal`, `.out.sqlite3.manifest.json.${dead}.${nonce}.tmp`];
+  const kept = [`.out.sqlite3.${process.pid}.tmp`, `.other.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmpx`,
+    `.out.sqlite3.${process.pid}.${nonce}.tmp`, `.out.sqlite3.${dead}.0123.tmp`, `.other.sqlite3.${dead}.${nonce}.tmp`];
   for (const name of [...stale, ...kept]) writeFileSync(join(dir, name), 'a full copy, say');
   const backup = admin('backup', '--db', dbPath, '--out', join(dir, 'out.sqlite3'));
   t.equal(backup.status, 0, backup.stderr);

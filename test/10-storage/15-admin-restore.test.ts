@@ -274,14 +274,39 @@ t.test('a directory that cannot be made, or a temporary name already taken, refu
   const shipped = MaintenanceTarget.shippedMigrations();
   const targetDir = join(dir, 'taken');
   mkdirSync(targetDir);
-  const squatter = join(targetDir, `.x.sqlite3.${process.pid}.tmp`);
+  // The temporary name's nonce comes from randomBytes: fixed here, so the squatter can hold the very name.
+  const nonce = Buffer.from('0123456789abcdef', 'hex');
+  const crypto = await import('node:crypto');
+  type Restore = typeof import('../../src/maintenance/restore-operation.js');
+  // The temporary names are backup-operation's (writeThenPublish): that module, with the fixed nonce.
+  const publishing = await t.mockImport('../../src/maintenance/backup-operation.js',
+    { 'node:crypto': { ...crypto, randomBytes: () => nonce } });
+  const fixed = await t.mockImport<Restore>('../../src/maintenance/restore-operation.js',
+    { '../../src/maintenance/backup-operation.js': publishing });
+  const squatter = join(targetDir, `.x.sqlite3.${process.pid}.0123456789abcdef.tmp`);
   writeFileSync(squatter, 'someone else');
-  await t.rejects(restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped }),
+  await t.rejects(fixed.restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped }),
     { code: 'TARGET_EXISTS' });
   t.equal(readFileSync(squatter, 'utf8'), 'someone else',
     'a file of someone else under the temporary name is left alone');
-  t.same(readdirSync(targetDir), [`.x.sqlite3.${process.pid}.tmp`]);
+  t.same(readdirSync(targetDir), [`.x.sqlite3.${process.pid}.0123456789abcdef.tmp`]);
 });
+
+t.test('the temporary name holds a random part: names planted beforehand at the pid\'s names are not in the way',
+  async (t) => {
+    const { dir, backup } = await backedUp(t);
+    const shipped = MaintenanceTarget.shippedMigrations();
+    const targetDir = join(dir, 'shared');
+    mkdirSync(targetDir);
+    // What another user of a shared directory could plant when the name was `.x.sqlite3.<pid>.tmp`: a file in the
+    // way, and a hot journal SQLite would have rolled back into the copy.
+    const planted = ['', '-journal', '-wal'].map((suffix) => `.x.sqlite3.${process.pid}.tmp${suffix}`);
+    for (const name of planted) writeFileSync(join(targetDir, name), 'planted');
+    const report = await restoreVerifiedBackup({ from: backup, dbPath: join(targetDir, 'x.sqlite3'), shipped });
+    t.equal(report.journal_mode, 'wal', 'restored');
+    t.same(readdirSync(targetDir).sort(), [...planted, 'x.sqlite3'].sort(), 'the planted files untouched, no other');
+    for (const name of planted) t.equal(readFileSync(join(targetDir, name), 'utf8'), 'planted', `${name} as it was`);
+  });
 
 t.test('a schema newer than the release is refused; an older one is restored and reported as needing migration',
   async (t) => {
