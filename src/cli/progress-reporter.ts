@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { AdapterError } from '../core/adapter-error.js';
+import { setSignalAudience } from '../maintenance/operation-signals.js';
 import type { OperationStep, StepListener } from '../maintenance/operation-steps.js';
 
 /** Where progress goes: process.stderr, or a fake stream in tests. */
@@ -46,9 +47,10 @@ const formatElapsed = (ms: number) => (ms < 1000 ? `${Math.round(ms)} ms` : `${(
 /**
  * Shows an operator operation's steps on stderr, never on stdout (decision 0023). With --json: one JSON object
  * per step and line, `{operation, step, done?, total?, ...fields, elapsed_ms}`, and `{operation, step: "failed",
- * error_code?, elapsed_ms}` when the operation throws. On a terminal: one line rewritten in place (`\r`, the text,
- * clear-to-end, cut to the terminal's width), ended with a newline when the operation ends, failed or not, so an
- * error line starts on a line of its own. Otherwise the operation's plain lines, if it has any.
+ * error_code?, elapsed_ms}` when the operation throws or stops at once. On a terminal: one line rewritten in place
+ * (`\r`, the text, clear-to-end, cut to the terminal's width), ended with a newline when the operation ends, failed
+ * or not, and before a line the run says (operation-signals' say), so an error line starts on a line of its own.
+ * Otherwise the operation's plain lines, if it has any.
  */
 export class ProgressReporter {
   readonly mode: ProgressMode;
@@ -94,19 +96,29 @@ export class ProgressReporter {
    * as the `failed` step (--json) and rethrown unchanged.
    */
   async run<T>(work: (onStep: StepListener) => Promise<T>): Promise<T> {
+    // A line said meanwhile (a signal heard) ends the live line first; a stop at once (a second Ctrl-C, a signal
+    // during a copy) still gets its `failed` line.
+    setSignalAudience({ lineComing: () => this.end(), stoppingNow: () => this.#failed(undefined) });
     try {
       return await work(this.step);
     } catch (error) {
-      if (this.mode === 'json') {
-        const code = error instanceof AdapterError ? { error_code: error.code } : {};
-        const elapsedMs = Math.round(this.#now() - this.#started);
-        const failed = { operation: this.#options.operation, step: 'failed', ...code, elapsed_ms: elapsedMs };
-        this.#options.stream.write(`${JSON.stringify(failed)}\n`);
-      }
+      this.#failed(error);
       throw error;
     } finally {
+      setSignalAudience(null);
       this.end();
     }
+  }
+
+  /** The `failed` step with --json (`error_code` for a governed error), and the live line ended. */
+  #failed(error: unknown): void {
+    if (this.mode === 'json') {
+      const code = error instanceof AdapterError ? { error_code: error.code } : {};
+      const elapsedMs = Math.round(this.#now() - this.#started);
+      const failed = { operation: this.#options.operation, step: 'failed', ...code, elapsed_ms: elapsedMs };
+      this.#options.stream.write(`${JSON.stringify(failed)}\n`);
+    }
+    this.end();
   }
 
   /** Ends the live line with a newline if one is showing; idempotent. */

@@ -20,6 +20,7 @@ import { verifySchema, type CheckResult } from '../storage/schema-verification.j
 import type { MigrationFile } from '../storage/migration-files.js';
 import type { RecounterLoader } from '../storage/token-count-repository.js';
 import { IGNORE_STEPS, type StepListener } from './operation-steps.js';
+import { stopAtOnce } from './operation-signals.js';
 
 /** What a verified backup wrote (OPERATIONS.md §4.1); also the manifest's content. */
 export interface BackupManifest {
@@ -108,9 +109,7 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   const stop = (signal: NodeJS.Signals) => {
     removeTemporaries();
     onStop?.();
-    const command = basename(process.argv[1] ?? 'factlane', '.js');
-    process.stderr.write(`${command}: stopped by ${signal}; the temporary copy was removed, nothing was published\n`);
-    process.exit(1);
+    stopAtOnce(`stopped by ${signal}; the temporary copy was removed, nothing was published`);
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

@@ -12,14 +12,37 @@ export function sayThenStopAtOnce(
   first: (signal: string) => string, second: (signal: string) => string,
 ): (signal: string, repeated: boolean) => void {
   return (signal, repeated) => {
-    say((repeated ? second : first)(signal));
-    if (repeated) process.exit(1);
+    if (repeated) stopAtOnce(second(signal));
+    say(first(signal));
   };
+}
+
+/** Who shows the run's progress: told before a line is said, and before the process stops at once. */
+export interface SignalAudience {
+  /** A line is about to be said: a progress line still open on a terminal ends first. */
+  readonly lineComing: () => void;
+  /** The process stops at once, without returning to the run: its progress says the run failed. */
+  readonly stoppingNow: () => void;
+}
+
+let audience: SignalAudience | null = null;
+
+/** Sets (or, with null, clears) the audience of say and stopAtOnce: the command line's progress reporter. */
+export function setSignalAudience(next: SignalAudience | null): void {
+  audience = next;
 }
 
 /** One line on stderr in the command's name (`factlane-admin: …`), as its refusals are. */
 export function say(line: string): void {
+  audience?.lineComing();
   process.stderr.write(`${basename(process.argv[1] ?? 'factlane-admin', '.js')}: ${line}\n`);
+}
+
+/** Stops the process at once, exit 1, saying `line` last, after the progress said the run failed. */
+export function stopAtOnce(line: string): never {
+  audience?.stoppingNow();
+  say(line);
+  process.exit(1);
 }
 
 /** SIGINT or SIGTERM arrived: the run stops at its next step; its message says what the stop left. */

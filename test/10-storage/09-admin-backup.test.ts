@@ -221,7 +221,12 @@ t.test('a file that is no FactLane database is not backed up; Ctrl-C during a co
     await new Promise((resolve) => setTimeout(resolve, 30)); // past the turn that follows the copy's checks
     child.kill(signal);
     t.equal(await exited, 1, `${signal} after verified: exit 1`);
-    t.match(stderr, new RegExp(`stopped by ${signal}; the temporary copy was removed, nothing was published`));
+    const [stopped, failed, ...before] = stderr.trimEnd().split('\n').reverse();
+    t.equal(stopped, `factlane-admin: stopped by ${signal}; the temporary copy was removed, nothing was published`,
+      `${signal}: said last`);
+    t.match(JSON.parse(failed!), { operation: 'backup', step: 'failed' }, `${signal}: the failed step ends the JSON`);
+    t.notOk('error_code' in JSON.parse(failed!), 'an interruption has no error code');
+    t.ok(before.some((line) => line.includes('"verified"')), 'after the steps it reached');
     t.same(readdirSync(dir).filter((name) => name.includes(`manifest-${signal}`)), [],
       `${signal} after verified: neither the copy nor a manifest published or left`);
   }

@@ -2,6 +2,7 @@ import t from 'tap';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { operationProgress, recoveryStep, reembedBatchStep } from '../../src/cli/operation-progress.js';
 import { ProgressReporter, describeStep, type ProgressStream } from '../../src/cli/progress-reporter.js';
+import { say } from '../../src/maintenance/operation-signals.js';
 
 // The progress reporter of the operator commands (decision 0023) against fake streams.
 
@@ -125,6 +126,31 @@ t.test('not a terminal and no --json: the plain lines the commands printed befor
     t.equal(stream.text(), '', `${operation} prints nothing on a pipe`);
   }
 });
+
+t.test('a line the run says while a live line shows starts on a line of its own; after the run, nothing is told',
+  async (t) => {
+    const stream = fakeStream(true);
+    const reporter = new ProgressReporter({ operation: 'reembed', stream, json: false, now: ticking() });
+    const written: string[] = [];
+    const stderrWrite = process.stderr.write;
+    process.stderr.write = ((chunk: string) => {
+      written.push(`${stream.text().length}:${chunk}`);
+      return true;
+    }) as typeof process.stderr.write;
+    t.teardown(() => { process.stderr.write = stderrWrite; });
+    await reporter.run(async (onStep) => {
+      onStep({ step: 'lease_taken', fields: { lease: 'exclusive' } });
+      say('stops before its next batch');
+      onStep({ step: 'planned', total: 3 });
+    });
+    const afterFirst = '\rreembed: lease taken; lease exclusive [5 ms]\x1b[K\n';
+    t.equal(stream.text(), `${afterFirst}\rreembed: planned 3 [10 ms]\x1b[K\n`, 'the live line ended before the line');
+    t.match(written[0], new RegExp(`^${afterFirst.length}:[^\n]*: stops before its next batch\n$`),
+      'said once the newline was written');
+    say('after the run');
+    t.equal(stream.text().endsWith('[10 ms]\x1b[K\n'), true, 'a line after the run adds nothing to the stream');
+    process.stderr.write = stderrWrite;
+  });
 
 t.test('on a terminal reembed and recover read as their plain lines; the others as describeStep', async (t) => {
   const stream = fakeStream(true);
