@@ -50,9 +50,17 @@ const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationSt
     : null),
 };
 
-/** Terminal texts other than describeStep's: reembed's batches and recover's phases read as their plain lines. */
+/**
+ * Terminal texts other than describeStep's: reembed's batches and recover's phases read as their plain lines, and
+ * audit's checks as `audit: checking NAME` and `audit: checked N: NAME STATUS`.
+ */
 const LIVE_TEXTS: Readonly<Partial<Record<ProgressOperation, (step: OperationStep) => string | null>>> = {
   reembed: PLAIN_LINES.reembed, recover: PLAIN_LINES.recover,
+  audit: (step) => {
+    if (step.step === 'checking') return `audit: checking ${step.fields?.check}`;
+    if (step.step === 'checked') return `audit: checked ${step.done}: ${step.fields?.check} ${step.fields?.status}`;
+    return null;
+  },
 };
 
 /** The reporter of one operator command on `stream` (process.stderr unless told otherwise). */

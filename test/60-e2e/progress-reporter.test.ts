@@ -152,7 +152,8 @@ t.test('a line the run says while a live line shows starts on a line of its own;
     process.stderr.write = stderrWrite;
   });
 
-t.test('on a terminal reembed and recover read as their plain lines; the others as describeStep', async (t) => {
+t.test('on a terminal reembed and recover read as their plain lines, audit names its checks, the others as '
+  + 'describeStep', async (t) => {
   const stream = fakeStream(true);
   const reporter = operationProgress('reembed', false, stream);
   reporter.step(reembedBatchStep({ batch: 1, done: 4, total: 4, records_per_second: 90, seconds_left: 0 }));
@@ -170,4 +171,12 @@ t.test('on a terminal reembed and recover read as their plain lines; the others 
   );
   t.equal(describeStep('recover', { step: 'preflight', fields: { recovery_state: null } }),
     'recover: preflight; recovery state none');
+  const audit = fakeStream(true);
+  const checks = operationProgress('audit', false, audit);
+  checks.step({ step: 'schema_verified' });
+  checks.step({ step: 'checking', fields: { check: 'token_counts' } });
+  checks.step({ step: 'checked', done: 11, fields: { check: 'token_counts', status: 'PASS' } });
+  t.match(audit.text(), new RegExp('^\\raudit: schema verified \\[\\d+ ms\\]\\x1b\\[K\\raudit: checking token_counts '
+    + '\\[\\d+ ms\\]\\x1b\\[K\\raudit: checked 11: token_counts PASS \\[\\d+ ms\\]\\x1b\\[K$'),
+  'audit names its checks');
 });
