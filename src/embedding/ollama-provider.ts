@@ -1,6 +1,6 @@
 import { AdapterError } from '../core/adapter-error.js';
 import { isJsonObject } from '../core/canonical-json.js';
-import { cutText, escapeUnprintable, utf8Bytes } from '../core/text.js';
+import { utf8Bytes } from '../core/text.js';
 import type { EmbeddingProfile } from './embedding-profiles.js';
 import type { EmbeddingProvider, RuntimeProvenance } from './embedding-provider.js';
 
@@ -14,14 +14,10 @@ const SEMVER = /^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)
 
 const unavailable = (message: string, cause?: unknown) => new AdapterError('EMBEDDING_UNAVAILABLE', message, { cause });
 const drift = (message: string) => new AdapterError('SCHEMA_MISMATCH', message);
-// Ollama's own words ("model \"x\" not found, try pulling it first") go on, one line of at most this many units.
-const MAX_OLLAMA_WORDS = 200;
-
-/** The `error` member of an answer as it can go into a message: a string as it is, else its JSON; escaped, cut. */
-function ollamaWords(error: unknown): string {
-  const words = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
-  return escapeUnprintable(cutText(words.trim(), MAX_OLLAMA_WORDS));
-}
+// Ollama's `error` words a user can act on, each told as a fixed sentence (refusal).
+const NOT_PULLED = /not found, try pulling|model ["'][^"']*["'] not found/i;
+const NOT_LOADED = /error loading model|unable to load model|runner process has terminated/i;
+const TOO_LONG = /context length|input length/i;
 
 /** True when semver `version` is at least 0.22.1; its pre-releases are lower. */
 export function ollamaVersionSupported(version: string): boolean | null {
@@ -92,9 +88,25 @@ export class OllamaProvider implements EmbeddingProvider {
         + 'the address of Ollama itself?');
     }
     if (isJsonObject(parsed) && parsed.error !== undefined)
-      throw unavailable(`Ollama refused ${path}: ${ollamaWords(parsed.error)}`);
+      throw unavailable(this.#refusal(path, status, parsed.error));
     if (!isJsonObject(parsed)) throw drift(`Ollama answered ${path} with an unexpected shape`);
     return parsed;
+  }
+
+  /**
+   * What an `error` member means, as a fixed sentence. Ollama's own words never go on (CONTRACT.md §6.3: they can
+   * hold the paths of its model files and the text it was sent); the refusals a user can act on are recognised.
+   */
+  #refusal(path: string, status: number, error: unknown): string {
+    const words = typeof error === 'string' ? error : '';
+    const model = this.profile.model;
+    if (NOT_PULLED.test(words)) return `Ollama has no model ${model}; run: ollama pull ${model}`;
+    if (NOT_LOADED.test(words)) {
+      return `Ollama could not load ${model} (its own log says why: often memory, or a damaged download that `
+        + `ollama pull ${model} repairs)`;
+    }
+    if (TOO_LONG.test(words)) return `Ollama refused an input as longer than the context of ${model}`;
+    return `Ollama refused ${path} (HTTP ${status})`;
   }
 
   /** The status check of CONTRACT.md §14.4: version, model presence and shape, dimensions, capability, context. */

@@ -186,8 +186,7 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
     fake.set({ errorMember: { [endpoint]: 'something went wrong' } });
     const refusal = await failsWith(t, () => provider.statusCheck(), 'EMBEDDING_UNAVAILABLE',
       `${endpoint}: error member`);
-    t.equal(refusal?.message, `Ollama refused ${endpoint}: something went wrong`,
-      `${endpoint}: Ollama's words passed on`);
+    t.equal(refusal?.message, `Ollama refused ${endpoint} (HTTP 500)`, `${endpoint}: a fixed sentence`);
     for (const raw of ['<html><body>502 Bad Gateway</body></html>', '', '{"version":', 'ok']) {
       fake.reset();
       fake.set({ rawBody: { [endpoint]: raw } });
@@ -208,28 +207,41 @@ t.test('an error member, a non-JSON body and a refused connection, on every stat
     'embed against the stopped server');
 });
 
-t.test("Ollama's own words reach the message: one line, escaped, cut; a wrong address names its HTTP status",
-  async (t) => {
-    const fake = await fakeFor(t);
-    const provider = new OllamaProvider(NOMIC, fake.url);
-    fake.set({ errorMember: { '/api/embed': 'model "nomic-embed-text" not found, try pulling it first' } });
-    const missing = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'model gone');
-    t.equal(missing?.message, 'Ollama refused /api/embed: model "nomic-embed-text" not found, try pulling it first');
+t.test('an error member is told as a fixed sentence: what a user can act on is recognised, Ollama\'s words never '
+  + 'go on; a wrong address names its HTTP status', async (t) => {
+  const fake = await fakeFor(t);
+  const provider = new OllamaProvider(NOMIC, fake.url);
+  const model = NOMIC.model;
+  const path = `/usr/share/ollama/.ollama/models/blobs/sha256-${'a'.repeat(64)}`;
+  const rows: [string, unknown, string][] = [
+    ['not pulled', `model "${model}" not found, try pulling it first`,
+      `Ollama has no model ${model}; run: ollama pull ${model}`],
+    ['not loaded', `llama runner process has terminated: error loading model: ${path}`,
+      `Ollama could not load ${model} (its own log says why: often memory, or a damaged download that ollama pull `
+      + `${model} repairs)`],
+    ['too long', 'the input length exceeds the context length', `Ollama refused an input as longer than the context `
+      + `of ${model}`],
+    ['quoting its input', 'cannot embed "search_document: the deploy key lives in the vault"',
+      'Ollama refused /api/embed (HTTP 500)'],
+    ['control characters', '\u0001'.repeat(400), 'Ollama refused /api/embed (HTTP 500)'],
+    ['an object', { message: `unable to load model: ${path}` }, 'Ollama refused /api/embed (HTTP 500)'],
+  ];
+  for (const [name, member, message] of rows) {
     fake.reset();
-    fake.set({ errorMember: { '/api/embed': `  line one\nline two\u202e${'x'.repeat(400)}` } });
-    const long = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'long, two lines');
-    t.notMatch(long?.message, /[\n\u202e]/, 'no newline or override character in the message');
-    t.match(long?.message, 'Ollama refused /api/embed: line one\\u000aline two\\u202exxx');
-    t.ok(long!.message.length <= 'Ollama refused /api/embed: '.length + 200 + 10, 'cut to about 200 units');
-    fake.reset();
-    fake.set({ rawBody: { '/api/embed': '{"error":{"message":"busy","code":503}}' } });
-    const shaped = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'an object');
-    t.equal(shaped?.message, 'Ollama refused /api/embed: {"message":"busy","code":503}');
-    fake.reset();
-    const wrongPath = new OllamaProvider(NOMIC, `${fake.url}/v1`);
-    const notFound = await failsWith(t, () => wrongPath.statusCheck(), 'SCHEMA_MISMATCH', 'an address with a path');
-    t.match(notFound?.message, 'answered /api/version with HTTP 404 and something that is not JSON; is --ollama-url');
-  });
+    fake.set({ errorMember: { '/api/embed': member } });
+    const error = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', name);
+    t.equal(error?.message, message, `${name}: ${message}`);
+  }
+  // A member nested past any stack's depth, answered with 200: still a governed refusal, not an internal error.
+  fake.reset();
+  fake.set({ rawBody: { '/api/embed': `{"error":${'['.repeat(100_000)}${']'.repeat(100_000)}}` } });
+  const nested = await failsWith(t, () => provider.embedQuery('a query'), 'EMBEDDING_UNAVAILABLE', 'deeply nested');
+  t.equal(nested?.message, 'Ollama refused /api/embed (HTTP 200)');
+  fake.reset();
+  const wrongPath = new OllamaProvider(NOMIC, `${fake.url}/v1`);
+  const notFound = await failsWith(t, () => wrongPath.statusCheck(), 'SCHEMA_MISMATCH', 'an address with a path');
+  t.match(notFound?.message, 'answered /api/version with HTTP 404 and something that is not JSON; is --ollama-url');
+});
 
 t.test('a connection dropped in the middle of the body is EMBEDDING_UNAVAILABLE, not a body that is not JSON',
   async (t) => {

@@ -42,7 +42,7 @@ export interface FakeOllamaState {
   /** Raw non-JSON (or any) text answered instead of the JSON body, per endpoint. */
   rawBody: Partial<Record<Endpoint, string>>;
   /** An `error` member answered (HTTP 500) instead of the body, per endpoint. */
-  errorMember: Partial<Record<Endpoint, string>>;
+  errorMember: Partial<Record<Endpoint, unknown>>;
   /** Milliseconds to wait before answering, per endpoint. */
   delayMs: Partial<Record<Endpoint, number>>;
   /** Embed answers: vectors added to (or removed from) the one-per-input answer. */
