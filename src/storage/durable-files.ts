@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync, constants, existsSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync,
   readSync, realpathSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
@@ -252,12 +252,8 @@ export function createPrivateFile(path: string, text = '', ownerOf?: string): vo
  * temporary file is removed on failure.
  */
 export function writePrivateFileAtomic(path: string, text: string): void {
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
-  try {
-    unlinkSync(temporary);
-  } catch {
-    // No leftover of an earlier attempt.
-  }
+  // A random part: a name no other user of the directory can plant a file or a link under beforehand.
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`);
   try {
     createPrivateFile(temporary, text);
     renameSync(temporary, path);

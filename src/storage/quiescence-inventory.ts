@@ -42,7 +42,7 @@ export function assertOneName(path: string): void {
   const which = linked.map((suffix) => (suffix === 'db' ? 'the database file' : `its ${suffix}`)).join(' and ');
   throw new AdapterError('BACKEND_UNAVAILABLE', `${which} has another name (a hard link): SQLite keeps a -wal and -shm `
     + 'beside each name, so writes through two names corrupt the database; remove the other link (find it with '
-    + 'find / -samefile; a hidden .NAME.PID.tmp beside the file is one a killed backup or restore left) and start '
+    + 'find / -samefile; a hidden .NAME.PID.NONCE.tmp beside the file is one a killed backup or restore left) and start '
     + 'again');
 }
 

@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  asOwnerOf, chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories,
+  asOwnerOf, chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories, writePrivateFileAtomic,
 } from '../../src/storage/durable-files.js';
 import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
 
@@ -107,6 +107,18 @@ t.test('a host config file on a disk that fills is BACKEND_UNAVAILABLE and keeps
     t.equal(readFileSync(path, 'utf8'), '[mcp_servers.other]\ncommand = "other"\n', 'the config as it was');
     t.same(readdirSync(dir), ['config.toml'], 'no temporary file left');
   });
+
+t.test('a file replaced atomically goes through a temporary name no one can plant a link at beforehand', async (t) => {
+  const dir = t.testdir({ 'target.json': 'old\n', elsewhere: 'not to be written\n' });
+  // What the name was before stop 45 (`.NAME.<pid>.tmp`): a link planted there no longer decides anything.
+  fs.symlinkSync(join(dir, 'elsewhere'), join(dir, `.target.json.${process.pid}.tmp`));
+  writePrivateFileAtomic(join(dir, 'target.json'), 'new\n');
+  t.equal(readFileSync(join(dir, 'target.json'), 'utf8'), 'new\n');
+  t.equal(statSync(join(dir, 'target.json')).mode & 0o777, 0o600);
+  t.equal(readFileSync(join(dir, 'elsewhere'), 'utf8'), 'not to be written\n', 'the link\'s target untouched');
+  t.same(readdirSync(dir).sort(), [`.target.json.${process.pid}.tmp`, 'elsewhere', 'target.json'].sort(),
+    'the planted link stays; no temporary file is left');
+});
 
 // Commands run as root (recover, OPERATIONS.md §5; setup, backup and restore often) make files and directories in a
 // directory a user controls, who can rename a symbolic link over a name the command has just made. What the command
