@@ -1,9 +1,11 @@
 import type { Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
+import { AdapterError } from '../core/adapter-error.js';
 import { rebuildEligibleVectors } from './eligible-vectors.js';
 import { renderMigration, type MigrationFile } from './migration-files.js';
 import { rebuildTokenCounts, type RecordCounter } from './token-count-repository.js';
 import type { SqliteConnection } from './native.js';
+import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
 
 /** One file applied by applyMigrations. */
 export interface AppliedStep {
@@ -80,7 +82,7 @@ export async function applyMigrations(
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     options.onStarting?.(file);
-    connection.exec(renderMigration(file, options.vectorDimension));
+    execMigration(connection, file, options.vectorDimension);
     for (const rebuild of DERIVED_REBUILDS.get(file.fileName) ?? []) {
       const repeated = pending.slice(index + 1)
         .some((later) => DERIVED_REBUILDS.get(later.fileName)?.includes(rebuild));
@@ -97,4 +99,20 @@ export async function applyMigrations(
     options.onStep?.(step);
   }
   return steps;
+}
+
+/**
+ * Runs a file's SQL. SQLite's own refusal of it (a table the file creates is already there, say a raw writer's) is
+ * SCHEMA_MISMATCH naming the file and SQLite's words; busy, I/O and damage keep their codes (translateSqliteError).
+ */
+function execMigration(connection: SqliteConnection, file: MigrationFile, vectorDimension: number): void {
+  try {
+    connection.exec(renderMigration(file, vectorDimension));
+  } catch (error) {
+    const translated = translateSqliteError(error);
+    if (translated !== error || sqliteCode(error) === undefined) throw translated;
+    throw new AdapterError('SCHEMA_MISMATCH', `${file.fileName} cannot be applied to this database (SQLite: `
+      + `${(error as Error).message}); it holds a schema object this release does not expect: see factlane-migrate `
+      + 'verify; nothing was migrated', { cause: error });
+  }
 }

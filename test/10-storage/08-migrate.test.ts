@@ -29,6 +29,24 @@ function exclusive(dbPath: string, dir?: string): MaintenanceTarget {
 
 const sha = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
 
+t.test('a file SQLite refuses (a table it creates is already there) is SCHEMA_MISMATCH, and nothing migrates',
+  async (t) => {
+    const dir = t.testdir();
+    const dbPath = await seeded(dir);
+    const raw = new RawDatabase(dbPath);
+    raw.exec('CREATE TABLE note (a TEXT)'); // a raw writer's table, under the name the next file creates
+    raw.close();
+    const before = tableCounts(dbPath);
+    const newer = migrationsDir(dir, 'newer', NOTE_MIGRATION);
+    const target = exclusive(dbPath, newer);
+    t.teardown(() => target.close());
+    const refused = await migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK }).catch((error: unknown) => error);
+    t.match(refused, { code: 'SCHEMA_MISMATCH', message: new RegExp(`^${nextMigration('add_note')} cannot be applied `
+      + 'to this database \\(SQLite: table note already exists\\); .*nothing was migrated$') });
+    t.equal(migrationStatus(target).state, 'PENDING', 'still at the version before');
+    t.same(tableCounts(dbPath), before, 'every table as it was');
+  });
+
 t.test('up applies pending migrations in one transaction after a verified backup', async (t) => {
   const dir = t.testdir();
   const dbPath = await seeded(dir);
