@@ -1,6 +1,7 @@
-import { chmodSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
+import { Database } from './native.js';
 import { sqliteCode } from './sqlite-errors.js';
 import { WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 
@@ -43,4 +44,41 @@ export function privateMode(path: string): void {
   } catch {
     // Not ours (EPERM), or gone: the open that follows says what is wrong, if anything.
   }
+}
+
+// A rollback journal's header: its magic, and at byte 16 the database's size in pages before the transaction.
+const JOURNAL_MAGIC = Buffer.from('d9d505f920a163d7', 'hex');
+const JOURNAL_SIZE_BEFORE = 16;
+
+/**
+ * Rolls back the journal a creation killed midway left, and says whether it did: SQLite writes a new file's page 1
+ * under a rollback journal before it turns the file to WAL, and a process killed then leaves page 1 and a hot
+ * `-journal` that only a read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so
+ * every later start refused the file). Only a journal whose database was empty before its transaction: rolling it
+ * back leaves the empty file no one ever committed to, and creation goes on. SQLite does the rollback, under its locks,
+ * on the first read of a read-write connection, which writes nothing else.
+ */
+export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number): boolean {
+  const header = Buffer.alloc(JOURNAL_SIZE_BEFORE + 4);
+  let read: number;
+  try {
+    const fd = openSync(`${path}-journal`, 'r');
+    try {
+      read = readSync(fd, header, 0, header.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
+  if (read < header.length || !header.subarray(0, 8).equals(JOURNAL_MAGIC)) return false;
+  if (header.readUInt32BE(JOURNAL_SIZE_BEFORE) !== 0) return false;
+  const connection = new Database(path, { fileMustExist: true });
+  try {
+    connection.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    connection.prepare('SELECT count(*) FROM sqlite_master').get();
+  } finally {
+    connection.close();
+  }
+  return true;
 }

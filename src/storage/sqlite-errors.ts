@@ -77,6 +77,11 @@ export function translateSqliteError(error: unknown): unknown {
     return new AdapterError('BACKEND_UNAVAILABLE',
       'a write to the vector tables failed: the disk is full or failing; nothing was written', { cause: error });
   }
+  if (code === 'SQLITE_READONLY_ROLLBACK') {
+    return new AdapterError('BACKEND_UNAVAILABLE', 'a -journal beside the database holds a transaction a process '
+      + 'killed midway left, which only a read-write open rolls back (a FactLane server start does so for a database '
+      + 'whose creation was killed); this connection cannot read the file until then', { cause: error });
+  }
   if (/^SQLITE_(IOERR|CANTOPEN|READONLY)(_|$)/.test(code) || code === 'SQLITE_PERM') {
     return new AdapterError('BACKEND_UNAVAILABLE',
       'the database file cannot be read or written; check the file, that its directory is writable (SQLite keeps '

@@ -18,8 +18,13 @@ import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './ru
 import {
   assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
 } from './schema-inspection.js';
-import { WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork } from './write-connection.js';
-import { creationFailure, privateMode, removeUnfinishedDatabase } from './new-database-files.js';
+import {
+  BUSY_TIMEOUT_MS, WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork,
+} from './write-connection.js';
+import {
+  creationFailure, privateMode, removeUnfinishedDatabase, rollBackUnfinishedCreation,
+} from './new-database-files.js';
+import { sqliteCode } from './sqlite-errors.js';
 import type { WriterQueueTurns } from './writer-queue.js';
 import type { Logger } from '../core/logger.js';
 
@@ -78,9 +83,16 @@ function parseBindingDimension(bindingText: string | null): number | null {
 async function inspectExistingFile(
   path: string, shipped: readonly MigrationFile[], retry: BusyRetryPolicy,
 ): Promise<SchemaFindings> {
+  const inspect = async () => withReadOnly(path, (connection) => inspectSchema(connection, shipped));
   try {
-    const inspect = async () => withReadOnly(path, (connection) => inspectSchema(connection, shipped));
-    return await withBusyRetry(retry, inspect);
+    try {
+      return await withBusyRetry(retry, inspect);
+    } catch (error) {
+      // A creation killed midway left a hot journal: rolled back, the file is the empty one it was, and is read again.
+      const rollback = sqliteCode((error as { cause?: unknown }).cause) === 'SQLITE_READONLY_ROLLBACK';
+      if (!rollback || !rollBackUnfinishedCreation(path, BUSY_TIMEOUT_MS)) throw error;
+      return await withBusyRetry(retry, inspect);
+    }
   } catch (error) {
     if (error instanceof AdapterError) throw error;
     throw new AdapterError('BACKEND_UNAVAILABLE',

@@ -369,3 +369,47 @@ t.test('opening a file never runs SQL a tampered sqlite_master appended to a vec
     await openEngine(dbPath).then((engine) => engine.close(), () => undefined);
     t.notOk(existsSync(planted), 'the appended statements did not run');
   });
+
+/**
+ * What a first start killed while SQLite turned the new file to WAL leaves (STORAGE.md §10 steps 5-7): page 1, no
+ * schema objects, and a hot rollback journal. `sizeBefore` is the journal's database size before its transaction:
+ * 0 for a creation. Seen in 3 of 40 random SIGKILLs of first starts (a review's chaos run), and with strace delaying
+ * the journal's unlink.
+ */
+function killedCreation(dbPath: string, sizeBefore = 0): void {
+  const raw = new RawDatabase(dbPath);
+  raw.pragma('journal_mode = WAL');
+  raw.close();
+  const header = Buffer.alloc(512);
+  Buffer.from('d9d505f920a163d7', 'hex').copy(header, 0); // the journal's magic
+  header.writeUInt32BE(0, 8); // page records
+  header.writeUInt32BE(0x1234abcd, 12); // checksum nonce
+  header.writeUInt32BE(sizeBefore, 16);
+  header.writeUInt32BE(512, 20); // sector size
+  header.writeUInt32BE(4096, 24); // page size
+  writeFileSync(`${dbPath}-journal`, header, { mode: 0o600 });
+}
+
+t.test('a first start killed while the new file turned to WAL: the next start rolls back and creates the database',
+  async (t) => {
+    const dbPath = join(t.testdir(), 'killed.sqlite3');
+    killedCreation(dbPath);
+    t.throws(() => new RawDatabase(dbPath, { readonly: true }).prepare('SELECT 1 FROM sqlite_master').all(),
+      { code: 'SQLITE_READONLY_ROLLBACK' }, 'the journal is hot: a read-only connection cannot read the file');
+    const engine = await openEngine(dbPath);
+    t.equal(engine.created, true, 'the next start creates the database in place');
+    await storeRow(engine, candidateRow());
+    await engine.close();
+    t.notOk(existsSync(`${dbPath}-journal`), 'the journal was rolled back');
+    const reopened = await openEngine(dbPath);
+    t.equal(reopened.created, false, 'and it opens as a FactLane database after');
+    await reopened.close();
+  });
+
+t.test('a hot journal of a file that held pages before its transaction is not rolled back by a start', async (t) => {
+  const dbPath = join(t.testdir(), 'foreign.sqlite3');
+  killedCreation(dbPath, 1);
+  const before = [readFileSync(dbPath), readFileSync(`${dbPath}-journal`)];
+  await t.rejects(openEngine(dbPath), { code: 'BACKEND_UNAVAILABLE', message: /^a -journal beside the database holds/ });
+  t.same([readFileSync(dbPath), readFileSync(`${dbPath}-journal`)], before, 'the file and its journal as they were');
+});
