@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, readSync, renameSync, statSync, unlink
 import { dirname } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { DatabaseLease } from '../storage/database-lease.js';
-import { asOwnerOf, createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
+import { createPrivateFile, fsyncPath, sqliteFiles } from '../storage/durable-files.js';
 import {
   bothIntegrityChecksOk, checkpointTruncate, ftsIntegrityOk, openImage, vacuumInto,
 } from '../storage/recovery-pragmas.js';
@@ -183,8 +183,7 @@ export async function sealDatabase(
   for (const file of sqliteFiles(image)) removeIfPresent(file);
   // recover runs as root (§5.2): an image owned by root would lock out every host of the database's owner.
   createPrivateFile(image, '', path);
-  // By name, in the owner's directory: as the owner, so a link swapped in for the image is opened with their rights.
-  asOwnerOf(path, () => vacuumInto(raw, image));
+  vacuumInto(raw, image);
   if (!checkpointTruncate(raw)) fail('the second wal_checkpoint(TRUNCATE) did not return (0, 0, 0)');
   await onStep('vacuum_into');
   const residual = verifyImage(image, expect);

@@ -133,36 +133,13 @@ export function keepOwner(original: string, fd: number): void {
 }
 
 /**
- * Runs `work`, which opens a file beside `original` by name (SQLite's VACUUM INTO), so that no other user can make it
- * open a file of root's: run as root where a user could change the path, with the effective user, group and groups
- * of `original`'s owner, then root's again. The kernel then refuses what that user could not open, so a name of
- * theirs swapped for a link to a file of root's is not followed (decision 0044). Run by anyone else, on a file of
- * root's, or where only root can change the path (where the owner may not be able to make files), as it is.
+ * Run as root, BACKEND_UNAVAILABLE (not retryable) when a user other than root could change what `file`'s path
+ * names: a directory on the way (its nearest existing ancestors, up to `/`) owned by another user, or writable by
+ * group or others without the sticky bit. SQLite writes a copy by name, and that user could swap the name for a link
+ * to a file of root's between its creation and SQLite's open (decision 0044). Run by anyone else, it returns.
  */
-export function asOwnerOf<T>(original: string, work: () => T): T {
-  if (process.geteuid?.() !== 0 || onlyRootCanChange(original)) return work();
-  const { uid, gid } = statSync(original);
-  if (uid === 0) return work();
-  const groups = process.getgroups!();
-  const egid = process.getegid!();
-  process.setgroups!([gid]);
-  process.setegid!(gid);
-  process.seteuid!(uid);
-  try {
-    return work();
-  } finally {
-    process.seteuid!(0);
-    process.setegid!(egid);
-    process.setgroups!(groups);
-  }
-}
-
-/**
- * True when no user but root could change what `file`'s path names: every directory on the way (its nearest existing
- * ancestors, up to `/`, as written and as the real path) is root's and writable by group or others only with the
- * sticky bit.
- */
-function onlyRootCanChange(file: string): boolean {
+export function assertRootOnlyPath(file: string): void {
+  if (process.geteuid?.() !== 0) return;
   let dir = resolve(dirname(file));
   while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
   // The path as written (a link on it can be changed by its directory's owner) and the real one (the directories a
@@ -170,24 +147,13 @@ function onlyRootCanChange(file: string): boolean {
   for (const start of new Set([dir, realpathSync(dir)])) {
     for (let at = start; ; at = dirname(at)) {
       const { uid, mode } = statSync(at);
-      if (uid !== 0 || ((mode & 0o022) !== 0 && (mode & 0o1000) === 0)) return false;
+      if (uid !== 0 || ((mode & 0o022) !== 0 && (mode & 0o1000) === 0)) {
+        throw new AdapterError('BACKEND_UNAVAILABLE', 'run as root, backup, restore and migrate up --backup write '
+          + 'only where no other user can change the path: a directory on the way belongs to another user or is '
+          + 'writable by others; write elsewhere, or run the command as that user', { retryable: false });
+      }
       if (dirname(at) === at) break;
     }
-  }
-  return true;
-}
-
-/**
- * Run as root, BACKEND_UNAVAILABLE (not retryable) when a user other than root could change what `file`'s path
- * names: a directory on the way (its nearest existing ancestors, up to `/`) owned by another user, or writable by
- * group or others without the sticky bit. SQLite writes a copy by name, and that user could swap the name for a link
- * to a file of root's between its creation and SQLite's open (decision 0044). Run by anyone else, it returns.
- */
-export function assertRootOnlyPath(file: string): void {
-  if (process.geteuid?.() === 0 && !onlyRootCanChange(file)) {
-    throw new AdapterError('BACKEND_UNAVAILABLE', 'run as root, backup, restore and migrate up --backup write '
-      + 'only where no other user can change the path: a directory on the way belongs to another user or is '
-      + 'writable by others; write elsewhere, or run the command as that user', { retryable: false });
   }
 }
 

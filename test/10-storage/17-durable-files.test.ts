@@ -4,7 +4,7 @@ import * as fs from 'node:fs';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  asOwnerOf, chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories, writePrivateFileAtomic,
+  chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories, writePrivateFileAtomic,
 } from '../../src/storage/durable-files.js';
 import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
 
@@ -130,41 +130,6 @@ function swapForLink(name: string, target: string): void {
   fs.symlinkSync(target, `${name}.link`);
   fs.renameSync(`${name}.link`, name);
 }
-
-t.test('asOwnerOf runs as the file\'s owner where that user can change the path, and as root where only root can',
-  { skip: asRoot ? false : 'needs root' }, async (t) => {
-    const dir = t.testdir({ theirs: {} });
-    const rootFile = join(dir, 'root-only');
-    writeFileSync(rootFile, '', { mode: 0o644 });
-    const home = join(dir, 'theirs');
-    const original = join(home, 'db.sqlite3');
-    writeFileSync(original, '');
-    for (const path of [home, original]) fs.chownSync(path, 65534, 65534);
-    const groups = process.getgroups!();
-    const inside = asOwnerOf(original, () => {
-      const opened = (() => {
-        try {
-          fs.closeSync(fs.openSync(rootFile, 'r+'));
-          return 'opened';
-        } catch (error) {
-          return (error as NodeJS.ErrnoException).code;
-        }
-      })();
-      return { euid: process.geteuid!(), egid: process.getegid!(), groups: process.getgroups!(), opened };
-    });
-    t.same(inside, { euid: 65534, egid: 65534, groups: [65534], opened: 'EACCES' }, 'the owner\'s rights, and only');
-    t.same([process.geteuid!(), process.getegid!(), process.getgroups!()], [0, 0, groups], 'root\'s again after');
-    t.throws(() => asOwnerOf(original, () => { throw new Error('in work'); }), { message: 'in work' });
-    t.equal(process.geteuid!(), 0, 'root\'s again after a throw too');
-    // The same owner's file where only root can change the path: nothing to guard, and the owner might not be able
-    // to make a file there, so work runs as root.
-    const rootDir = fs.mkdtempSync('/tmp/fl-owner-');
-    t.teardown(() => fs.rmSync(rootDir, { recursive: true, force: true }));
-    const kept = join(rootDir, 'db.sqlite3');
-    writeFileSync(kept, '');
-    fs.chownSync(kept, 65534, 65534);
-    t.equal(asOwnerOf(kept, () => process.geteuid!()), 0, 'in a directory of root\'s under /tmp, as root');
-  });
 
 t.test('keepOwner gives the open file its original\'s owner, not the target of a link swapped over its name',
   { skip: asRoot ? false : 'needs root' }, async (t) => {

@@ -1,9 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import {
-  chownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { searchText } from '../../src/core/text.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
@@ -204,48 +201,6 @@ t.test('run as root, recover gives the sealed database back to its owner, whose 
     const served = spawnSync(process.execPath, [FACTLANE_BIN, '--db', dbPath, '--host-id', 'owner-host'],
       { uid: nobody, gid: nobody, input: '', encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home } });
     t.equal(served.status, 0, `the owner's server starts on it: ${served.stderr}`);
-  });
-
-t.test('run as root, recover writes its image as the database\'s owner: a link swapped in for it is not followed',
-  { skip: process.geteuid?.() === 0 ? false : 'needs root, as recover itself does (§5.2)' }, async (t) => {
-    const dir = t.testdir();
-    const scenario = await secretScenario(dir);
-    const nobody = 65534;
-    const home = join(dir, 'home');
-    mkdirSync(home, { mode: 0o700 });
-    const dbPath = join(home, 'recover.sqlite3');
-    renameSync(scenario.dbPath, dbPath);
-    for (const path of [home, dbPath]) chownSync(path, nobody, nobody);
-    const { planPath } = planFor(dir, dbPath, [scenario.memoryId]);
-    // An empty file of root's, which VACUUM INTO would fill with the database were it opened with root's rights.
-    const rootFile = join(dir, 'root-only');
-    writeFileSync(rootFile, '', { mode: 0o644 });
-    // The user's racing loop, landed: the image's name becomes a link to root's file right after it is made.
-    const durable = await import('../../src/storage/durable-files.js');
-    const racing = {
-      ...durable,
-      createPrivateFile: (path: string, text?: string, ownerOf?: string) => {
-        durable.createPrivateFile(path, text, ownerOf);
-        if (path.endsWith('.sanitized')) {
-          symlinkSync(rootFile, `${path}.link`);
-          renameSync(`${path}.link`, path);
-        }
-      },
-    };
-    const sealing = await t.mockImport('../../src/maintenance/recovery-sealing.js',
-      { '../../src/storage/durable-files.js': racing });
-    type Recover = typeof import('../../src/maintenance/recover-operation.js');
-    const raced = await t.mockImport<Recover>('../../src/maintenance/recover-operation.js',
-      { '../../src/maintenance/recovery-sealing.js': sealing });
-    const plan = JSON.parse(readFileSync(planPath, 'utf8')) as Json;
-    const outcome = await raced.recoverDatabase({
-      dbPath, planPath, confirm: plan.operation_id, receiptPath: join(dir, 'receipt.json'),
-    }).catch((error: unknown) => error);
-    t.equal(statSync(rootFile).size, 0, 'root\'s file is still empty');
-    t.not((outcome as { exit?: number }).exit, 0, 'the sealing fails instead');
-    t.equal(process.geteuid!(), 0, 'and the run is root again');
-    t.same([process.getegid!(), process.getgroups!().includes(nobody)], [0, false], 'with root\'s group and groups');
-    t.equal(lstatSync(join(home, 'recover.sqlite3')).isSymbolicLink(), false, 'the database is no link');
   });
 
 t.test('recover plan refuses a file whose vector table lost a shadow table (BACKEND_CORRUPT), changing nothing',
