@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readSync, statSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { Database } from './native.js';
@@ -46,20 +46,24 @@ export function privateMode(path: string): void {
   }
 }
 
-// A rollback journal's header: its magic, and at byte 16 the database's size in pages before the transaction.
+// A rollback journal's header: its magic, at byte 16 the database's size in pages before the transaction, at byte 24
+// the page size.
 const JOURNAL_MAGIC = Buffer.from('d9d505f920a163d7', 'hex');
 const JOURNAL_SIZE_BEFORE = 16;
+const JOURNAL_PAGE_SIZE = 24;
 
 /**
  * Rolls back the journal a creation killed midway left, and says whether it did: SQLite writes a new file's page 1
  * under a rollback journal before it turns the file to WAL, and a process killed then leaves page 1 and a hot
  * `-journal` that only a read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so
- * every later start refused the file). Only a journal whose database was empty before its transaction: rolling it
- * back leaves the empty file no one ever committed to, and creation goes on. SQLite does the rollback, under its locks,
- * on the first read of a read-write connection, which writes nothing else.
+ * every later start refused the file). Only that state: a journal whose database was empty before its transaction,
+ * beside a file of at most one page and no WAL with frames. Rolling it back leaves the empty file no one ever
+ * committed to, and creation goes on. A journal of that kind beside a database that holds more (the operator put a
+ * database back at the path a killed start left) is not its journal: left alone, the start refused. SQLite does the
+ * rollback, under its locks, on the first read of a read-write connection, which writes nothing else.
  */
 export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number): boolean {
-  const header = Buffer.alloc(JOURNAL_SIZE_BEFORE + 4);
+  const header = Buffer.alloc(JOURNAL_PAGE_SIZE + 4);
   let read: number;
   try {
     const fd = openSync(`${path}-journal`, 'r');
@@ -73,6 +77,7 @@ export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number):
   }
   if (read < header.length || !header.subarray(0, 8).equals(JOURNAL_MAGIC)) return false;
   if (header.readUInt32BE(JOURNAL_SIZE_BEFORE) !== 0) return false;
+  if (fileBytes(path) > header.readUInt32BE(JOURNAL_PAGE_SIZE) || fileBytes(`${path}-wal`) > 0) return false;
   const connection = new Database(path, { fileMustExist: true });
   try {
     connection.pragma(`busy_timeout = ${busyTimeoutMs}`);
@@ -81,4 +86,13 @@ export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number):
     connection.close();
   }
   return true;
+}
+
+/** The size of the file at `path`, 0 when there is none. */
+function fileBytes(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }

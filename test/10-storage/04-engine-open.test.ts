@@ -410,6 +410,25 @@ t.test('a hot journal of a file that held pages before its transaction is not ro
   const dbPath = join(t.testdir(), 'foreign.sqlite3');
   killedCreation(dbPath, 1);
   const before = [readFileSync(dbPath), readFileSync(`${dbPath}-journal`)];
-  await t.rejects(openEngine(dbPath), { code: 'BACKEND_UNAVAILABLE', message: /^a -journal beside the database holds/ });
+  await t.rejects(openEngine(dbPath),
+    { code: 'BACKEND_UNAVAILABLE', message: /^a -journal beside the database holds/ });
   t.same([readFileSync(dbPath), readFileSync(`${dbPath}-journal`)], before, 'the file and its journal as they were');
 });
+
+t.test('a creation\'s journal beside a database that holds records (put back at the path) is not rolled back',
+  async (t) => {
+    const dir = t.testdir();
+    const dbPath = join(dir, 'db.sqlite3');
+    const engine = await openEngine(dbPath);
+    await storeRow(engine, candidateRow());
+    await engine.close();
+    // The journal a killed first start leaves (its database empty before it), beside this database.
+    const killed = join(dir, 'killed.sqlite3');
+    killedCreation(killed);
+    writeFileSync(`${dbPath}-journal`, readFileSync(`${killed}-journal`), { mode: 0o600 });
+    const before = readFileSync(dbPath);
+    await t.rejects(openEngine(dbPath),
+      { code: 'BACKEND_UNAVAILABLE', message: /^a -journal beside the database holds/ });
+    t.same(readFileSync(dbPath), before, 'the database, its record included, byte for byte');
+    t.ok(existsSync(`${dbPath}-journal`), 'the journal left for its owner to judge');
+  });
