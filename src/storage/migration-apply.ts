@@ -103,7 +103,8 @@ export async function applyMigrations(
 
 /**
  * Runs a file's SQL. SQLite's own refusal of it (a table the file creates is already there, say a raw writer's) is
- * SCHEMA_MISMATCH naming the file and SQLite's words; busy, I/O and damage keep their codes (translateSqliteError).
+ * SCHEMA_MISMATCH naming the file and SQLite's words; busy, a full disk, I/O and damage keep their codes
+ * (translateSqliteError).
  */
 function execMigration(connection: SqliteConnection, file: MigrationFile, vectorDimension: number): void {
   try {
@@ -112,7 +113,7 @@ function execMigration(connection: SqliteConnection, file: MigrationFile, vector
     const translated = translateSqliteError(error);
     if (translated !== error || sqliteCode(error) === undefined) throw translated;
     throw new AdapterError('SCHEMA_MISMATCH', `${file.fileName} cannot be applied to this database (SQLite: `
-      + `${(error as Error).message}); it holds a schema object this release does not expect: see factlane-migrate `
-      + 'verify; nothing was migrated', { cause: error });
+      + `${(error as Error).message}); factlane-migrate verify names what differs from the release's schema; nothing `
+      + 'was migrated', { cause: error });
   }
 }

@@ -45,12 +45,15 @@ const VIRTUAL_TABLE_DAMAGE = new RegExp([
 
 /**
  * sqlite-vec's messages for a write of a sound table that SQLite refused: a new chunk it could not insert, a blob it
- * opened but could not write or close. It reports them as a plain SQLITE_ERROR and drops SQLite's code; a full disk
- * (seen during `factlane-migrate up`) or an I/O error is the cause, not damage. Checked before VIRTUAL_TABLE_DAMAGE.
+ * opened but could not write or close, a shadow table it could not create. It reports them as a plain SQLITE_ERROR and
+ * drops SQLite's code; a full disk (seen during `factlane-migrate up`) or an I/O error is the cause, not damage.
+ * Checked before VIRTUAL_TABLE_DAMAGE.
  */
 const VECTOR_WRITE_REFUSED = new RegExp([
   '^internal sqlite-vec error: (could not insert a new vector chunk',
   'could not (write|close) (vector|rowids) blob', 'could not update rowids position)',
+  // A vec0 table created (a migration): its shadow tables on a full disk.
+  '^could not create \'[^\']+\' shadow table: (database or disk is full|disk I/O error)',
 ].join('|'), 'i');
 
 /**

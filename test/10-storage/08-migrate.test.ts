@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operations.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import type { SqliteConnection } from '../../src/storage/native.js';
 import {
   candidateRow, MIGRATE_BIN, migrationsDir, nextMigration, openEngine, RawDatabase, runBin,
   SHIPPED_VERSION, storeRow, tableCounts, tamperAppliedChecksum, writeInterlock,
@@ -45,6 +46,39 @@ t.test('a file SQLite refuses (a table it creates is already there) is SCHEMA_MI
       + 'to this database \\(SQLite: table note already exists\\); .*nothing was migrated$') });
     t.equal(migrationStatus(target).state, 'PENDING', 'still at the version before');
     t.same(tableCounts(dbPath), before, 'every table as it was');
+  });
+
+t.test('a full disk while a file creates a vec0 table keeps its own code (BACKEND_UNAVAILABLE), nothing migrates',
+  async (t) => {
+    const dir = t.testdir();
+    const dbPath = await seeded(dir);
+    const before = sha(dbPath);
+    const newer = migrationsDir(dir, 'newer', {
+      [nextMigration('note_vec')]: ['a', 'b', 'c']
+        .map((name) => `CREATE VIRTUAL TABLE note_${name} USING vec0 (embedding float[8], chunk_size=8);\n`).join(''),
+    });
+    // sqlite-vec says "Could not create '_info' shadow table: database or disk is full", as SQLITE_ERROR. The disk
+    // fills as the file runs: no page beyond those the database has (max_page_count, the tests' full disk).
+    const apply = await import('../../src/storage/migration-apply.js');
+    const full = {
+      ...apply,
+      applyMigrations: (trx: unknown, raw: SqliteConnection, ...rest: unknown[]) => {
+        raw.exec(`PRAGMA max_page_count = ${String(raw.pragma('page_count', { simple: true }))}`);
+        return (apply.applyMigrations as (...args: unknown[]) => unknown)(trx, raw, ...rest);
+      },
+    };
+    type Target = typeof import('../../src/storage/maintenance-target.js');
+    const targets = await t.mockImport<Target>('../../src/storage/maintenance-target.js',
+      { '../../src/storage/migration-apply.js': full });
+    type Operations = typeof import('../../src/maintenance/migrate-operations.js');
+    const operations = await t.mockImport<Operations>('../../src/maintenance/migrate-operations.js',
+      { '../../src/storage/maintenance-target.js': targets });
+    const target = targets.MaintenanceTarget.open({ dbPath, lease: 'exclusive', migrationsDir: newer });
+    const refused = await operations.migrateUp(target, { backupFile: null, clock: SYSTEM_CLOCK })
+      .catch((error: unknown) => error);
+    target.close();
+    t.match(refused, { code: 'BACKEND_UNAVAILABLE' }, 'as SQLITE_FULL is (STORAGE.md §6)');
+    t.equal(sha(dbPath), before, 'the database unchanged');
   });
 
 t.test('up applies pending migrations in one transaction after a verified backup', async (t) => {
