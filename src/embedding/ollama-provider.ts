@@ -16,7 +16,8 @@ const unavailable = (message: string, cause?: unknown) => new AdapterError('EMBE
 const drift = (message: string) => new AdapterError('SCHEMA_MISMATCH', message);
 // Ollama's `error` words a user can act on, each told as a fixed sentence (refusal).
 const NOT_PULLED = /not found, try pulling|model ["'][^"']*["'] not found/i;
-const NOT_LOADED = /error loading model|unable to load model|runner process has terminated/i;
+const NOT_LOADED = new RegExp('error loading model|unable to load model|runner process has terminated|'
+  + 'llama-server process|model runner has unexpectedly stopped|out-of-memory|no longer running', 'i');
 const TOO_LONG = /context length|input length/i;
 
 /** True when semver `version` is at least 0.22.1; its pre-releases are lower. */

@@ -42,8 +42,8 @@ export function assertOneName(path: string): void {
   const which = linked.map((suffix) => (suffix === 'db' ? 'the database file' : `its ${suffix}`)).join(' and ');
   throw new AdapterError('BACKEND_UNAVAILABLE', `${which} has another name (a hard link): SQLite keeps a -wal and -shm `
     + 'beside each name, so writes through two names corrupt the database; remove the other link (find it with '
-    + 'find / -samefile; a hidden .NAME.PID.NONCE.tmp beside the file is one a killed backup or restore left) and start '
-    + 'again');
+    + 'find / -samefile; a hidden .NAME.PID.NONCE.tmp beside the file is one a killed backup or restore left) and '
+    + 'start again');
 }
 
 /** Options of otherOpeners: where /proc is and which process is this one (injectable for tests). */
