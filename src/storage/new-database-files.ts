@@ -2,7 +2,7 @@ import { chmodSync, closeSync, openSync, readSync, statSync, unlinkSync } from '
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { Database } from './native.js';
-import { sqliteCode } from './sqlite-errors.js';
+import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
 import { WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 
 // The files of a database the engine creates (STORAGE.md §10): their mode, and their removal when the creation fails.
@@ -53,9 +53,10 @@ const JOURNAL_SIZE_BEFORE = 16;
 const JOURNAL_PAGE_SIZE = 24;
 
 /**
- * Rolls back the journal a creation killed midway left, and says whether it did: SQLite writes a new file's page 1
- * under a rollback journal before it turns the file to WAL, and a process killed then leaves page 1 and a hot
- * `-journal` that only a read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so
+ * Rolls back the journal a creation killed midway left, and says whether the file may be read again (rolled back, or
+ * the journal gone: another start rolled it back meanwhile). SQLite writes a new file's page 1 under a rollback
+ * journal before it turns the file to WAL, and a process killed then leaves page 1 and a hot `-journal` that only a
+ * read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so
  * every later start refused the file). Only that state: a journal whose database was empty before its transaction,
  * beside a file of at most one page and no WAL with frames. Rolling it back leaves the empty file no one ever
  * committed to, and creation goes on. A journal of that kind beside a database that holds more (the operator put a
@@ -72,18 +73,23 @@ export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number):
     } finally {
       closeSync(fd);
     }
-  } catch {
-    return false;
+  } catch (error) {
+    // Gone: another start rolled it back meanwhile, and the file can be read again.
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
   }
   if (read < header.length || !header.subarray(0, 8).equals(JOURNAL_MAGIC)) return false;
   if (header.readUInt32BE(JOURNAL_SIZE_BEFORE) !== 0) return false;
   if (fileBytes(path) > header.readUInt32BE(JOURNAL_PAGE_SIZE) || fileBytes(`${path}-wal`) > 0) return false;
-  const connection = new Database(path, { fileMustExist: true });
   try {
-    connection.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    connection.prepare('SELECT count(*) FROM sqlite_master').get();
-  } finally {
-    connection.close();
+    const connection = new Database(path, { fileMustExist: true });
+    try {
+      connection.pragma(`busy_timeout = ${busyTimeoutMs}`);
+      connection.prepare('SELECT count(*) FROM sqlite_master').get();
+    } finally {
+      connection.close();
+    }
+  } catch (error) {
+    throw translateSqliteError(error); // a file this user may not write: said as such
   }
   return true;
 }

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { resolveDatabasePath } from '../../src/storage/database-path.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
+import { rollBackUnfinishedCreation } from '../../src/storage/new-database-files.js';
+import { FACTLANE_BIN } from '../helpers/mcp.js';
 import {
   candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION,
   spawnTsHelper, storeRow, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
@@ -432,3 +434,20 @@ t.test('a creation\'s journal beside a database that holds records (put back at 
     t.same(readFileSync(dbPath), before, 'the database, its record included, byte for byte');
     t.ok(existsSync(`${dbPath}-journal`), 'the journal left for its owner to judge');
   });
+
+t.test('a killed creation\'s journal: gone by the time it is looked at (another start rolled it back), the file is '
+  + 'read again; a user who may not write the file is told so', async (t) => {
+  const dir = t.testdir();
+  t.equal(rollBackUnfinishedCreation(join(dir, 'none.sqlite3'), 1000), true, 'no journal any more: read again');
+  if (process.geteuid?.() !== 0) return;
+  // A user without write access to the file cannot roll the journal back: the start says what is wrong.
+  const dbPath = join(dir, 'root-made.sqlite3');
+  killedCreation(dbPath);
+  chmodSync(dir, 0o755);
+  const start = spawnSync('env', ['-u', 'NODE_OPTIONS', process.execPath, FACTLANE_BIN, '--db', dbPath,
+    '--host-id', 'x'], { uid: 65534, gid: 65534, input: '', encoding: 'utf8' });
+  t.equal(start.status, 1, start.stderr);
+  t.match(start.stderr, /BACKEND_UNAVAILABLE: a -journal beside the database holds a transaction a process killed /,
+    'SQLite opened the file read-only for them, and the journal is what stops it');
+  t.notMatch(start.stderr, /recovery interlock/, 'not the interlock\'s message');
+});
