@@ -6,7 +6,9 @@ import { MIGRATIONS_DIR } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import { DatabaseLease, type LeaseMode } from './database-lease.js';
 import { assertNotABackup } from './durable-files.js';
-import { applyMigrations, type AppliedStep, type MigrationProgress } from './migration-apply.js';
+import {
+  applyMigrations, refusedMigration, type AppliedStep, type MigrationProgress,
+} from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import type { SqliteConnection } from './native.js';
 import { dropNextVectorTable } from './reembed-repository.js';
@@ -140,7 +142,7 @@ export class MaintenanceTarget {
         const applied = await applyMigrations(trx, raw, pending, {
           vectorDimension: dimension, appliedAt: formatTimestamp(options.clock()), appliedBy: options.appliedBy,
           onStarting: options.onStarting, onStep: options.onStep, onRebuilt: options.onRebuilt,
-          countRecord: options.countRecord,
+          countRecord: options.countRecord, explainRefusal: refusedMigration,
         });
         const failed = verifySchema(raw, inspectSchema(raw, this.shipped), this.shipped)
           .filter((c) => c.status === 'FAIL');

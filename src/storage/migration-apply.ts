@@ -75,6 +75,8 @@ export async function applyMigrations(
   pending: readonly MigrationFile[],
   options: {
     vectorDimension: number; appliedAt: string; appliedBy: string; countRecord?: RecordCounter;
+    /** The error to throw for SQLite's refusal of a file's SQL (refusedMigration); default the error itself. */
+    explainRefusal?: (file: MigrationFile, error: unknown) => unknown;
   } & MigrationProgress,
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
@@ -82,7 +84,11 @@ export async function applyMigrations(
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
     options.onStarting?.(file);
-    execMigration(connection, file, options.vectorDimension);
+    try {
+      connection.exec(renderMigration(file, options.vectorDimension));
+    } catch (error) {
+      throw options.explainRefusal?.(file, error) ?? error;
+    }
     for (const rebuild of DERIVED_REBUILDS.get(file.fileName) ?? []) {
       const repeated = pending.slice(index + 1)
         .some((later) => DERIVED_REBUILDS.get(later.fileName)?.includes(rebuild));
@@ -102,18 +108,14 @@ export async function applyMigrations(
 }
 
 /**
- * Runs a file's SQL. SQLite's own refusal of it (a table the file creates is already there, say a raw writer's) is
- * SCHEMA_MISMATCH naming the file and SQLite's words; busy, a full disk, I/O and damage keep their codes
- * (translateSqliteError).
+ * SQLite's own refusal of a file applied to an existing database (migrate up: a table the file creates is already
+ * there, say a raw writer's) as SCHEMA_MISMATCH naming the file and SQLite's words; busy, a full disk, I/O and damage
+ * keep their codes (translateSqliteError). Not for a new database: there a refusal is the disk's (creationFailure).
  */
-function execMigration(connection: SqliteConnection, file: MigrationFile, vectorDimension: number): void {
-  try {
-    connection.exec(renderMigration(file, vectorDimension));
-  } catch (error) {
-    const translated = translateSqliteError(error);
-    if (translated !== error || sqliteCode(error) === undefined) throw translated;
-    throw new AdapterError('SCHEMA_MISMATCH', `${file.fileName} cannot be applied to this database (SQLite: `
-      + `${(error as Error).message}); factlane-migrate verify names what differs from the release's schema; nothing `
-      + 'was migrated', { cause: error });
-  }
+export function refusedMigration(file: MigrationFile, error: unknown): unknown {
+  const translated = translateSqliteError(error);
+  if (translated !== error || sqliteCode(error) === undefined) return translated;
+  return new AdapterError('SCHEMA_MISMATCH', `${file.fileName} cannot be applied to this database (SQLite: `
+    + `${(error as Error).message}); factlane-migrate verify names what differs from the release's schema; nothing `
+    + 'was migrated', { cause: error });
 }
