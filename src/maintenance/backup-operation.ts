@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, readdirSync, realpathSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, realpathSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
 import { canonicalJson } from '../core/canonical-json.js';
@@ -7,7 +7,7 @@ import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import {
   assertRootOnlyPath, backupManifestPath, companionOwner, createPrivateFile, fileDigest, fsyncPath, nameTaken,
-  sqliteFiles,
+  removeStaleTemporaries, sqliteFiles,
 } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -157,45 +157,6 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
 const temporaryName = (file: string, nonce: string) =>
   join(dirname(file), `.${basename(file)}.${process.pid}.${nonce}.tmp`);
 
-/** True while process `pid` runs (EPERM: it runs, as another user). */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-// What follows `.FILE.` in a temporary name, the pid captured; the nonce is optional (releases before stop 45).
-const TEMPORARY_TAIL = /^(?:manifest\.json\.)?(\d+)(?:\.[0-9a-f]{16})?\.tmp(?:-journal|-wal|-shm)?$/;
-
-/**
- * Removes what a run of this target killed before its own clean-up (kill -9, a power cut) left under its temporary
- * names: `.FILE.<pid>.<nonce>.tmp` and `.FILE.manifest.json.<pid>.<nonce>.tmp` (and the names without a nonce that
- * releases before stop 45 used), with their -journal, -wal or -shm, for a pid that no longer runs. A full copy of
- * the database under a hidden name would otherwise stay for good (OPERATIONS.md §4.1: a failed run leaves no
- * temporary file). A running pid's files are another run's, and stay.
- */
-function removeStaleTemporaries(file: string): void {
-  const directory = dirname(file);
-  const prefix = `.${basename(file)}.`;
-  let names: string[];
-  try {
-    names = readdirSync(directory);
-  } catch {
-    return; // the directory's own error comes with the temporary file
-  }
-  for (const name of names) {
-    const pid = name.startsWith(prefix) ? TEMPORARY_TAIL.exec(name.slice(prefix.length))?.[1] : undefined;
-    if (pid === undefined || isRunning(Number(pid))) continue;
-    try {
-      unlinkSync(join(directory, name));
-    } catch {
-      // Removed meanwhile.
-    }
-  }
-}
 
 /**
  * Creates `temp` exclusively with mode 0600 whatever the umask, holding `text`, fsynced; TARGET_EXISTS when an earlier

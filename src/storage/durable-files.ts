@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync, constants, existsSync, fchmodSync, fchownSync, fsyncSync, lstatSync, mkdirSync, openSync,
-  readSync, realpathSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
+  readdirSync, readSync, realpathSync, renameSync, rmdirSync, statSync, unlinkSync, writeSync,
 } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';
@@ -212,12 +212,53 @@ export function createPrivateFile(path: string, text = '', ownerOf?: string): vo
   createFile(path, text, 0o600, ownerOf);
 }
 
+/** True while process `pid` runs (EPERM: it runs, as another user). */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+// What follows `.FILE.` in a temporary name, the pid captured; the nonce is optional (releases before stop 45).
+const TEMPORARY_TAIL = /^(?:manifest\.json\.)?(\d+)(?:\.[0-9a-f]{16})?\.tmp(?:-journal|-wal|-shm)?$/;
+
+/**
+ * Removes what a run writing `file` killed before its own clean-up (kill -9, a power cut) left under its temporary
+ * names: `.FILE.<pid>.<nonce>.tmp` and a backup's `.FILE.manifest.json.<pid>.<nonce>.tmp` (and the names without a
+ * nonce that releases before stop 45 used), with their -journal, -wal or -shm, for a pid that no longer runs. A full
+ * copy of the database under a hidden name would otherwise stay for good (OPERATIONS.md §4.1: a failed run leaves no
+ * temporary file), and recover's state and receipt temporaries pile up. A running pid's files are another run's.
+ */
+export function removeStaleTemporaries(file: string): void {
+  const directory = dirname(file);
+  const prefix = `.${basename(file)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(directory);
+  } catch {
+    return; // the directory's own error comes with the temporary file
+  }
+  for (const name of names) {
+    const pid = name.startsWith(prefix) ? TEMPORARY_TAIL.exec(name.slice(prefix.length))?.[1] : undefined;
+    if (pid === undefined || isRunning(Number(pid))) continue;
+    try {
+      unlinkSync(join(directory, name));
+    } catch {
+      // Removed meanwhile.
+    }
+  }
+}
+
 /**
  * Replaces `path` atomically with `text`: a 0600 temporary file beside it, written and fsynced, renamed over `path`,
  * then the directory fsynced. A reader sees the old content or the new, never a part. Throws the system error; the
  * temporary file is removed on failure.
  */
 export function writePrivateFileAtomic(path: string, text: string): void {
+  removeStaleTemporaries(path);
   // A random part: a name no other user of the directory can plant a file or a link under beforehand.
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`);
   try {

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -112,12 +113,16 @@ t.test('a file replaced atomically goes through a temporary name no one can plan
   const dir = t.testdir({ 'target.json': 'old\n', elsewhere: 'not to be written\n' });
   // What the name was before stop 45 (`.NAME.<pid>.tmp`): a link planted there no longer decides anything.
   fs.symlinkSync(join(dir, 'elsewhere'), join(dir, `.target.json.${process.pid}.tmp`));
+  // What a killed run left (recover killed while writing its state or receipt): removed, as backup removes its own.
+  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const stale = [`.target.json.${dead}.0123456789abcdef.tmp`, `.target.json.${dead}.tmp`];
+  for (const name of stale) writeFileSync(join(dir, name), '{"phase":"old"}\n');
   writePrivateFileAtomic(join(dir, 'target.json'), 'new\n');
   t.equal(readFileSync(join(dir, 'target.json'), 'utf8'), 'new\n');
   t.equal(statSync(join(dir, 'target.json')).mode & 0o777, 0o600);
   t.equal(readFileSync(join(dir, 'elsewhere'), 'utf8'), 'not to be written\n', 'the link\'s target untouched');
   t.same(readdirSync(dir).sort(), [`.target.json.${process.pid}.tmp`, 'elsewhere', 'target.json'].sort(),
-    'the planted link stays; no temporary file is left');
+    'the planted link (a running pid\'s name) stays; a dead run\'s temporaries and this run\'s are gone');
 });
 
 // Commands run as root (recover, OPERATIONS.md §5; setup, backup and restore often) make files and directories in a
