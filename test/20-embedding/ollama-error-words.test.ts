@@ -29,26 +29,24 @@ t.test('end to end: the envelope of a refused store quotes no path and no fact',
   await client.connect(transport);
   t.teardown(() => client.close());
   const fact = 'The deploy key for staging lives in the team vault';
-  // What Ollama says when its runner cannot load the model, and an Ollama (or a proxy) that quotes its input.
-  fake.set({ errorMember: { '/api/embed': 'llama runner process has terminated: error loading model: '
-    + `/usr/share/ollama/.ollama/models/blobs/sha256-${'a'.repeat(64)}` } });
   const now = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-  const result = (await client.callTool({ name: 'memory_store', arguments: { request: {
-    ...SCOPE, fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: SOURCE,
-    freshness_policy: { kind: 'never' }, idempotency_key: 'words-1', requested_lifecycle_state: 'VALIDATED_CURRENT',
-    source_timestamp: now, last_verified_at: now,
-  } } })) as CallToolResult;
-  const envelope = result.structuredContent as Json;
+  /** The envelope of a current store of `fact` while Ollama answers /api/embed with `words` as its error. */
+  const storeWhileOllamaSays = async (words: string, key: string) => {
+    fake.set({ errorMember: { '/api/embed': words } });
+    const result = (await client.callTool({ name: 'memory_store', arguments: { request: {
+      ...SCOPE, fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: SOURCE,
+      freshness_policy: { kind: 'never' }, idempotency_key: key, requested_lifecycle_state: 'VALIDATED_CURRENT',
+      source_timestamp: now, last_verified_at: now,
+    } } })) as CallToolResult;
+    return result.structuredContent as Json;
+  };
+  // What Ollama says when its runner cannot load the model, and an Ollama (or a proxy) that quotes its input.
+  const envelope = await storeWhileOllamaSays('llama runner process has terminated: error loading model: '
+    + `/usr/share/ollama/.ollama/models/blobs/sha256-${'a'.repeat(64)}`, 'words-1');
   t.match(envelope, { status: 'BLOCKED', error_code: 'EMBEDDING_UNAVAILABLE' });
   t.notMatch(envelope.message, /\/usr\/share/, 'no path in the message');
   t.match(envelope.message, /^Ollama could not load nomic-embed-text/, 'but what it means');
-  fake.set({ errorMember: { '/api/embed': `cannot embed "search_document: ${fact}": input too long` } });
-  const again = (await client.callTool({ name: 'memory_store', arguments: { request: {
-    ...SCOPE, fact, memory_type: 'PROJECT_LEARNED_FACT', source_provenance: SOURCE,
-    freshness_policy: { kind: 'never' }, idempotency_key: 'words-2', requested_lifecycle_state: 'VALIDATED_CURRENT',
-    source_timestamp: now, last_verified_at: now,
-  } } })) as CallToolResult;
-  const quoted = again.structuredContent as Json;
+  const quoted = await storeWhileOllamaSays(`cannot embed "search_document: ${fact}": input too long`, 'words-2');
   t.match(quoted, { status: 'BLOCKED', error_code: 'EMBEDDING_UNAVAILABLE' });
   t.notMatch(quoted.message, /team vault/, 'no fact text in the message');
   t.equal(quoted.message, 'Ollama refused /api/embed (HTTP 500)');
