@@ -9,11 +9,11 @@ import type { DB } from '../../generated/db.js';
 import { DEFAULT_BUSY_RETRY, withBusyRetry, type BusyRetryPolicy } from './busy-retry.js';
 import { DatabaseLease } from './database-lease.js';
 import { resolveDatabasePath } from './database-path.js';
-import { assertNotABackup, createPrivateParents } from './durable-files.js';
+import { assertNotABackup, createPrivateParents, removeStaleTemporaries } from './durable-files.js';
 import { applyMigrations } from './migration-apply.js';
 import { loadMigrationFiles, type MigrationFile } from './migration-files.js';
 import { inSnapshot } from './read-snapshot.js';
-import { assertOneName } from './quiescence-inventory.js';
+import { assertOneName, hardLinkedFiles } from './quiescence-inventory.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import {
   assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
@@ -159,6 +159,9 @@ export class SQLiteVecEngine {
     const ownsLease = maintenance === undefined;
     let connection: WriteConnection | undefined;
     try {
+      // The second name a restore killed between its link and its clean-up left (a dead pid's temporary name beside
+      // the file) goes, as that restore would have removed it; any other second name is refused.
+      if (hardLinkedFiles(path).length > 0) removeStaleTemporaries(path);
       assertOneName(path);
       if (statSync(path).size > 0) {
         const findings = await inspectExistingFile(path, shipped, options.retry ?? DEFAULT_BUSY_RETRY);

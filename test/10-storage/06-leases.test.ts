@@ -1,6 +1,7 @@
 import t from 'tap';
 import { once } from 'node:events';
-import { linkSync, unlinkSync } from 'node:fs';
+import { existsSync, linkSync, unlinkSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import { candidateRow, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine } from '../helpers/storage.js';
@@ -55,4 +56,27 @@ t.test('a running engine makes an exclusive lease fail, including through a hard
   const exclusive = MaintenanceTarget.open({ dbPath, lease: 'exclusive' });
   t.pass('exclusive lease available after close, with one name again');
   exclusive.close();
+});
+
+t.test('the second name a killed restore left (a dead pid\'s temporary name) goes at the next start; a live one\'s '
+  + 'is refused', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'restored.sqlite3');
+  const engine = await openEngine(dbPath);
+  await storeRow(engine, candidateRow());
+  await engine.close();
+  // Restore publishes by linking its temporary name to the target, then removes the temporary name: killed between.
+  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const leftover = join(dir, `.restored.sqlite3.${dead}.0123456789abcdef.tmp`);
+  linkSync(dbPath, leftover);
+  const reopened = await openEngine(dbPath);
+  t.equal(reopened.created, false, 'the server starts on it');
+  t.notOk(existsSync(leftover), 'the dead run\'s name is gone');
+  t.equal(tableCounts(dbPath).records, 1, 'the database, its record included');
+  await reopened.close();
+  const running = join(dir, `.restored.sqlite3.${process.pid}.0123456789abcdef.tmp`);
+  linkSync(dbPath, running);
+  await t.rejects(openEngine(dbPath), { code: 'BACKEND_UNAVAILABLE', message: /has another name/ },
+    'a running restore\'s name is not the server\'s to remove');
+  t.ok(existsSync(running));
 });
