@@ -27,9 +27,9 @@ const number = (step: OperationStep, key: string) => Number(step.fields?.[key] ?
 
 /**
  * The plain stderr lines the commands printed before decision 0023, kept byte for byte: reembed a line per batch (and,
- * since stop 44, one before its switch),
- * recover a line per phase, migrate up a line per file (since stop 45 as the file begins, no longer once it is
- * applied: the text said "applying"). Backup, restore, audit and housekeep have none.
+ * since stop 44, one before its switch), recover a line per phase, migrate up a line per file (since stop 45 as the
+ * file begins, no longer once it is applied: the text said "applying"). Backup, restore, audit and housekeep have
+ * none.
  */
 const PLAIN_LINES: Readonly<Partial<Record<ProgressOperation, (step: OperationStep) => string | null>>> = {
   reembed: (step) => {

@@ -7,7 +7,7 @@ import { PACKAGE_VERSION } from '../core/package-info.js';
 import { formatTimestamp, type Clock } from '../core/time.js';
 import {
   assertRootOnlyPath, backupManifestPath, companionOwner, createPrivateFile, fileDigest, fsyncPath, nameTaken,
-  removeStaleTemporaries, sqliteFiles,
+  removeStaleTemporaries, sqliteFiles, temporaryName,
 } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
@@ -149,14 +149,6 @@ export async function writeThenPublish<T>(file: string, fill: (temp: string) => 
   fsyncPath(dirname(file));
   return result;
 }
-
-/**
- * `.FILE.<pid>.<nonce>.tmp`: the random nonce (16 hex digits) is a name that another user of a shared directory
- * (`/tmp`, where root may write a backup) cannot plant a file, a `-journal` or a `-wal` under beforehand.
- */
-const temporaryName = (file: string, nonce: string) =>
-  join(dirname(file), `.${basename(file)}.${process.pid}.${nonce}.tmp`);
-
 
 /**
  * Creates `temp` exclusively with mode 0600 whatever the umask, holding `text`, fsynced; TARGET_EXISTS when an earlier

@@ -222,6 +222,24 @@ function isRunning(pid: number): boolean {
   }
 }
 
+/**
+ * `.FILE.<pid>.<nonce>.tmp` beside `file`: the random nonce (16 hex digits) makes a name that another user of a shared
+ * directory (`/tmp`, where root may write a backup) cannot plant a file, a `-journal` or a `-wal` under beforehand.
+ * Files written together (a backup and its manifest) share one nonce. removeStaleTemporaries knows the shape.
+ */
+export function temporaryName(file: string, nonce = randomBytes(8).toString('hex')): string {
+  return join(dirname(file), `.${basename(file)}.${process.pid}.${nonce}.tmp`);
+}
+
+/** The size of the file at `path`: 0 when there is none, null when it cannot be read. */
+export function fileBytes(path: string): number | null {
+  try {
+    return statSync(path).size;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 0 : null;
+  }
+}
+
 // What follows `.FILE.` in a temporary name, the pid captured; the nonce is optional (releases before stop 45).
 const TEMPORARY_TAIL = /^(?:manifest\.json\.)?(\d+)(?:\.[0-9a-f]{16})?\.tmp(?:-journal|-wal|-shm)?$/;
 
@@ -259,8 +277,7 @@ export function removeStaleTemporaries(file: string): void {
  */
 export function writePrivateFileAtomic(path: string, text: string): void {
   removeStaleTemporaries(path);
-  // A random part: a name no other user of the directory can plant a file or a link under beforehand.
-  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`);
+  const temporary = temporaryName(path);
   try {
     createPrivateFile(temporary, text);
     renameSync(temporary, path);

@@ -1,9 +1,9 @@
-import { chmodSync, closeSync, openSync, readSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { Database } from './native.js';
 import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
-import { WRITER_SIDECAR_SUFFIX } from './durable-files.js';
+import { fileBytes, WRITER_SIDECAR_SUFFIX } from './durable-files.js';
 
 // The files of a database the engine creates (STORAGE.md §10): their mode, and their removal when the creation fails.
 
@@ -56,10 +56,10 @@ const JOURNAL_PAGE_SIZE = 24;
  * Rolls back the journal a creation killed midway left, and says whether the file may be read again (rolled back, or
  * the journal gone: another start rolled it back meanwhile). SQLite writes a new file's page 1 under a rollback
  * journal before it turns the file to WAL, and a process killed then leaves page 1 and a hot `-journal` that only a
- * read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so
- * every later start refused the file). Only that state: a journal whose database was empty before its transaction,
- * beside a file of at most one page and no WAL with frames. Rolling it back leaves the empty file no one ever
- * committed to, and creation goes on. A journal of that kind beside a database that holds more (the operator put a
+ * read-write connection rolls back (a read-only one fails with SQLITE_READONLY_ROLLBACK, so every later start
+ * refused the file). Only that state: a journal whose database was empty before its transaction, beside a file of at
+ * most one page and no WAL with frames. Rolling it back leaves the empty file no one ever committed to, and creation
+ * goes on. A journal of that kind beside a database that holds more (the operator put a
  * database back at the path a killed start left) is not its journal: left alone, the start refused. SQLite does the
  * rollback, under its locks, on the first read of a read-write connection, which writes nothing else.
  */
@@ -79,7 +79,8 @@ export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number):
   }
   if (read < header.length || !header.subarray(0, 8).equals(JOURNAL_MAGIC)) return false;
   if (header.readUInt32BE(JOURNAL_SIZE_BEFORE) !== 0) return false;
-  if (fileBytes(path) > header.readUInt32BE(JOURNAL_PAGE_SIZE) || fileBytes(`${path}-wal`) > 0) return false;
+  const size = fileBytes(path);
+  if (size === null || size > header.readUInt32BE(JOURNAL_PAGE_SIZE) || fileBytes(`${path}-wal`) !== 0) return false;
   try {
     const connection = new Database(path, { fileMustExist: true });
     try {
@@ -92,13 +93,4 @@ export function rollBackUnfinishedCreation(path: string, busyTimeoutMs: number):
     throw translateSqliteError(error); // a file this user may not write: said as such
   }
   return true;
-}
-
-/** The size of the file at `path`, 0 when there is none. */
-function fileBytes(path: string): number {
-  try {
-    return statSync(path).size;
-  } catch {
-    return 0;
-  }
 }

@@ -1,7 +1,8 @@
-import { statSync, statfsSync } from 'node:fs';
+import { statfsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
+import { fileBytes } from './durable-files.js';
 import type { ScopeColumns } from './record-repository.js';
 import { isBusyError } from './sqlite-errors.js';
 import { runShape } from './statement-shapes.js';
@@ -135,14 +136,6 @@ async function scopeStatement(db: Kysely<DB>, scope: ScopeColumns, withPages: bo
       }
       : null,
   };
-}
-
-function fileBytes(path: string): number | null {
-  try {
-    return statSync(path).size;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 0 : null;
-  }
 }
 
 /**
