@@ -222,8 +222,9 @@ t.test('an error member is told as a fixed sentence: what a user can act on is r
     ...['llama-server process has terminated: exit status 2', 'llama-server reported out-of-memory during startup: x',
       'model runner has unexpectedly stopped, this may be due to resource limitations',
       'llama-server process no longer running: -1'].map((words): [string, unknown, string] => [
-      `not loaded (${words.slice(0, 24)})`, words, `Ollama could not load ${model} (its own log says why: often memory, `
-        + `or a damaged download that ollama pull ${model} repairs)`]),
+      `not loaded (${words.slice(0, 24)})`, words,
+      `Ollama could not load ${model} (its own log says why: often memory, or a damaged download that ollama pull `
+        + `${model} repairs)`]),
     ['too long', 'the input length exceeds the context length', `Ollama refused an input as longer than the context `
       + `of ${model}`],
     ['quoting its input', 'cannot embed "search_document: the deploy key lives in the vault"',
