@@ -49,6 +49,10 @@ export class WriteConnection {
   /** Set by stopWaiting (performance.now() ms): no busy wait or retry of a stopping server goes past it. */
   #stopBy = Infinity;
   readonly #stopByNow = () => this.#stopBy;
+  /** Writes waiting for their group, in call order (#join). */
+  readonly #gathered: GatheredWrite[] = [];
+  /** #runGathered is running: a new write only joins the list. */
+  #gathering = false;
   /** The latest attempt, when it met a busy database: it may have held the event loop from start to end. */
   #busyAttempt: { readonly start: number; readonly end: number } | undefined;
 
@@ -125,11 +129,102 @@ export class WriteConnection {
    */
   async write<T>(work: WriteWork<T>): Promise<T> {
     this.#assertOpen();
-    const transaction = () => this.#kysely.transaction().execute((trx) => work(trx, this.#connection));
-    const queue = this.#queue;
-    const attempt = queue ? () => queue.run((waitedMs) => this.#attempt(transaction, waitedMs))
-      : () => this.#attempt(transaction, 0);
-    return withBusyRetry(this.#retry, attempt, this.#stopByNow);
+    return withBusyRetry(this.#retry, () => this.#join(work), this.#stopByNow);
+  }
+
+  /**
+   * One attempt of one write: it waits among this connection's gathered writes and settles when the transaction that
+   * ran it commits (its result), rolls back its part (its own error) or fails as a whole (that error, for every write
+   * of the group; a busy one is retried by each write's own withBusyRetry).
+   */
+  #join<T>(work: WriteWork<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#gathered.push({ work, resolve, reject } as GatheredWrite);
+      if (!this.#gathering) void this.#runGathered();
+    });
+  }
+
+  /**
+   * Runs the gathered writes, in call order, a group at a time: each group takes one turn of the writer queue and is
+   * one BEGIN IMMEDIATE transaction, taken from what is gathered once the turn came, so the writes that arrived while
+   * the first one waited share its lock, its commit and its fsync (docs/decisions/0045-writes-share-a-commit.md).
+   */
+  async #runGathered(): Promise<void> {
+    this.#gathering = true;
+    try {
+      while (this.#gathered.length > 0) {
+        const queue = this.#queue;
+        let group: GatheredWrite[] = [];
+        const take = () => (group = this.#gathered.splice(0, MAX_GROUP_WRITES));
+        try {
+          if (queue) await queue.run((waitedMs) => this.#runGroup(take(), waitedMs), () => this.#gathered.length > 0);
+          else await this.#runGroup(take(), 0);
+        } catch (error) {
+          // #runGroup settles its writes; only the queue failing around it gets here. No write may wait forever.
+          for (const write of [...group, ...this.#gathered.splice(0)]) write.reject(error);
+        }
+      }
+    } finally {
+      this.#gathering = false;
+    }
+  }
+
+  /** One transaction for `group`; never throws: every write of it is settled. */
+  async #runGroup(group: GatheredWrite[], waitedMs: number): Promise<void> {
+    let rest = group;
+    while (rest.length > 0) {
+      const outcomes: (GroupOutcome | undefined)[] = [];
+      try {
+        await this.#attempt(() => this.#kysely.transaction().execute((trx) => this.#inGroup(trx, rest, outcomes)),
+          waitedMs);
+      } catch (error) {
+        if (!(error instanceof GroupInterrupted)) {
+          // BEGIN, a busy statement or the commit failed: nothing of the group is written.
+          for (const write of rest) write.reject(error);
+          return;
+        }
+        // SQLite rolled the whole transaction back on one write's error: that write fails, the others run again.
+        const failed = outcomes.length - 1;
+        rest[failed]!.reject(error.cause);
+        rest = rest.filter((_, i) => i !== failed);
+        waitedMs = 0;
+        continue;
+      }
+      rest.forEach((write, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) write.resolve(outcome.value);
+        else write.reject(outcome.error);
+      });
+      return;
+    }
+  }
+
+  /**
+   * The writes of a group inside its transaction. One write alone runs as it is: its error rolls the transaction back.
+   * In a larger group each runs under a savepoint, so its error undoes its own part only and the others commit; a busy
+   * error fails the group (each write retries), and an error after which SQLite has no transaction open any more
+   * (SQLITE_FULL, SQLITE_IOERR) interrupts it.
+   */
+  async #inGroup(trx: Transaction<DB>, group: GatheredWrite[], outcomes: (GroupOutcome | undefined)[]): Promise<void> {
+    const connection = this.#connection;
+    if (group.length === 1) {
+      outcomes.push({ ok: true, value: await group[0]!.work(trx, connection) });
+      return;
+    }
+    for (const write of group) {
+      connection.exec('SAVEPOINT factlane_write');
+      outcomes.push(undefined);
+      try {
+        outcomes[outcomes.length - 1] = { ok: true, value: await write.work(trx, connection) };
+        connection.exec('RELEASE factlane_write');
+      } catch (error) {
+        if (isRetryableBusy(error)) throw error;
+        if (!connection.inTransaction) throw new GroupInterrupted(error);
+        connection.exec('ROLLBACK TO factlane_write');
+        connection.exec('RELEASE factlane_write');
+        outcomes[outcomes.length - 1] = { ok: false, error };
+      }
+    }
   }
 
   /**
@@ -208,6 +303,29 @@ export class WriteConnection {
     if (!this.#connection.open) throw new AdapterError('BACKEND_UNAVAILABLE', 'storage is closed');
   }
 }
+
+/** A write waiting for its group: its work, and how its attempt settles. */
+interface GatheredWrite {
+  readonly work: WriteWork<unknown>;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/** What one write of a group gave inside the transaction. */
+type GroupOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
+/** One write's error ended the whole transaction (SQLite rolled it back): the other writes of the group run again. */
+class GroupInterrupted extends Error {
+  constructor(cause: unknown) {
+    super('a write of the group ended its transaction', { cause });
+  }
+}
+
+/**
+ * The most writes one transaction takes: a group holds the writer lock for all of them (about 0.3-0.5 ms of SQL a
+ * store), so this bounds how long other processes wait behind it.
+ */
+export const MAX_GROUP_WRITES = 16;
 
 /** How much of a stopping server's grace is kept for answering and closing after the last busy wait (stopWaiting). */
 const STOP_MARGIN_MS = 500;

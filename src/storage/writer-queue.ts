@@ -98,9 +98,11 @@ export class WriterQueue {
    * Runs `attempt` (one whole write transaction, from BEGIN IMMEDIATE to commit or rollback) in this
    * process's turn, holding the cross-process lock when it got it within the wait; releases it as soon
    * as the attempt settles. `attempt` learns how long it waited for the lock (ms; the wait behind writers of this
-   * process not counted). What it returns or throws passes through unchanged.
+   * process not counted). What it returns or throws passes through unchanged. `moreQueued`, asked at the release,
+   * tells whether writes of this process wait outside the FIFO (a caller that gathers them), so that the next turn
+   * lets other processes go first as it does for writes queued in the FIFO.
    */
-  async run<T>(attempt: (waitedMs: number) => Promise<T>): Promise<T> {
+  async run<T>(attempt: (waitedMs: number) => Promise<T>, moreQueued: () => boolean = () => false): Promise<T> {
     const previous = this.#tail;
     let leave!: () => void;
     this.#tail = new Promise<void>((resolve) => { leave = resolve; });
@@ -111,7 +113,7 @@ export class WriterQueue {
       await this.#lock();
       return await attempt(performance.now() - start);
     } finally {
-      this.#unlock();
+      this.#unlock(moreQueued());
       this.#entered -= 1;
       leave();
     }
@@ -230,12 +232,12 @@ export class WriterQueue {
     });
   }
 
-  #unlock(): void {
+  #unlock(moreQueued: boolean): void {
     this.#active = false;
     if (this.#holding) {
       this.#holding = false;
       this.#release(this.#fd!);
-      this.#yieldBeforeNext = this.#entered > 1;
+      this.#yieldBeforeNext = this.#entered > 1 || moreQueued;
     }
   }
 

@@ -1,0 +1,186 @@
+// Writes of one process that wait together share one transaction (docs/decisions/0045-writes-share-a-commit.md):
+// they commit in call order, each write's error undoes its own rows only, an error that ends the transaction fails
+// its own write while the others run again, and a busy group is retried write by write. What every tool call sees
+// is what it saw one transaction at a time: its checks run on the locked state, earlier writes of its group included.
+import t from 'tap';
+import { join } from 'node:path';
+import { AdapterError } from '../../src/core/adapter-error.js';
+import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { freshBindingJson } from '../../src/embedding/embedding-binding.js';
+import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
+import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
+import { auditFile } from '../../src/maintenance/audit-operation.js';
+import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
+import { loadMigrationFiles } from '../../src/storage/migration-files.js';
+import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
+import { MAX_GROUP_WRITES } from '../../src/storage/write-connection.js';
+import { LOCAL_HASH } from '../helpers/mcp.js';
+import { movableClock, type Json } from '../helpers/reads.js';
+import { candidateRow, openEngine, tableCounts, unitVector, withRaw } from '../helpers/storage.js';
+import { assertLifecycleTable } from '../helpers/vector-forms.js';
+import { currentRequest, storeRequest } from '../helpers/writes.js';
+
+const SHIPPED = loadMigrationFiles(MIGRATIONS_DIR);
+const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL')
+  .map((c) => `${c.name}: ${c.samples.join(' ')}`);
+type Engine = Awaited<ReturnType<typeof openEngine>>;
+
+/** One write of a candidate row with its FTS and vector rows; `after` runs inside the transaction once it is in. */
+function writeRow(engine: Engine, fact: string, after: () => void = () => {}, runs?: Map<string, number>) {
+  return engine.write(async (trx, raw) => {
+    runs?.set(fact, (runs.get(fact) ?? 0) + 1);
+    const row = candidateRow({ fact });
+    const rowId = await insertRecordUnchecked(trx, row, { searchText: fact, embedding: unitVector(fact.length) });
+    after.call(raw);
+    return rowId;
+  });
+}
+
+/** Every table a record's rows live in, counted raw, and the facts stored. */
+function stored(dbPath: string): { counts: ReturnType<typeof tableCounts>; facts: string[] } {
+  const facts = withRaw(dbPath, (db) => db.prepare('SELECT fact FROM adapter_records ORDER BY row_id').pluck().all());
+  return { counts: tableCounts(dbPath), facts: facts as string[] };
+}
+
+t.test('writes that wait together commit in one transaction, in call order, as one turn of the queue', async (t) => {
+  const dbPath = join(t.testdir(), 'group.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const before = engine.writerQueueTurns!.locked;
+  const WRITES = MAX_GROUP_WRITES + 3;
+  const rowIds = await Promise.all(Array.from({ length: WRITES }, (_, n) => writeRow(engine, `grouped fact ${n}`)));
+  t.same(rowIds, [...rowIds].sort((a, b) => (a < b ? -1 : 1)), 'row ids in call order');
+  t.equal(engine.writerQueueTurns!.locked - before, 2, `${WRITES} writes in two turns of at most ${MAX_GROUP_WRITES}`);
+  const { counts, facts } = stored(dbPath);
+  t.same(facts, Array.from({ length: WRITES }, (_, n) => `grouped fact ${n}`));
+  t.same([counts.records, counts.fts, counts.vec], [WRITES, WRITES, WRITES]);
+  await engine.close();
+  t.same(auditFailures(dbPath), []);
+});
+
+t.test("a write's error in a group undoes its own rows only; the others commit", async (t) => {
+  const dbPath = join(t.testdir(), 'one-fails.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const refuse = () => { throw new AdapterError('INVALID_ENVELOPE', 'refused after its rows were written'); };
+  const writes = ['kept 0', 'refused 1', 'kept 2', 'kept 3'].map((fact) =>
+    writeRow(engine, fact, fact.startsWith('refused') ? refuse : undefined));
+  const settled = await Promise.allSettled(writes);
+  t.same(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+  const refused = settled[1] as PromiseRejectedResult;
+  t.equal((refused.reason as AdapterError).code, 'INVALID_ENVELOPE', 'the write gets its own error');
+  const { counts, facts } = stored(dbPath);
+  t.same(facts, ['kept 0', 'kept 2', 'kept 3']);
+  t.same([counts.records, counts.fts, counts.vec], [3, 3, 3], 'no FTS or vector row of the refused write is left');
+  await engine.close();
+  t.same(auditFailures(dbPath), []);
+});
+
+t.test('an error after which SQLite has no transaction fails its write; the others of the group run again',
+  async (t) => {
+  const dbPath = join(t.testdir(), 'ended.sqlite3');
+  const engine = await openEngine(dbPath);
+  t.teardown(() => engine.close());
+  const runs = new Map<string, number>();
+  // As SQLITE_FULL or SQLITE_IOERR do: SQLite rolls the whole transaction back, then the statement throws.
+  function endTransaction(this: { exec(text: string): void }): void {
+    this.exec('ROLLBACK');
+    throw new Error('the disk went away');
+  }
+  const writes = ['first', 'second', 'ends it', 'last'].map((fact) =>
+    writeRow(engine, fact, fact === 'ends it' ? endTransaction : undefined, runs));
+  const settled = await Promise.allSettled(writes);
+  t.same(settled.map((s) => s.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+  t.match(String((settled[2] as PromiseRejectedResult).reason), /the disk went away/);
+  t.same(Object.fromEntries(runs), { first: 2, second: 2, 'ends it': 1, last: 1 },
+    'the writes before it ran again in a new transaction, the one after it once');
+  t.same(stored(dbPath).facts, ['first', 'second', 'last']);
+  await engine.close();
+  t.same(auditFailures(dbPath), []);
+});
+
+t.test('a busy error fails the whole group; each write retries on its own and commits', async (t) => {
+  const dbPath = join(t.testdir(), 'busy.sqlite3');
+  const engine = await openEngine(dbPath, { retry: { retries: 5, baseDelayMs: 5, jitterRatio: 0 } });
+  t.teardown(() => engine.close());
+  const runs = new Map<string, number>();
+  let busyOnce = true;
+  const busy = () => {
+    if (!busyOnce) return;
+    busyOnce = false;
+    throw Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' });
+  };
+  const writes = ['a', 'b busy once', 'c'].map((fact) =>
+    writeRow(engine, fact, fact.startsWith('b') ? busy : undefined, runs));
+  const rowIds = await Promise.all(writes);
+  t.equal(rowIds.length, 3);
+  t.equal(runs.get('a'), 2, 'the write before the busy one ran again');
+  t.equal(runs.get('b busy once'), 2);
+  t.same(stored(dbPath).facts.sort(), ['a', 'b busy once', 'c']);
+  await engine.close();
+  t.same(auditFailures(dbPath), []);
+});
+
+t.test('stores of one group decide on the locked state, the earlier stores of their group included', async (t) => {
+  const dbPath = join(t.testdir(), 'stores.sqlite3');
+  const provider = new LocalHashProvider();
+  const engine = await SQLiteVecEngine.open({
+    dbPath,
+    newDatabaseBinding: async () => ({
+      vectorDimension: LOCAL_HASH.outputDimension,
+      bindingJson: freshBindingJson(LOCAL_HASH, await provider.statusCheck(), formatTimestamp(SYSTEM_CLOCK())),
+    }),
+  });
+  t.teardown(() => engine.close());
+  const adapter = new MemoryAdapter({ engine, provider, writeProfile: 'owner-current', hostId: 'h',
+    clock: movableClock() });
+  const store = (request: Json) => adapter.execute('memory_store', request) as Promise<Json>;
+  const scope = { scope: 'PROJECT', project_id: 'groups' };
+  const same = currentRequest({ ...scope, fact: 'The API listens on port 8080', idempotency_key: 'same-key' });
+  const envelopes = await Promise.all([
+    store(same),
+    store(same),
+    store(currentRequest({ ...scope, fact: 'The API listens on port 8080' })),
+    store(currentRequest({ ...scope, fact: 'The API listens on port 9090', subject: 'api port' })),
+    store(currentRequest({ ...scope, fact: 'The API listens on port 7070', subject: 'api port' })),
+    store(storeRequest({ ...scope, fact: 'Deploys run on Fridays' })),
+  ]);
+  t.same(envelopes.map((e) => e.status), ['OK', 'OK', 'DUPLICATE', 'OK', 'CONTRADICTION', 'OK']);
+  t.equal(envelopes[1]!.results[0].record_id, envelopes[0]!.results[0].record_id, 'the second is a replay');
+  t.equal(envelopes[2]!.results[0].record_id, envelopes[0]!.results[0].record_id, 'the duplicate names the first');
+  const facts = withRaw(dbPath, (db) => db.prepare('SELECT fact, lifecycle_state FROM adapter_records ORDER BY row_id')
+    .all());
+  t.same(facts, [
+    { fact: 'The API listens on port 8080', lifecycle_state: 'VALIDATED_CURRENT' },
+    { fact: 'The API listens on port 9090', lifecycle_state: 'VALIDATED_CURRENT' },
+    { fact: 'The API listens on port 7070', lifecycle_state: 'CANDIDATE' },
+    { fact: 'Deploys run on Fridays', lifecycle_state: 'CANDIDATE' },
+  ]);
+  await engine.close();
+  assertLifecycleTable(t, dbPath, 'after a group of stores');
+  t.same(auditFailures(dbPath), []);
+});
+
+t.test('a writer queue that fails around a group settles every gathered write with its error', async (t) => {
+  const dbPath = join(t.testdir(), 'queue-fails.sqlite3');
+  await (await openEngine(dbPath)).close();
+  class FailingQueue {
+    readonly turns = { locked: 0, queued: 0, bypassed: 0, passedStalled: 0, unqueued: 0 };
+    async run(): Promise<never> {
+      throw new Error('the lock file failed');
+    }
+    close(): void {}
+    stopWaitingAt(): void {}
+  }
+  const { WriteConnection } = await t.mockImport<typeof import('../../src/storage/write-connection.js')>(
+    '../../src/storage/write-connection.js', { '../../src/storage/writer-queue.js': { WriterQueue: FailingQueue } });
+  const connection = WriteConnection.open({ path: dbPath });
+  t.teardown(() => connection.close());
+  let ran = 0;
+  const work = async () => { ran += 1; };
+  const settled = await Promise.allSettled([connection.write(work), connection.write(work), connection.write(work)]);
+  t.same(settled.map((s) => s.status), ['rejected', 'rejected', 'rejected'], 'no write is left waiting');
+  t.match(String((settled[2] as PromiseRejectedResult).reason), /the lock file failed/);
+  t.equal(ran, 0);
+});
