@@ -120,9 +120,9 @@ export class WriteConnection {
   }
 
   /**
-   * Runs `work` in one BEGIN IMMEDIATE transaction with the writer gate open; retries the whole
-   * transaction on busy/locked (STORAGE.md §6) and ends in BACKEND_BUSY. Governed errors thrown by
-   * `work` pass through; SQLite errors are translated once. Nothing is left half-written.
+   * Runs `work` in one BEGIN IMMEDIATE transaction with the writer gate open, beside the other writes of this
+   * connection gathered with it (#runGathered); retries on busy/locked (STORAGE.md §6) and ends in BACKEND_BUSY.
+   * Governed errors thrown by `work` pass through; SQLite errors are translated once. Nothing is left half-written.
    * Each attempt first waits its turn in the writer queue, before the transaction takes the connection
    * (reads of this process go on meanwhile), and gives the turn back when it commits or rolls back, so
    * the backoff pause between attempts holds nothing.
