@@ -169,34 +169,34 @@ export class WriteConnection {
     }
   }
 
-  /** One transaction for `group`; never throws: every write of it is settled. */
+  /**
+   * One transaction for `group`. Every write of it is settled, except after an error that ended the transaction:
+   * then the others go back to the head of the gathered writes and run in the next turn (the lock is held around one
+   * transaction, STORAGE.md §6). Never throws.
+   */
   async #runGroup(group: GatheredWrite[], waitedMs: number): Promise<void> {
-    let rest = group;
-    while (rest.length > 0) {
-      const outcomes: (GroupOutcome | undefined)[] = [];
-      try {
-        await this.#attempt(() => this.#kysely.transaction().execute((trx) => this.#inGroup(trx, rest, outcomes)),
-          waitedMs);
-      } catch (error) {
-        if (!(error instanceof GroupInterrupted)) {
-          // BEGIN, a busy statement or the commit failed: nothing of the group is written.
-          for (const write of rest) write.reject(error);
-          return;
-        }
-        // SQLite rolled the whole transaction back on one write's error: that write fails, the others run again.
-        const failed = outcomes.length - 1;
-        rest[failed]!.reject(error.cause);
-        rest = rest.filter((_, i) => i !== failed);
-        waitedMs = 0;
-        continue;
+    const outcomes: (GroupOutcome | undefined)[] = [];
+    try {
+      await this.#attempt(() => this.#kysely.transaction().execute((trx) => this.#inGroup(trx, group, outcomes)),
+        waitedMs);
+    } catch (error) {
+      if (!(error instanceof GroupInterrupted)) {
+        // BEGIN, a busy statement or the commit failed: nothing of the group is written. A write refused under its
+        // savepoint gets this error too: its refusal may rest on rows of the group that are gone now.
+        for (const write of group) write.reject(error);
+        return;
       }
-      rest.forEach((write, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) write.resolve(outcome.value);
-        else write.reject(outcome.error);
-      });
+      // SQLite rolled the whole transaction back on one write's error: that write fails, the others run again.
+      const failed = outcomes.length - 1;
+      group[failed]!.reject(error.cause);
+      this.#gathered.unshift(...group.filter((_, i) => i !== failed));
       return;
     }
+    group.forEach((write, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) write.resolve(outcome.value);
+      else write.reject(outcome.error);
+    });
   }
 
   /**
@@ -292,7 +292,8 @@ export class WriteConnection {
       this.#queue?.close();
       return true;
     }
-    // Kysely lets a write in flight finish first; only then may the queue's lock go.
+    // Kysely's destroy does not wait: a write still in flight fails and commits nothing (the server lets its calls
+    // finish before it closes). The queue's lock goes after the connection.
     await this.#kysely.destroy();
     this.#queue?.close();
     if (this.#connection.open) this.#connection.close();

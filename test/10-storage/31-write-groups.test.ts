@@ -83,6 +83,7 @@ t.test('an error after which SQLite has no transaction fails its write; the othe
   const engine = await openEngine(dbPath);
   t.teardown(() => engine.close());
   const runs = new Map<string, number>();
+  const turns = engine.writerQueueTurns!.locked;
   // As SQLITE_FULL or SQLITE_IOERR do: SQLite rolls the whole transaction back, then the statement throws.
   function endTransaction(this: { exec(text: string): void }): void {
     this.exec('ROLLBACK');
@@ -95,6 +96,7 @@ t.test('an error after which SQLite has no transaction fails its write; the othe
   t.match(String((settled[2] as PromiseRejectedResult).reason), /the disk went away/);
   t.same(Object.fromEntries(runs), { first: 2, second: 2, 'ends it': 1, last: 1 },
     'the writes before it ran again in a new transaction, the one after it once');
+  t.equal(engine.writerQueueTurns!.locked - turns, 2, 'the new transaction took a turn of its own (STORAGE.md §6)');
   t.same(stored(dbPath).facts, ['first', 'second', 'last']);
   await engine.close();
   t.same(auditFailures(dbPath), []);
