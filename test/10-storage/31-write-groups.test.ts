@@ -2,12 +2,17 @@
 // they commit in call order, each write's error undoes its own rows only, an error that ends the transaction fails
 // its own write while the others run again, and a busy group is retried write by write. What every tool call sees
 // is what it saw one transaction at a time: its checks run on the locked state, earlier writes of its group included.
-import t from 'tap';
+import t, { type Test } from 'tap';
+import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
+import { closeSync, openSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AdapterError } from '../../src/core/adapter-error.js';
 import { MemoryAdapter } from '../../src/adapter/memory-adapter.js';
+import { searchText } from '../../src/core/text.js';
 import { freshBindingJson } from '../../src/embedding/embedding-binding.js';
-import { LocalHashProvider } from '../../src/embedding/local-hash-provider.js';
+import { LocalHashProvider, localHashEmbedding } from '../../src/embedding/local-hash-provider.js';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp } from '../../src/core/time.js';
 import { auditFile } from '../../src/maintenance/audit-operation.js';
@@ -15,12 +20,17 @@ import { insertRecordUnchecked } from '../../src/storage/record-repository.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
 import { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { MAX_GROUP_WRITES } from '../../src/storage/write-connection.js';
-import { LOCAL_HASH } from '../helpers/mcp.js';
-import { movableClock, type Json } from '../helpers/reads.js';
-import { candidateRow, openEngine, tableCounts, unitVector, withRaw } from '../helpers/storage.js';
+import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
+import {
+  currentStore, factsOf, fixtureRow, insertFixtures, movableClock, scopeRequest, scopeTuple, search, type Json,
+} from '../helpers/reads.js';
+import { candidateRow, openEngine, RawDatabase, sqliteVec, tableCounts, unitVector, withRaw } from '../helpers/storage.js';
 import { assertLifecycleTable } from '../helpers/vector-forms.js';
 import { currentRequest, storeRequest } from '../helpers/writes.js';
 
+const require = createRequire(import.meta.url);
+/** fs-ext for the test's own hold of the writer lock (the product reaches it through storage/native.ts). */
+const fsExt: { flockSync(fd: number, flags: string): void } = require('fs-ext');
 const SHIPPED = loadMigrationFiles(MIGRATIONS_DIR);
 const auditFailures = (dbPath: string) => auditFile(dbPath, SHIPPED).checks.filter((c) => c.status === 'FAIL')
   .map((c) => `${c.name}: ${c.samples.join(' ')}`);
@@ -186,3 +196,83 @@ t.test('a writer queue that fails around a group settles every gathered write wi
   t.match(String((settled[2] as PromiseRejectedResult).reason), /the lock file failed/);
   t.equal(ran, 0);
 });
+
+/** Starts `writes` while the test holds `<db>-writer`, so that they all gather before the first turn comes. */
+async function startHeld<T>(dbPath: string, writes: () => Promise<T>[]): Promise<PromiseSettledResult<T>[]> {
+  const fd = openSync(`${dbPath}-writer`, 'r');
+  fsExt.flockSync(fd, 'exnb');
+  const started = writes();
+  await sleep(400);
+  closeSync(fd);
+  return Promise.allSettled(started);
+}
+
+/** Every vec0 row is found by a KNN of its partition once, and none belongs to a record that is not stored. */
+function assertVec0Rows(t: Test, dbPath: string, label: string): void {
+  const db = new RawDatabase(dbPath, { readonly: true });
+  sqliteVec.load(db);
+  try {
+    const stored = new Set(db.prepare('SELECT row_id FROM adapter_records').pluck().all() as number[]);
+    const probe = new Uint8Array(localHashEmbedding('probe').buffer);
+    const found: number[] = [];
+    for (const key of db.prepare('SELECT DISTINCT scope_key FROM fact_vec').pluck().all()) {
+      found.push(...db.prepare('SELECT rowid FROM fact_vec WHERE embedding MATCH ? AND k = 4096 AND scope_key = ?')
+        .pluck().all(probe, key) as number[]);
+    }
+    const code = db.prepare('SELECT simhash_v1 FROM eligible_codes LIMIT 1').pluck().get();
+    for (const key of db.prepare('SELECT DISTINCT shard_key FROM eligible_codes').pluck().all()) {
+      found.push(...db.prepare('SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(?) AND k = 4096 '
+        + 'AND shard_key = ?').pluck().all(code, key) as number[]);
+    }
+    const rows = db.prepare('SELECT (SELECT count(*) FROM fact_vec) + (SELECT count(*) FROM eligible_codes)')
+      .pluck().get();
+    t.equal(found.length, rows, `${label}: a KNN finds every vec0 row once`);
+    t.same(found.filter((rowId) => !stored.has(rowId)), [], `${label}: no vec0 row of a refused write`);
+  } finally {
+    db.close();
+  }
+}
+
+// A review's case (stop 46): refused writes among stores in a scope with eligible forms, and in the scope that the
+// first refused write itself codes (its insert is the one that passes UNCODED_SCOPE_MAX_RECORDS), all in one group.
+for (const padding of [UNCODED_SCOPE_MAX_RECORDS + 40, UNCODED_SCOPE_MAX_RECORDS]) {
+  t.test(`refused writes of a group in a scope of ${padding} records leave no vector form behind`, async (t) => {
+    const scope = scopeTuple('PROJECT', { project_id: 'coded' });
+    const dbPath = join(t.testdir(), 'coded.sqlite3');
+    const engine = await openLocalHashEngine(dbPath);
+    t.teardown(() => engine.close());
+    await insertFixtures(engine, Array.from({ length: padding }, (_, i) => ({ row: fixtureRow(scope, `padding ${i}`) })));
+    const adapter = new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: 'owner-current',
+      hostId: 'h', clock: movableClock() });
+    const store = (fact: string) => adapter.execute('memory_store', currentStore(scope, fact)) as Promise<Json>;
+    const refused = (fact: string) => engine.write(async (trx) => {
+      await insertRecordUnchecked(trx, fixtureRow(scope, fact),
+        { searchText: searchText(fact), embedding: localHashEmbedding(fact) });
+      throw new AdapterError('INVALID_ENVELOPE', 'refused after every table was written');
+    });
+    const turns = engine.writerQueueTurns!.locked;
+    const settled = await startHeld(dbPath, () => [
+      refused('refused fact zero'), refused('refused fact one'),
+      ...Array.from({ length: 9 }, (_, i) => (i % 3 === 1 ? refused(`refused fact ${i + 2}`) : store(`grouped ${i}`))),
+    ]);
+    t.ok(engine.writerQueueTurns!.locked - turns < settled.length, 'the writes shared turns');
+    t.same(settled.map((s) => (s.status === 'fulfilled' ? (s.value as Json).status : (s.reason as AdapterError).code)),
+      ['INVALID_ENVELOPE', 'INVALID_ENVELOPE', 'OK', 'INVALID_ENVELOPE', 'OK', 'OK', 'INVALID_ENVELOPE', 'OK', 'OK',
+        'INVALID_ENVELOPE', 'OK']);
+    const refusedRows = () => withRaw(dbPath, (db) => db.prepare("SELECT count(*) FROM adapter_records WHERE fact LIKE "
+      + "'refused%'").pluck().get());
+    t.equal(refusedRows(), 0, 'no record of a refused write');
+    assertLifecycleTable(t, dbPath, 'after the group');
+    assertVec0Rows(t, dbPath, 'after the group');
+    for (let i = 0; i < 10; i += 1) await store(`later fact ${i}`);
+    const found = factsOf(await search(adapter, { ...scopeRequest(scope), query: 'grouped 3',
+      intent_class: 'CURRENT_PROJECT_STATE' }));
+    t.ok(found.includes('grouped 3'), 'a search finds a grouped fact');
+    t.notOk(found.some((fact) => fact.startsWith('refused')), 'and no refused one');
+    await engine.close();
+    assertLifecycleTable(t, dbPath, 'at the end');
+    assertVec0Rows(t, dbPath, 'at the end');
+    t.same(auditFailures(dbPath), []);
+    t.same(stored(dbPath).counts.records, padding + 6 + 10, 'the padding, the six grouped stores, the ten later ones');
+  });
+}
