@@ -24,7 +24,9 @@ import { LOCAL_HASH, openLocalHashEngine } from '../helpers/mcp.js';
 import {
   currentStore, factsOf, fixtureRow, insertFixtures, movableClock, scopeRequest, scopeTuple, search, type Json,
 } from '../helpers/reads.js';
-import { candidateRow, openEngine, RawDatabase, sqliteVec, tableCounts, unitVector, withRaw } from '../helpers/storage.js';
+import {
+  candidateRow, openEngine, RawDatabase, sqliteVec, tableCounts, unitVector, withRaw,
+} from '../helpers/storage.js';
 import { assertLifecycleTable } from '../helpers/vector-forms.js';
 import { currentRequest, storeRequest } from '../helpers/writes.js';
 
@@ -241,7 +243,8 @@ for (const padding of [UNCODED_SCOPE_MAX_RECORDS + 40, UNCODED_SCOPE_MAX_RECORDS
     const dbPath = join(t.testdir(), 'coded.sqlite3');
     const engine = await openLocalHashEngine(dbPath);
     t.teardown(() => engine.close());
-    await insertFixtures(engine, Array.from({ length: padding }, (_, i) => ({ row: fixtureRow(scope, `padding ${i}`) })));
+    const padded = Array.from({ length: padding }, (_, i) => ({ row: fixtureRow(scope, `padding ${i}`) }));
+    await insertFixtures(engine, padded);
     const adapter = new MemoryAdapter({ engine, provider: new LocalHashProvider(), writeProfile: 'owner-current',
       hostId: 'h', clock: movableClock() });
     const store = (fact: string) => adapter.execute('memory_store', currentStore(scope, fact)) as Promise<Json>;
