@@ -160,9 +160,12 @@ export class SQLiteVecEngine {
     let connection: WriteConnection | undefined;
     try {
       // The second name a restore killed between its link and its clean-up left (a dead pid's temporary name beside
-      // the file) goes, as that restore would have removed it; any other second name is refused.
-      if (hardLinkedFiles(path).length > 0) removeStaleTemporaries(path);
-      assertOneName(path);
+      // the file) goes, as that restore would have removed it; any other second name is refused. A file of one name,
+      // the usual case, is looked at once.
+      if (hardLinkedFiles(path).length > 0) {
+        removeStaleTemporaries(path);
+        assertOneName(path);
+      }
       if (statSync(path).size > 0) {
         const findings = await inspectExistingFile(path, shipped, options.retry ?? DEFAULT_BUSY_RETRY);
         // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal
