@@ -1,10 +1,11 @@
 import t from 'tap';
 import { once } from 'node:events';
 import { existsSync, linkSync, unlinkSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { candidateRow, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine } from '../helpers/storage.js';
+import {
+  candidateRow, deadPid, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine,
+} from '../helpers/storage.js';
 
 t.test('two engine processes share one database and both write', async (t) => {
   const dbPath = join(t.testdir(), 'shared.sqlite3');
@@ -66,7 +67,7 @@ t.test('the second name a killed restore left (a dead pid\'s temporary name) goe
   await storeRow(engine, candidateRow());
   await engine.close();
   // Restore publishes by linking its temporary name to the target, then removes the temporary name: killed between.
-  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const dead = deadPid();
   const leftover = join(dir, `.restored.sqlite3.${dead}.0123456789abcdef.tmp`);
   linkSync(dbPath, leftover);
   const reopened = await openEngine(dbPath);

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import {
   appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync,
 } from 'node:fs';
@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { writeThenPublish, writeVerifiedBackup } from '../../src/maintenance/backup-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
-import { ADMIN_BIN, candidateRow, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
+import { ADMIN_BIN, candidateRow, deadPid, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
 import { openWriteBench, store, storeRequest } from '../helpers/writes.js';
 
 const admin = (...args: string[]) => runBin(ADMIN_BIN, args);
@@ -239,7 +239,7 @@ t.test('temporaries a killed run left under the same target are removed; a runni
   await storeRow(engine, candidateRow());
   await engine.close();
   // What kill -9 during a copy leaves: the hidden copy (and its journal), or the manifest's temporary.
-  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const dead = deadPid();
   const nonce = '0123456789abcdef';
   const stale = [`.out.sqlite3.${dead}.tmp`, `.out.sqlite3.${dead}.tmp-journal`,
     `.out.sqlite3.manifest.json.${dead}.tmp`, `.out.sqlite3.${dead}.${nonce}.tmp`,

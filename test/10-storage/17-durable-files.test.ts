@@ -1,13 +1,12 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   chmodDirectory, createPrivateParents, fileDigest, keepOwner, removeDirectories, writePrivateFileAtomic,
 } from '../../src/storage/durable-files.js';
-import { spawnTsHelper, waitForLine } from '../helpers/storage.js';
+import { deadPid, spawnTsHelper, waitForLine } from '../helpers/storage.js';
 
 // STORAGE.md §2: parent directories of a new database are created 0700, whatever the umask.
 
@@ -114,7 +113,7 @@ t.test('a file replaced atomically goes through a temporary name no one can plan
   // What the name was before stop 45 (`.NAME.<pid>.tmp`): a link planted there no longer decides anything.
   fs.symlinkSync(join(dir, 'elsewhere'), join(dir, `.target.json.${process.pid}.tmp`));
   // What a killed run left (recover killed while writing its state or receipt): removed, as backup removes its own.
-  const dead = spawnSync(process.execPath, ['-e', '0']).pid!;
+  const dead = deadPid();
   const stale = [`.target.json.${dead}.0123456789abcdef.tmp`, `.target.json.${dead}.tmp`];
   for (const name of stale) writeFileSync(join(dir, name), '{"phase":"old"}\n');
   writePrivateFileAtomic(join(dir, 'target.json'), 'new\n');

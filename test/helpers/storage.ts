@@ -125,6 +125,11 @@ export function tableCounts(
 /** The tap TypeScript loader, for child processes that run test helpers or source files. */
 export const TS_IMPORT = pathToFileURL(join(REPO_ROOT, 'node_modules/@tapjs/typescript/dist/esm/import.mjs')).href;
 
+/** The pid of a process that has already ended: a temporary name of a killed run carries one. */
+export function deadPid(): number {
+  return spawnSync(process.execPath, ['-e', '0']).pid!;
+}
+
 /** Spawns a TypeScript helper script from test/helpers with the tap TypeScript loader. */
 export function spawnTsHelper(script: string, args: string[]): ChildProcess {
   return spawn(process.execPath, ['--import', TS_IMPORT, join(REPO_ROOT, 'test/helpers', script), ...args],
