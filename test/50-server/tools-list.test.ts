@@ -1,6 +1,8 @@
 import t from 'tap';
 import { join } from 'node:path';
+import { Ajv } from 'ajv';
 import { ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { openRequestSchema, TOOL_NAMES, toolInputSchema } from '@factlane/schema';
 import { connectClient } from '../helpers/mcp.js';
 
 const TOOL_ORDER = ['memory_search', 'memory_get', 'memory_store', 'memory_update', 'memory_status'];
@@ -47,6 +49,19 @@ t.test('tools/list advertises exactly the five tools with their closed request s
       const text = JSON.stringify(tool);
       for (const retired of RETIRED) t.notOk(text.includes(retired), `no ${retired} anywhere`);
     });
+  }
+});
+
+t.test('every schema the server compiles or serves is valid against the JSON Schema meta-schema', async (t) => {
+  // The server compiles its validators without this check, so as not to compile the meta-schema at every start: an
+  // invalid schema would then fail here, not at the first start that meets it.
+  const ajv = new Ajv({ allErrors: true, strict: false, strictNumbers: true });
+  for (const name of TOOL_NAMES) {
+    for (const [role, schema] of [['runtime', openRequestSchema(name)], ['served', toolInputSchema(name)]] as const) {
+      t.ok(ajv.validateSchema(schema), `${name}: the ${role} schema`, { errors: ajv.errors });
+      t.doesNotThrow(() => new Ajv({ strict: false, validateSchema: false }).compile(schema),
+        `${name}: the ${role} schema compiles, its references resolve`);
+    }
   }
 });
 
