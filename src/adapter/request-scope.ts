@@ -1,4 +1,5 @@
 import { AdapterError } from '../core/adapter-error.js';
+import { BoundedMap } from '../core/bounded-map.js';
 import { canonicalJson } from '../core/canonical-json.js';
 import { sha256Hex } from '../core/hashing.js';
 import { isIdentifierFormat, isSecretLike } from '../core/identifiers.js';
@@ -87,12 +88,10 @@ export function scopeDigest(tuple: ScopeTuple): string {
   let digest = SCOPE_DIGESTS.get(text);
   if (digest === undefined) {
     digest = sha256Hex(text);
-    if (SCOPE_DIGESTS.size >= SCOPE_DIGESTS_MAX) SCOPE_DIGESTS.delete(SCOPE_DIGESTS.keys().next().value!);
     SCOPE_DIGESTS.set(text, digest);
   }
   return digest;
 }
 
 // Every request hashes its scope, and a server sees few scopes: digests by scope text (decision 0010).
-const SCOPE_DIGESTS = new Map<string, string>();
-const SCOPE_DIGESTS_MAX = 256;
+const SCOPE_DIGESTS = new BoundedMap<string, string>(256);

@@ -1,3 +1,4 @@
+import { BoundedMap } from '../core/bounded-map.js';
 import { canonicalJson } from '../core/canonical-json.js';
 
 // Token counts with the bundled offline o200k_base encoding (CONTRACT.md §12.5). The encoder's tables
@@ -27,8 +28,8 @@ function load(): Promise<Count> {
 // token. Between two requests that table falls out of the CPU caches, so a record's new text (ids, hashes,
 // timestamps, the fact) cost about 1 µs a token inside the server. Split with the same expression, the chunks repeat
 // (hex runs, digit groups, words), and a small table of their counts answers most of them.
-const CHUNK_COUNTS = new Map<string, number>();
 const CHUNK_COUNTS_MAX = 16_384;
+const CHUNK_COUNTS = new BoundedMap<string, number>(CHUNK_COUNTS_MAX);
 const CHUNK_REMEMBERED_MAX_LENGTH = 32;
 /** Entries of the encoder's own merge cache (gpt-tokenizer's default is 100,000), each a chunk of its own. */
 export const ENCODER_MERGE_CACHE_MAX = 16_384;
@@ -46,7 +47,7 @@ function chunkCounter(countText: LibraryCount, split: RegExp): Count {
         // given as a key, so a slice kept every record text it came from alive (1.5 KB an entry with CJK records).
         const own = flatCopy(chunk);
         tokens = countText(own, AS_TEXT);
-        if (chunk.length <= CHUNK_REMEMBERED_MAX_LENGTH) remembered(CHUNK_COUNTS, CHUNK_COUNTS_MAX, own, tokens);
+        if (chunk.length <= CHUNK_REMEMBERED_MAX_LENGTH) CHUNK_COUNTS.set(own, tokens);
       }
       total += tokens;
     }
@@ -75,15 +76,13 @@ export async function warmUpTokenizer(): Promise<void> {
 // counts of the segments cut at those places, and canonical JSON repeats most of its segments
 // (`memory_type":"PROJECT_LEARNED_FACT","`), so they are counted once and remembered.
 // A search returns records counted before, by the store that wrote them or by an earlier search, and each record
-// brings a handful of segments of its own (its ids, timestamps, source_ref): SEGMENT_COUNTS_MAX holds those of
-// about 10,000 records, at most about 6 MB. Evicted first in, first out.
-const SEGMENT_COUNTS = new Map<string, number>();
-const SEGMENT_COUNTS_MAX = 65_536;
+// brings a handful of segments of its own (its ids, timestamps, source_ref): SEGMENT_COUNTS holds those of about
+// 10,000 records, at most about 6 MB, evicted first in, first out (BoundedMap, in constant time).
+const SEGMENT_COUNTS = new BoundedMap<string, number>(65_536);
 const SEGMENT_REMEMBERED_MAX_LENGTH = 256;
 // Longer segments are mostly a record's fact (`fact text","freshness_policy":{"`): counted when it is stored and again
-// in every search that returns it. The latest LONG_COUNTS_MAX of them are remembered too, at most about 8 MB.
-const LONG_COUNTS = new Map<string, number>();
-const LONG_COUNTS_MAX = 2048;
+// in every search that returns it. The latest 2,048 of them are remembered too, at most about 8 MB.
+const LONG_COUNTS = new BoundedMap<string, number>(2048);
 const LONG_REMEMBERED_MAX_LENGTH = 2048;
 
 function isPunctuation(code: number): boolean {
@@ -94,11 +93,6 @@ function isPunctuation(code: number): boolean {
 
 function isAsciiAlphanumeric(code: number): boolean {
   return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
-}
-
-function remembered(counts: Map<string, number>, max: number, segment: string, tokens: number): void {
-  if (counts.size >= max) counts.delete(counts.keys().next().value!);
-  counts.set(segment, tokens);
 }
 
 // A flat copy of its own (a JSON round trip): a slice would keep its whole source text alive.
@@ -113,7 +107,7 @@ function segmentTokens(count: Count, segment: string): number {
   let tokens = counts.get(segment);
   if (tokens === undefined) {
     tokens = count(segment);
-    remembered(counts, long ? LONG_COUNTS_MAX : SEGMENT_COUNTS_MAX, flatCopy(segment), tokens);
+    counts.set(flatCopy(segment), tokens);
   }
   return tokens;
 }
@@ -143,8 +137,7 @@ function countSegments(count: Count, text: string): number {
 // So a list costs the cores' counts plus fixed joints, and a core counted once serves every prefix of a
 // list being fitted and the record-size check of the same record. Other texts are counted whole.
 const LETTER = /\p{L}/u;
-const CORE_COUNTS = new Map<string, number>();
-const CORE_COUNTS_MAX = 64;
+const CORE_COUNTS = new BoundedMap<string, number>(64);
 const JOINTS = ['{"', '"}', '[{"', '"},{"', '"}]', '[]'] as const;
 let joints: Promise<Record<(typeof JOINTS)[number], number>> | undefined;
 
@@ -168,7 +161,6 @@ async function coreTokens(core: string): Promise<number> {
   const known = CORE_COUNTS.get(core);
   if (known !== undefined) return known;
   const count = await countTokens(core);
-  if (CORE_COUNTS.size >= CORE_COUNTS_MAX) CORE_COUNTS.delete(CORE_COUNTS.keys().next().value!);
   CORE_COUNTS.set(core, count);
   return count;
 }

@@ -15,6 +15,7 @@ const SUITES: ReadonlyMap<string, BenchSuite> = new Map<string, BenchSuite>([
   ['write-queue', async () => (await import('./writer-queue-bench.js')).runWriterQueueBench()],
   ['embed', async () => (await import('./embed-bench.js')).runEmbedBench()],
   ['scopes', async () => (await import('./scopes-bench.js')).runScopesBench()],
+  ['tokens', async () => (await import('./token-bench.js')).runTokenBench()],
 ]);
 
 /**
