@@ -29,6 +29,10 @@ export class BoundedMap<K, V> {
     return this.#entries.get(key);
   }
 
+  has(key: K): boolean {
+    return this.#entries.has(key);
+  }
+
   set(key: K, value: V): void {
     if (!this.#entries.has(key)) {
       if (this.#order.length < this.#max) {

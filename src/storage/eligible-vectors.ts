@@ -1,6 +1,7 @@
 import { sql, type Transaction } from 'kysely';
 import { CODED_SCOPE_KEYS_QUERY, UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import type { DB } from '../../generated/db.js';
+import { BoundedMap } from '../core/bounded-map.js';
 import { nextShard, shardsOfNewScope } from './eligible-shards.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
@@ -44,14 +45,11 @@ export function eligibleCode(vector: Float32Array): Uint8Array {
 // Scopes this process has seen coded (by a search or a write). Most scopes never are, and their current writes
 // need no code: only a scope seen coded has its codes computed ahead of the write transaction. A scope coded by
 // another process since gets the code inside the transaction instead, once. Nothing else depends on this set.
-const SEEN_CODED = new Set<string>();
-const SEEN_CODED_MAX = 4096;
+const SEEN_CODED = new BoundedMap<string, true>(4096);
 
 /** Marks `scopeKey` seen coded by this process (a search or a write found or made its shards). */
 export function sawCoded(scopeKey: string): void {
-  if (SEEN_CODED.has(scopeKey)) return;
-  if (SEEN_CODED.size >= SEEN_CODED_MAX) SEEN_CODED.delete(SEEN_CODED.values().next().value!);
-  SEEN_CODED.add(scopeKey);
+  SEEN_CODED.set(scopeKey, true);
 }
 
 /**

@@ -3,8 +3,7 @@ import { BoundedMap } from '../../src/core/bounded-map.js';
 
 // The bounded maps behind the token counts and the scope digests (src/core/bounded-map.ts): first in, first out.
 
-const held = (map: BoundedMap<string, number>, keys: readonly string[]) =>
-  keys.filter((key) => map.get(key) !== undefined);
+const held = (map: BoundedMap<string, number>, keys: readonly string[]) => keys.filter((key) => map.has(key));
 
 t.test('a full map forgets its oldest key to take a new one, round after round', async (t) => {
   const map = new BoundedMap<string, number>(3);
@@ -35,7 +34,7 @@ t.test('a map of one entry, and sizes that are not positive integers', async (t)
   map.set(1, 'one');
   map.set(2, 'two');
   t.equal(map.size, 1);
-  t.same([map.get(1), map.get(2)], [undefined, 'two']);
+  t.same([map.get(1), map.get(2), map.has(1), map.has(2)], [undefined, 'two', false, true]);
   for (const max of [0, -1, 1.5, Number.NaN])
     t.throws(() => new BoundedMap(max), RangeError, `max ${max} is refused`);
 });
