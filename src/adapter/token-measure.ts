@@ -28,8 +28,7 @@ function load(): Promise<Count> {
 // token. Between two requests that table falls out of the CPU caches, so a record's new text (ids, hashes,
 // timestamps, the fact) cost about 1 µs a token inside the server. Split with the same expression, the chunks repeat
 // (hex runs, digit groups, words), and a small table of their counts answers most of them.
-const CHUNK_COUNTS_MAX = 16_384;
-const CHUNK_COUNTS = new BoundedMap<string, number>(CHUNK_COUNTS_MAX);
+const CHUNK_COUNTS = new BoundedMap<string, number>(16_384);
 const CHUNK_REMEMBERED_MAX_LENGTH = 32;
 /** Entries of the encoder's own merge cache (gpt-tokenizer's default is 100,000), each a chunk of its own. */
 export const ENCODER_MERGE_CACHE_MAX = 16_384;

@@ -49,8 +49,9 @@ const TOOL_LIST = TOOLS.map((tool) => ({
  * Compiles the open runtime validators once (CONTRACT.md §3.3). strictNumbers: JSON.parse reads 1e400 as Infinity,
  * which Ajv would otherwise take for an integer. Only the typed top-level keys are checked here; a non-finite number
  * nested in a payload is governed (CONTRACT.md §3.5, §21). validateSchema off: checking the five schemas against the
- * JSON Schema meta-schema compiled that meta-schema first, about 20 ms of every start; the schemas are fixed at build,
- * and test/50-server/tools-list.test.ts checks them against it instead (docs/performance.md, stop 47).
+ * JSON Schema meta-schema compiled that meta-schema first, about 30 ms of CPU at every start. The schemas are fixed
+ * at build, and test/50-server/tools-list.test.ts checks them against it instead: an invalid one would compile here
+ * and validate wrongly (docs/performance.md, stop 47).
  */
 function compileValidators(): Map<ToolName, ValidateFunction> {
   const ajv = new Ajv({ allErrors: true, strict: false, strictNumbers: true, validateSchema: false });

@@ -44,7 +44,8 @@ export function eligibleCode(vector: Float32Array): Uint8Array {
 
 // Scopes this process has seen coded (by a search or a write). Most scopes never are, and their current writes
 // need no code: only a scope seen coded has its codes computed ahead of the write transaction. A scope coded by
-// another process since gets the code inside the transaction instead, once. Nothing else depends on this set.
+// another process since gets the code inside the transaction instead, once. Nothing else depends on them. The latest
+// 4,096 are kept.
 const SEEN_CODED = new BoundedMap<string, true>(4096);
 
 /** Marks `scopeKey` seen coded by this process (a search or a write found or made its shards). */

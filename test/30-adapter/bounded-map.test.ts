@@ -1,7 +1,8 @@
 import t from 'tap';
 import { BoundedMap } from '../../src/core/bounded-map.js';
 
-// The bounded maps behind the token counts and the scope digests (src/core/bounded-map.ts): first in, first out.
+// The bounded maps behind the token counts, the scope digests and the scopes seen coded (src/core/bounded-map.ts):
+// first in, first out.
 
 const held = (map: BoundedMap<string, number>, keys: readonly string[]) => keys.filter((key) => map.has(key));
 
@@ -35,6 +36,8 @@ t.test('a map of one entry, and sizes that are not positive integers', async (t)
   map.set(2, 'two');
   t.equal(map.size, 1);
   t.same([map.get(1), map.get(2), map.has(1), map.has(2)], [undefined, 'two', false, true]);
-  for (const max of [0, -1, 1.5, Number.NaN])
-    t.throws(() => new BoundedMap(max), RangeError, `max ${max} is refused`);
+  for (const max of [0, -1, 1.5, Number.NaN]) {
+    const refusal = { name: 'RangeError', message: `a BoundedMap's max must be a positive integer, not ${max}` };
+    t.throws(() => new BoundedMap(max), refusal, `max ${max} is refused`);
+  }
 });
