@@ -6,7 +6,7 @@ import type { RecordRow } from '../../src/storage/record-repository.js';
 import { progressLogger } from './bench-environment.js';
 import { benchScope, benchTimestamp, makeBenchRecord } from './bench-records.js';
 import { FactVocabulary } from './fact-vocabulary.js';
-import { roundTo, summarizeLatencies } from './latency-stats.js';
+import { percentile, roundTo, summarizeLatencies } from './latency-stats.js';
 import { SeededRandom } from './seeded-random.js';
 
 // The token count a store makes of its record (fixedRecordTokens, decision 0036), in one process over a long life:
@@ -46,7 +46,7 @@ export async function runTokenBench(): Promise<Record<string, unknown>> {
   for (let from = FULL_FROM; from < RECORDS; from += WINDOW)
     p50s.push(summarizeLatencies(samplesMs.slice(from, from + WINDOW), 'us').p50_us!);
   // The median window: one window slowed by the machine does not decide, a cost that stays up does.
-  const median = [...p50s].sort((a, b) => a - b)[Math.floor(p50s.length / 2)]!;
+  const median = percentile([...p50s].sort((a, b) => a - b), 50);
   const ratio = roundTo(median / early.p50_us!, 2);
   return {
     records: RECORDS, mean_tokens_per_record: roundTo(tokens / RECORDS, 1),
