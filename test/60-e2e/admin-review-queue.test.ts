@@ -132,6 +132,35 @@ t.test('candidates lists what a delegated server stored, oldest first, while ser
   );
 });
 
+t.test('an agent\'s control and bidirectional characters are printed escaped, never sent to the owner\'s terminal; '
+  + '--json keeps the text exact', async (t) => {
+  const dbPath = join(t.testdir(), 'controls.sqlite3');
+  const delegated = await server(t, dbPath, 'delegated-candidate');
+  // Whitespace runs, line breaks included, collapse to one space when the fact is stored; the other controls stay.
+  const stored = await delegated.store({
+    fact: 'Deploy with rm -rf build \u001b[8mHIDDEN\u001b[0m then\r\n\u001b[2K npm run deploy\u0007 \u009b2J '
+      + '\u202eevil\u202c C:\\dir',
+    source_provenance: {
+      source_class: 'doc', source_ref: 'notes/\u001b[31mred.md', source_hash: 'ab'.repeat(32),
+      review_ref: 'review\u001b[2J', extraction_method: 'manual',
+    },
+  });
+  const fact = 'Deploy with rm -rf build \u001b[8mHIDDEN\u001b[0m then \u001b[2K npm run deploy\u0007 \u009b2J '
+    + '\u202eevil\u202c C:\\dir';
+  t.equal(stored.fact, fact, 'stored with its controls');
+
+  const human = admin('candidates', '--db', dbPath);
+  t.equal(human.code, 0, human.stderr);
+  const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+  t.notMatch(human.stdout, raw, 'no control or bidirectional character reaches stdout but the newlines');
+  t.match(human.stdout, '  fact: Deploy with rm -rf build \\u001b[8mHIDDEN\\u001b[0m then \\u001b[2K npm run deploy'
+    + '\\u0007 \\u009b2J \\u202eevil\\u202c C:\\dir\n', 'each written as its JSON escape; a backslash stays');
+  t.match(human.stdout, '  provenance: doc notes/\\u001b[31mred.md, review review\\u001b[2J;');
+  const listed = admin('candidates', '--db', dbPath, '--json').json().candidates[0];
+  t.equal(listed.fact, fact, '--json: exact');
+  t.equal(listed.source_provenance.review_ref, 'review\u001b[2J');
+});
+
 t.test('a usage error shows its own command\'s usage; --help lists every command before the notes', async (t) => {
   const audit = admin('audit');
   t.equal(audit.code, 2);
