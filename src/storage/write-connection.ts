@@ -216,7 +216,9 @@ export class WriteConnection {
       outcomes.push(undefined);
       try {
         outcomes[outcomes.length - 1] = { ok: true, value: await write.work(trx, connection) };
-        connection.exec('RELEASE factlane_write');
+        // FTS5 holds a write's terms in memory and writes them out when the next savepoint opens: opened here, under
+        // this write's savepoint, a full disk fails this write, not the next one's SAVEPOINT and the whole group.
+        connection.exec('SAVEPOINT factlane_flush; RELEASE factlane_flush; RELEASE factlane_write');
       } catch (error) {
         if (isRetryableBusy(error)) throw error;
         if (!connection.inTransaction) throw new GroupInterrupted(error);

@@ -3,8 +3,9 @@
 // its own write while the others run again, and a busy group is retried write by write. What every tool call sees
 // is what it saw one transaction at a time: its checks run on the locked state, earlier writes of its group included.
 import t, { type Test } from 'tap';
+import { sql } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -114,6 +115,42 @@ t.test('an error after which SQLite has no transaction fails its write; the othe
   t.same(auditFailures(dbPath), []);
 });
 
+t.test('a write whose FTS5 terms fill the disk fails alone, though FTS5 writes them when the next savepoint opens',
+  async (t) => {
+  const dir = t.testdir();
+  const seed = join(dir, 'seed.sqlite3');
+  const seeded = await openEngine(seed);
+  await writeRow(seeded, 'seed');
+  await seeded.close();
+  // 4,000 distinct terms: FTS5 holds them in memory and writes part of them out at the next SAVEPOINT. With the file
+  // capped a few pages past its size, that is where the disk fills: in the next write's SAVEPOINT, which once failed
+  // the whole group (review of stop 48: margins 20-32 here).
+  const many = Array.from({ length: 4000 }, (_, n) => `term${n}x${(n * 7919) % 10007}`).join(' ');
+  const outcomes = new Map<string, number[]>();
+  for (let margin = 0; margin <= 120; margin += 4) {
+    const dbPath = join(dir, `margin-${margin}.sqlite3`);
+    copyFileSync(seed, dbPath);
+    const engine = await openEngine(dbPath);
+    const pages = await engine.read(async (db) => (await sql<{ page_count: number }>`PRAGMA page_count`.execute(db))
+      .rows[0]!.page_count);
+    await engine.read((db) => sql`PRAGMA max_page_count = ${sql.raw(String(pages + margin))}`.execute(db));
+    const settled = await startHeld(dbPath, () => [many, 'small 1', 'small 2'].map((fact) => writeRow(engine, fact)),
+      50);
+    await engine.close();
+    const big = settled[0]!;
+    if (settled.slice(1).some((s) => s.status !== 'fulfilled')) {
+      t.fail(`margin ${margin}: a small write failed with the big one: ${settled.map((s) => s.status).join(', ')}`);
+    }
+    if (big.status === 'rejected') t.equal((big.reason as AdapterError).code, 'BACKEND_UNAVAILABLE');
+    const facts = stored(dbPath).facts.map((fact) => (fact === many ? 'many' : fact));
+    t.same(facts, ['seed', ...(big.status === 'fulfilled' ? ['many'] : []), 'small 1', 'small 2'],
+      `margin ${margin}: what is stored is what was acknowledged`);
+    outcomes.set(big.status, [...(outcomes.get(big.status) ?? []), margin]);
+  }
+  t.ok(outcomes.get('rejected')?.length, `the disk filled for the big write (margins ${outcomes.get('rejected')})`);
+  t.ok(outcomes.get('fulfilled')?.length, 'and a larger cap let it through');
+});
+
 t.test('a busy error fails the whole group; each write retries on its own and commits', async (t) => {
   const dbPath = join(t.testdir(), 'busy.sqlite3');
   const engine = await openEngine(dbPath, { retry: { retries: 5, baseDelayMs: 5, jitterRatio: 0 } });
@@ -200,11 +237,13 @@ t.test('a writer queue that fails around a group settles every gathered write wi
 });
 
 /** Starts `writes` while the test holds `<db>-writer`, so that they all gather before the first turn comes. */
-async function startHeld<T>(dbPath: string, writes: () => Promise<T>[]): Promise<PromiseSettledResult<T>[]> {
+async function startHeld<T>(
+  dbPath: string, writes: () => Promise<T>[], holdMs = 400,
+): Promise<PromiseSettledResult<T>[]> {
   const fd = openSync(`${dbPath}-writer`, 'r');
   fsExt.flockSync(fd, 'exnb');
   const started = writes();
-  await sleep(400);
+  await sleep(holdMs);
   closeSync(fd);
   return Promise.allSettled(started);
 }
