@@ -57,10 +57,15 @@ function commandLines(entry: ServerEntry, state: EntryState): string[] {
   return [...remove, shellLine(['claude', ...claudeAddArgs(entry)])];
 }
 
+/** The path of `.claude.json` and how its user-scope entry compares with `entry`. */
+export function claudeEntryState(entry: ServerEntry, env: NodeJS.ProcessEnv): { path: string; state: EntryState } {
+  const file = readConfigFile(claudeConfigPath(env));
+  return { path: file.path, state: entryState(claudeUserEntry(file.text, file.path), entry) };
+}
+
 /** What `--print` shows for Claude Code: the command lines for the entry `.claude.json` holds now. */
 export function claudeCommandLines(entry: ServerEntry, env: NodeJS.ProcessEnv): string[] {
-  const file = readConfigFile(claudeConfigPath(env));
-  return commandLines(entry, entryState(claudeUserEntry(file.text, file.path), entry));
+  return commandLines(entry, claudeEntryState(entry, env).state);
 }
 
 /** The absolute path of the first executable `name` on `env.PATH`, or null. */

@@ -6,10 +6,11 @@ import { resolveDatabasePath } from '../storage/database-path.js';
 import { assertNotABackup } from '../storage/durable-files.js';
 import { defaultDatabasePath, parseFlags, UsageError, runCommand } from './cli-support.js';
 import {
-  ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type ServerEntry,
+  ENTRY_NAME, codexSnippet, hermesSnippet, planCodexEntry, planHermesEntry, type EntryPlan, type EntryState,
+  type ServerEntry,
 } from './host-config-entries.js';
 import { backupConfigFile, readConfigFile, withConfigLock, writeConfigAtomically } from './host-config-files.js';
-import { claudeCommandLines, setupClaudeCode } from './host-setup-claude.js';
+import { claudeCommandLines, claudeEntryState, setupClaudeCode } from './host-setup-claude.js';
 import { isUsageFailure, parseLaunchOptions } from './launcher-options.js';
 
 /** The hosts `factlane setup` configures; each name is also the `--host-id` it writes. */
@@ -171,7 +172,7 @@ function setup(request: SetupRequest, entry: ServerEntry, env: NodeJS.ProcessEnv
     if (request.host === 'codex') process.stdout.write(codexSnippet(entry));
     if (request.host === 'hermes') process.stdout.write(hermesSnippet(entry));
     if (request.host === 'claude-code') for (const line of claudeCommandLines(entry, env)) say(line);
-    const note = request.host === 'claude-code' || request.force ? null : refusalNote(request.host!, entry, env);
+    const note = request.force ? null : refusalNote(request.host!, entry, env);
     if (note !== null) process.stderr.write(`${note}\n`);
     return 0;
   }
@@ -188,14 +189,25 @@ function configOf(host: 'codex' | 'hermes', env: NodeJS.ProcessEnv): [string, ty
   return host === 'codex' ? [codexConfigPath(env), planCodexEntry] : [hermesConfigPath(env), planHermesEntry];
 }
 
-/** For --print: a note when the real run would refuse (a different entry, no --force); nothing when it cannot tell. */
-function refusalNote(host: 'codex' | 'hermes', entry: ServerEntry, env: NodeJS.ProcessEnv): string | null {
+/**
+ * For --print: a note when the real run would refuse (a different entry, no --force); nothing when it cannot tell.
+ * For Claude Code it adds what the printed remove line costs: the entry's other keys, which --force keeps.
+ */
+function refusalNote(host: SetupHost, entry: ServerEntry, env: NodeJS.ProcessEnv): string | null {
   try {
-    const [path, plan] = configOf(host, env);
-    const file = readConfigFile(path);
-    if (plan(file.text, entry, file.path).state !== 'different') return null;
-    return `factlane setup: ${file.path} already has a different MCP server entry ${ENTRY_NAME}: `
-      + 'without --print this command would refuse; add --force to replace it';
+    let found: { path: string; state: EntryState };
+    if (host === 'claude-code') {
+      found = claudeEntryState(entry, env);
+    } else {
+      const [path, plan] = configOf(host, env);
+      const file = readConfigFile(path);
+      found = { path: file.path, state: plan(file.text, entry, file.path).state };
+    }
+    if (found.state !== 'different') return null;
+    const cost = host === 'claude-code' ? ' (the remove line above drops its other keys, such as env; --force keeps '
+      + 'them)' : '';
+    return `factlane setup: ${found.path} already has a different MCP server entry ${ENTRY_NAME}: `
+      + `without --print this command would refuse; add --force to replace it${cost}`;
   } catch {
     return null;
   }

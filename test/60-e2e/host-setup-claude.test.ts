@@ -155,14 +155,21 @@ t.test('claude-code --force: when the add fails after the remove, the previous e
   t.notMatch(lost.stderr, 'tok-do-not-print', 'no env value printed');
 });
 
-t.test('claude-code --print shows the remove line first when a different entry is there', async (t) => {
+t.test('claude-code --print shows the remove line first when a different entry is there, and says the real run '
+  + 'would refuse', async (t) => {
   const box = setupSandbox(t.testdir());
   writeFileSync(box.claudeConfig, JSON.stringify({ mcpServers: { factlane: { command: '/old', args: [] } } }));
   const before = box.snapshot();
   const printed = box.run(['claude-code', '--print']);
   t.equal(printed.status, 0, printed.stderr);
   t.match(printed.stdout, /^claude mcp remove --scope user factlane\nclaude mcp add --scope user factlane -- /);
+  t.equal(printed.stderr, `factlane setup: ${box.claudeConfig} already has a different MCP server entry factlane: `
+    + 'without --print this command would refuse; add --force to replace it (the remove line above drops its other '
+    + 'keys, such as env; --force keeps them)\n');
+  t.equal(box.run(['claude-code', '--print', '--force']).stderr, '', 'no note with --force');
   t.same(box.snapshot(), before, 'nothing changed');
+  writeFileSync(box.claudeConfig, '{}');
+  t.equal(box.run(['claude-code', '--print']).stderr, '', 'no note without an entry');
 });
 
 t.test('claude-code: a claude that cannot run, or a .claude.json of the wrong shape, exit 1 and change ' +
