@@ -88,7 +88,8 @@ export const TOOL_DEFINITIONS = {
     ...common,
     memory_id: str('memory UUID'),
     retrieval_mode: Type.Optional(enumOf(RETRIEVAL_MODES,
-      'CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle', 'CURRENT')),
+      'CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read '
+        + 'budget, revision descending', 'CURRENT')),
   }, 'Read one memory by id.'),
   MemoryStoreRequest: closed({
     ...common,
@@ -163,7 +164,8 @@ export const TOOLS: readonly {
   {
     name: 'memory_get', requestDefinition: 'MemoryGetRequest',
     description:
-      'Read one memory by memory_id in one exact scope: its current record, or its history with REVIEW_HISTORY.',
+      'Read one memory by memory_id in one exact scope: its current record, or with REVIEW_HISTORY its history, the '
+        + 'newest 8 records that fit the read budget (older ones are not returned).',
   },
   {
     name: 'memory_store', requestDefinition: 'MemoryStoreRequest',

@@ -97,7 +97,7 @@ Object {
               },
               "retrieval_mode": Object {
                 "default": "CURRENT",
-                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle",
+                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read budget, revision descending",
                 "enum": Array [
                   "CURRENT",
                   "REVIEW_HISTORY",
@@ -819,7 +819,7 @@ Object {
         "openWorldHint": false,
         "readOnlyHint": true,
       },
-      "description": "Read one memory by memory_id in one exact scope: its current record, or its history with REVIEW_HISTORY.",
+      "description": "Read one memory by memory_id in one exact scope: its current record, or with REVIEW_HISTORY its history, the newest 8 records that fit the read budget (older ones are not returned).",
       "inputSchema": Object {
         "$defs": Object {
           "FreshnessPolicy": Object {
@@ -903,7 +903,7 @@ Object {
               },
               "retrieval_mode": Object {
                 "default": "CURRENT",
-                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle",
+                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read budget, revision descending",
                 "enum": Array [
                   "CURRENT",
                   "REVIEW_HISTORY",
@@ -1709,7 +1709,7 @@ Object {
               },
               "retrieval_mode": Object {
                 "default": "CURRENT",
-                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle",
+                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read budget, revision descending",
                 "enum": Array [
                   "CURRENT",
                   "REVIEW_HISTORY",
@@ -2515,7 +2515,7 @@ Object {
               },
               "retrieval_mode": Object {
                 "default": "CURRENT",
-                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle",
+                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read budget, revision descending",
                 "enum": Array [
                   "CURRENT",
                   "REVIEW_HISTORY",
@@ -3321,7 +3321,7 @@ Object {
               },
               "retrieval_mode": Object {
                 "default": "CURRENT",
-                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle",
+                "description": "CURRENT: the current record; REVIEW_HISTORY: its records of any lifecycle, the newest 8 that fit the read budget, revision descending",
                 "enum": Array [
                   "CURRENT",
                   "REVIEW_HISTORY",
