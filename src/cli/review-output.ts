@@ -1,4 +1,5 @@
 import type { AdapterError } from '../core/adapter-error.js';
+import { escapeUnprintable } from '../core/text.js';
 import type { ErrorCode } from '@factlane/schema';
 import {
   storedAsContradiction, type CandidateEntry, type CandidatesReport,
@@ -62,22 +63,6 @@ export function printRefusal(error: AdapterError, json: boolean): void {
   }
 }
 
-// What acts on a terminal or on the order of the text around it: the C0 and C1 controls and DEL (escape sequences,
-// carriage returns, newlines that would start a line of their own), the bidirectional controls and the line and
-// paragraph separators (docs/decisions/0046-what-the-review-queue-prints.md).
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-/**
- * `line` with each character of UNPRINTABLE written as its JSON escape (`\n`, `\u001b`, `\u202e`): a Candidate's text
- * comes from an agent, and printed as it is it could clear the owner's screen, hide words of the fact or forge lines
- * of the listing. --json is exact already (JSON.stringify escapes the controls; the bidirectional ones stay).
- */
-export function printable(line: string): string {
-  return line.replace(UNPRINTABLE,
-    (char) => SHORT_ESCAPES[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
-}
-
 /** An age in its two largest units: `45 s`, `12 min`, `3 h 20 min`, `2 d 4 h`. */
 export function formatAge(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
@@ -129,7 +114,9 @@ function candidateBlock(entry: CandidateEntry): string {
   } else if (!neverPromoted && entry.contradicts.length > 0) {
     lines.push('  promote refuses it with CONTRADICTION while it contradicts a current fact');
   }
-  return `${lines.map(printable).join('\n')}\n`;
+  // The fact and provenance come from an agent: printed as they are, control and bidirectional characters could clear
+  // the owner's screen or hide words of the fact (docs/decisions/0046-what-the-review-queue-prints.md).
+  return `${lines.map(escapeUnprintable).join('\n')}\n`;
 }
 
 /** Prints the candidates report: the JSON report with --json, else a heading and a short block per Candidate. */
@@ -139,7 +126,7 @@ export function printCandidates(report: CandidatesReport, json: boolean): void {
     return;
   }
   const where = report.scope_filter ? `in ${scopeText(report.scope_filter)}` : 'in every scope';
-  process.stdout.write(`${printable(`candidates: ${report.total} pending ${where}, oldest first`)}\n`);
+  process.stdout.write(`${escapeUnprintable(`candidates: ${report.total} pending ${where}, oldest first`)}\n`);
   for (const entry of report.candidates) process.stdout.write(candidateBlock(entry));
   if (report.more > 0) {
     process.stdout.write(`... and ${report.more} more (shown at most ${report.limit}; raise --limit or narrow --scope)`
@@ -177,7 +164,7 @@ export function printPromotion(report: PromotionReport, json: boolean): void {
     return;
   }
   const what = replay ? 'already promoted by this same command (replayed, nothing written)' : 'promoted';
-  process.stdout.write(`${printable(`promote: ${what}: memory ${record.memory_id}`
+  process.stdout.write(`${escapeUnprintable(`promote: ${what}: memory ${record.memory_id}`
     + ` revision ${previous.revision} -> ${record.revision}, `
     + `record_id ${record.record_id}; ${record.lifecycle_state}, verified_by ${record.verified_by}, `
     + `contributor ${origin.contributor_class} ${origin.contributor_ref} kept`)}\n`);

@@ -154,7 +154,7 @@ t.test('an agent\'s control and bidirectional characters are printed escaped, ne
   const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
   t.notMatch(human.stdout, raw, 'no control or bidirectional character reaches stdout but the newlines');
   t.match(human.stdout, '  fact: Deploy with rm -rf build \\u001b[8mHIDDEN\\u001b[0m then \\u001b[2K npm run deploy'
-    + '\\u0007 \\u009b2J \\u202eevil\\u202c C:\\dir\n', 'each written as its JSON escape; a backslash stays');
+    + '\\u0007 \\u009b2J \\u202eevil\\u202c C:\\dir\n', 'each written as \\uXXXX; a backslash stays');
   t.match(human.stdout, '  provenance: doc notes/\\u001b[31mred.md, review review\\u001b[2J;');
   const listed = admin('candidates', '--db', dbPath, '--json').json().candidates[0];
   t.equal(listed.fact, fact, '--json: exact');
