@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readSync, statSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { Database } from './native.js';
@@ -17,6 +17,28 @@ export function creationFailure(error: unknown): unknown {
   if (error instanceof AdapterError || code !== 'SQLITE_ERROR') return error;
   return new AdapterError('BACKEND_UNAVAILABLE', `the database could not be created (${code}); check the disk, `
     + 'its free space and any file size limit, then start again', { cause: error });
+}
+
+/**
+ * BACKEND_UNAVAILABLE (not retryable) when the database file is absent but a -wal or -journal with bytes in it is
+ * there: they hold the last writes of a database moved or deleted without them, and SQLite would replay them into the
+ * new file (pages of another database: a corrupt one) or drop them (docs/decisions/0041). An empty one holds nothing.
+ * The file is looked for again after its journal: SQLite makes a journal only beside a file that is there, so a file
+ * found then is a start that created the database meanwhile (its -journal holds that creation), not a moved one.
+ */
+export function assertNoStrayJournal(path: string): void {
+  const holdsBytes = (file: string) => {
+    try {
+      return statSync(file).size > 0;
+    } catch {
+      return false; // absent, or under a file or a directory that cannot be searched: opening says why
+    }
+  };
+  const stray = ['-wal', '-journal'].find((suffix) => holdsBytes(`${path}${suffix}`));
+  if (stray === undefined || existsSync(path)) return;
+  throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
+    + 'last writes of a database that was moved or deleted without it, which SQLite would replay into a new one; '
+    + `put the database back beside it, or move the ${stray} (and -shm) away, then start again`, { retryable: false });
 }
 
 /** Removes a database this process created but could not finish, when nobody else attached to it. */

@@ -22,7 +22,7 @@ import {
   BUSY_TIMEOUT_MS, WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork,
 } from './write-connection.js';
 import {
-  creationFailure, privateMode, removeUnfinishedDatabase, rollBackUnfinishedCreation,
+  assertNoStrayJournal, creationFailure, privateMode, removeUnfinishedDatabase, rollBackUnfinishedCreation,
 } from './new-database-files.js';
 import { sqliteCode } from './sqlite-errors.js';
 import type { WriterQueueTurns } from './writer-queue.js';
@@ -311,24 +311,4 @@ function assertMaintenanceLease(lease: DatabaseLease, path: string, size: number
     throw new AdapterError('BACKEND_UNAVAILABLE', 'the maintenance capability does not hold this database');
   }
   lease.assertSameInode();
-}
-
-/**
- * BACKEND_UNAVAILABLE (not retryable) when the database file is absent but a -wal or -journal with bytes in it is
- * there: they hold the last writes of a database moved or deleted without them, and SQLite would replay them into the
- * new file (pages of another database: a corrupt one) or drop them (docs/decisions/0041). An empty one holds nothing.
- */
-function assertNoStrayJournal(path: string): void {
-  const holdsBytes = (file: string) => {
-    try {
-      return statSync(file).size > 0;
-    } catch {
-      return false; // absent, or under a file or a directory that cannot be searched: opening says why
-    }
-  };
-  const stray = ['-wal', '-journal'].find((suffix) => holdsBytes(`${path}${suffix}`));
-  if (stray === undefined) return;
-  throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
-    + 'last writes of a database that was moved or deleted without it, which SQLite would replay into a new one; '
-    + `put the database back beside it, or move the ${stray} (and -shm) away, then start again`, { retryable: false });
 }

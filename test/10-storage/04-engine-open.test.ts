@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { resolveDatabasePath } from '../../src/storage/database-path.js';
 import { assertEffectivePragmas, MMAP_SIZE_BYTES } from '../../src/storage/write-connection.js';
-import { rollBackUnfinishedCreation } from '../../src/storage/new-database-files.js';
+import { assertNoStrayJournal, rollBackUnfinishedCreation } from '../../src/storage/new-database-files.js';
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import {
   candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION,
@@ -130,6 +130,17 @@ t.test('a missing database beside its -wal or -journal is refused: SQLite would 
     t.equal(created.created, true, `${suffix === '-shm' ? 'a -shm' : `an empty ${suffix}`} does not stop it`);
     await created.close();
   }
+});
+
+t.test('a -journal that appears with its database is another start creating it, not a stray one', async (t) => {
+  // Eight servers started at once on a new path: one found no file, then the -journal of another's creation (which
+  // had made the file in between), and refused to start (the peer bench's cross-process run, stop 49).
+  const dir = t.testdir();
+  const path = join(dir, 'racing.sqlite3');
+  writeFileSync(`${path}-journal`, Buffer.alloc(512, 1));
+  t.throws(() => assertNoStrayJournal(path), { code: 'BACKEND_UNAVAILABLE', retryable: false }, 'no file: stray');
+  writeFileSync(path, '');
+  t.doesNotThrow(() => assertNoStrayJournal(path), 'the file is there once its journal is: a creation under way');
 });
 
 t.test('a write after the database file was deleted or replaced under a running engine is refused, not lost',
