@@ -232,15 +232,20 @@ async function launch(args: readonly string[]): Promise<void> {
   }
 }
 
-// A launch never has a positional argument, so a subcommand in argv[0] changes the meaning of no launch.
-const argv = process.argv.slice(2);
-if (argv[0] === 'setup' || argv[0] === 'demo') releaseStopSignals();
-if (argv[0] === 'setup') {
-  // Imported on demand: the TOML and YAML libraries stay out of every server start.
-  const { runHostSetup } = await import('./host-setup.js');
-  await runHostSetup(argv.slice(1), process.argv[1]!);
-} else if (argv[0] === 'demo') {
-  await demo(argv.slice(1));
-} else {
-  await launch(argv);
+/** The command line's command. A launch never has a positional argument, so a subcommand in argv[0] changes it. */
+async function runCommand(argv: string[]): Promise<void> {
+  if (argv[0] === 'setup' || argv[0] === 'demo') releaseStopSignals();
+  if (argv[0] === 'setup') {
+    // Imported on demand: the TOML and YAML libraries are not run at every server start.
+    const { runHostSetup } = await import('./host-setup.js');
+    await runHostSetup(argv.slice(1), process.argv[1]!);
+  } else if (argv[0] === 'demo') {
+    await demo(argv.slice(1));
+  } else {
+    await launch(argv);
+  }
 }
+
+// Not awaited at the top level: the launcher is bundled as CommonJS (decision 0047). A rejection ends the process
+// with its stack and status 1, as it did there.
+void runCommand(process.argv.slice(2));

@@ -1,11 +1,23 @@
 /** The signals that stop the server cleanly (CONTRACT.md §16.2). */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
 
-let held: NodeJS.Signals | null = null;
-let stop: (() => unknown) | null = null;
-const listener = (signal: NodeJS.Signals) => {
-  held ??= signal;
-  stop?.();
+type StopSignalState = {
+  held: NodeJS.Signals | null;
+  stop: (() => unknown) | null;
+  readonly listener: (signal: NodeJS.Signals) => void;
+};
+
+// One state for the process, though this module is in two bundles: the entry point holds the signals, and the
+// launcher's CommonJS bundle, which it loads, takes them over (decision 0047).
+const STATE_KEY = Symbol.for('factlane.stop-signals');
+const global = globalThis as typeof globalThis & { [STATE_KEY]?: StopSignalState };
+const state: StopSignalState = global[STATE_KEY] ??= {
+  held: null,
+  stop: null,
+  listener: (signal) => {
+    state.held ??= signal;
+    state.stop?.();
+  },
 };
 
 /**
@@ -15,13 +27,13 @@ const listener = (signal: NodeJS.Signals) => {
  * dispatched to JavaScript is then lost (the server hung instead of stopping).
  */
 export function holdStopSignals(): void {
-  for (const signal of STOP_SIGNALS) process.on(signal, listener);
+  for (const signal of STOP_SIGNALS) process.on(signal, state.listener);
 }
 
 /** The server's stop: called for every stop signal, and at once for one that came while the launcher loaded. */
 export function onStopSignal(handler: () => unknown): void {
-  stop = handler;
-  if (held !== null) handler();
+  state.stop = handler;
+  if (state.held !== null) handler();
 }
 
 /**
@@ -29,6 +41,6 @@ export function onStopSignal(handler: () => unknown): void {
  * launcher loaded ends the process by that signal, as it would have without the hold.
  */
 export function releaseStopSignals(): void {
-  for (const signal of STOP_SIGNALS) process.off(signal, listener);
-  if (held !== null) process.kill(process.pid, held);
+  for (const signal of STOP_SIGNALS) process.off(signal, state.listener);
+  if (state.held !== null) process.kill(process.pid, state.held);
 }

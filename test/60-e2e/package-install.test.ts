@@ -20,11 +20,12 @@ const skip = !built ? 'run npm run build first' : registryUnreachable();
 t.setTimeout(1_200_000);
 
 /**
- * What the tarball may carry: the READMEs (npm adds README* itself), the bundled bins, the factlane/schema re-export,
- * migrations, the bundled schema.
+ * What the tarball may carry: the READMEs (npm adds README* itself), the bundled bins, the server's bundle and its code
+ * cache (decision 0047), the factlane/schema re-export, migrations, the bundled schema.
  */
 const SHIPPED = new RegExp(`^(${[
   'package\\.json', 'README(\\.ar)?\\.md', 'dist/bin/(factlane|factlane-migrate|factlane-admin)\\.js',
+  'dist/bin/factlane-server\\.cjs(\\.v8cache)?',
   'dist/bin/chunks/[\\w-]+\\.js',
   'dist/schema/index\\.(js|d\\.ts)', 'dist/schema/json/\\w+(\\.tool)?\\.json', 'dist/generated/db\\.d\\.ts',
   'migrations/\\d{4}_\\w+\\.sql', 'docs/[\\w-]+\\.md',
@@ -39,7 +40,8 @@ t.test('the packed product installs globally as users install it and its three c
   t.equal(tarball.path, join(tmp, `factlane-${PACKAGE_VERSION}.tgz`));
   t.same(tarball.files.filter((file) => !SHIPPED.test(file)), [], 'no sources, tests, benchmarks or source maps');
   for (const needed of [
-    'dist/bin/factlane.js', 'migrations/0001_initial.sql', 'node_modules/@factlane/schema/dist/index.js',
+    'dist/bin/factlane.js', 'dist/bin/factlane-server.cjs', 'dist/bin/factlane-server.cjs.v8cache',
+    'migrations/0001_initial.sql', 'node_modules/@factlane/schema/dist/index.js',
     // The README links these, and the commands' help and hints name docs/operations.md and docs/errors.md.
     'docs/hosts.md', 'docs/TOOLS.md', 'docs/operations.md', 'docs/errors.md',
   ]) {

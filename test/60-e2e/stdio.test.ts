@@ -236,22 +236,23 @@ t.test('a call on a line past the 10 MiB read limit gets its error at once; the 
 
 t.test('a stop signal while the launcher itself loads is held: exit 0, not killed by the signal', async (t) => {
   // The MCP SDK, ajv, kysely and the rest take 100-200 ms to load, during which Node's default ended the process by
-  // the signal. A module hook sends the signal when the launcher resolves node:child_process (only the launcher body
-  // imports it, not the entry point that holds the signals) and holds the load 300 ms, so it lands mid-load.
+  // the signal. A preloaded hook on CommonJS loading sends the signal when the launcher's bundle requires
+  // node:child_process (the entry point that holds the signals does not) and holds the load 300 ms, so it lands
+  // mid-load.
   const dir = t.testdir();
-  writeFileSync(join(dir, 'hooks.mjs'), `export async function resolve(specifier, context, next) {
-    if (specifier === 'node:child_process' && !globalThis.sent) {
+  writeFileSync(join(dir, 'hook.cjs'), `const Module = require('node:module');
+  const load = Module._load;
+  Module._load = function (request, ...rest) {
+    if (request === 'node:child_process' && !globalThis.sent) {
       globalThis.sent = true;
       process.kill(process.pid, process.env.STOP_SIGNAL);
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
     }
-    return next(specifier, context);
-  }\n`);
-  writeFileSync(join(dir, 'register.mjs'), "import { register } from 'node:module';\n"
-    + "register('./hooks.mjs', import.meta.url);\n");
+    return load.call(this, request, ...rest);
+  };\n`);
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     const dbPath = join(dir, `${signal}.sqlite3`);
-    const child = spawn(process.execPath, ['--import', join(dir, 'register.mjs'), FACTLANE_BIN, '--db', dbPath,
+    const child = spawn(process.execPath, ['--require', join(dir, 'hook.cjs'), FACTLANE_BIN, '--db', dbPath,
       '--host-id', 'e2e'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, STOP_SIGNAL: signal } });
     const exited = new Promise<Exit>((resolve) => child.once('exit', (code, sig) => resolve({ code, signal: sig })));
     t.same(await exited, { code: 0, signal: null }, `${signal}: exit 0`);
