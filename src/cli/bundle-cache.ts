@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
@@ -19,8 +19,13 @@ export function codeCachePath(bundlePath: string): string {
   return `${bundlePath}.v8cache`;
 }
 
-/** Compiles a CommonJS bundle as Node's module wrapper would, with its code cache when there is one V8 takes. */
-export function compileBundle(bundlePath: string): CompiledBundle {
+/**
+ * Compiles a CommonJS bundle as Node's module wrapper would, with its code cache when there is one V8 takes. A
+ * symbolic link is followed first, as Node's module loader does: the bundle finds its package, and its cache, beside
+ * the file itself.
+ */
+export function compileBundle(bundleName: string): CompiledBundle {
+  const bundlePath = realpathSync(bundleName);
   const source = readFileSync(bundlePath, 'utf8');
   let cachedData: Buffer | undefined;
   try {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { codeCachePath, compileBundle, runBundle, writeCodeCache } from '../../src/cli/bundle-cache.js';
@@ -46,6 +46,19 @@ t.test('a bundle runs as a CommonJS module of its own file, from a cache V8 take
   writeCodeCache(fresh);
   t.ok(existsSync(codeCachePath(path)), 'the cache is written beside the bundle');
   t.equal(inFreshNode(path), 'ACCEPTED first', 'another process takes it');
+});
+
+t.test('a bundle reached through a symbolic link runs as its own file, with the cache beside that file', async (t) => {
+  const dir = t.testdir({ real: {}, linked: {} });
+  const path = writeBundle(join(dir, 'real'), 'linked');
+  writeCodeCache(compileBundle(path));
+  const link = join(dir, 'linked', 'bundle.cjs');
+  symlinkSync(path, link);
+  const bundle = compileBundle(link);
+  t.equal(bundle.path, path);
+  runBundle(bundle);
+  t.same(seen(), { file: path, dir: join(dir, 'real'), self: true, joined: join('a', 'b'), exported: 'linked' });
+  t.equal(inFreshNode(link), 'ACCEPTED linked');
 });
 
 t.test('a cache V8 does not take is ignored: the bundle compiles from its source', async (t) => {

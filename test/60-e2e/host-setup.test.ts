@@ -233,6 +233,7 @@ t.test('a launcher that is not executable is refused: a host could not start it'
   writeFileSync(join(copy, 'factlane.js'), readFileSync(FACTLANE_BIN));
   chmodSync(join(copy, 'factlane.js'), 0o644);
   symlinkSync(join(dirname(FACTLANE_BIN), 'chunks'), join(copy, 'chunks'));
+  symlinkSync(join(dirname(FACTLANE_BIN), 'factlane-server.cjs'), join(copy, 'factlane-server.cjs'));
   const before = box.snapshot();
   const result = spawnSync(
     process.execPath, [join(copy, 'factlane.js'), 'setup', 'codex'], { encoding: 'utf8', env: box.env, input: '' },
