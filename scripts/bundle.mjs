@@ -41,6 +41,7 @@ await build({
   external: EXTERNAL,
   // The one module-relative name the sources use: the bundle's own file URL, as an ES module would see it.
   define: { 'import.meta.url': '__factlaneModuleUrl' },
-  banner: { js: "var __factlaneModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
+  // Strict, as the ES modules it is built from: a directive counts only at the top, above the banner's line.
+  banner: { js: "'use strict';\nvar __factlaneModuleUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
 });

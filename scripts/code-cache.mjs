@@ -3,6 +3,7 @@
 // stdio: stores past the size where a scope's vectors are coded, searches of each kind, a promotion, a read of the
 // history, status and a refused request. At its exit the server writes the cache, which then holds the bytecode of
 // every function those calls ran; the script checks that V8 takes it. Run by `npm run build`, after the bundle.
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,9 @@ const STORES = 300;
 const SCOPE = { scope: 'PROJECT', project_id: 'code-cache' };
 const NOW = new Date().toISOString();
 const sha256 = (text) => createHash('sha256').update(text).digest('hex');
+// A host starts the server with no NODE_OPTIONS of the build's: V8 flags there (--max-old-space-size, --stack-size)
+// would go into the cache, and a plain start would refuse it.
+const HOST_ENV = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== 'NODE_OPTIONS'));
 
 if (process.env[SERVE] === '1') {
   // The server: the launcher's own steps (factlane.ts), then the cache at exit.
@@ -36,8 +40,14 @@ if (process.env[SERVE] === '1') {
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }
-  const use = compileBundle(BUNDLE).cache;
-  if (use !== 'ACCEPTED') throw new Error(`code-cache: V8 did not take the cache it wrote (${use})`);
+  // Taken by a node as a host starts it, in a process of its own (this one compiled the bundle already).
+  const loader = new URL('../dist/src/cli/bundle-cache.js', import.meta.url).href;
+  const check = `import { compileBundle } from ${JSON.stringify(loader)};\n`
+    + `process.stdout.write(compileBundle(${JSON.stringify(BUNDLE)}).cache);\n`;
+  const use = spawnSync(process.execPath, ['--input-type=module', '-e', check], { env: HOST_ENV, encoding: 'utf8' });
+  if (use.stdout !== 'ACCEPTED') {
+    throw new Error(`code-cache: V8 did not take the cache it wrote (${use.stdout || use.stderr})`);
+  }
 }
 
 async function train(dbPath) {
@@ -46,7 +56,7 @@ async function train(dbPath) {
     args: [
       fileURLToPath(import.meta.url), '--db', dbPath, '--host-id', 'code-cache', '--write-profile', 'owner-current',
     ],
-    env: { ...process.env, [SERVE]: '1' },
+    env: { ...HOST_ENV, [SERVE]: '1' },
     stderr: 'inherit',
   });
   const client = new Client({ name: 'factlane-code-cache', version: '1' });

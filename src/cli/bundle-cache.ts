@@ -1,4 +1,4 @@
-import { readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { Script } from 'node:vm';
@@ -54,6 +54,10 @@ export function runBundle(bundle: CompiledBundle): void {
 export function writeCodeCache(bundle: CompiledBundle): void {
   const target = codeCachePath(bundle.path);
   const temporary = `${target}.${process.pid}.tmp`;
-  writeFileSync(temporary, bundle.script.createCachedData());
-  renameSync(temporary, target);
+  try {
+    writeFileSync(temporary, bundle.script.createCachedData());
+    renameSync(temporary, target);
+  } finally {
+    rmSync(temporary, { force: true }); // gone after the rename; a write that failed leaves nothing to ship
+  }
 }

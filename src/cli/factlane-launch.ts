@@ -247,5 +247,8 @@ async function runCommand(argv: string[]): Promise<void> {
 }
 
 // Not awaited at the top level: the launcher is bundled as CommonJS (decision 0047). A rejection ends the process
-// with its stack and status 1, as it did there.
-void runCommand(process.argv.slice(2));
+// with its stack and status 1, as it did there, whatever Node's --unhandled-rejections says.
+runCommand(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`${(error as Error)?.stack ?? String(error)}\n`);
+  process.exit(1);
+});

@@ -84,6 +84,8 @@ t.test('the built server bundle carries a cache that a plain node takes, as a ho
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: userEnv(), encoding: 'utf8' });
   t.equal(run.stderr, '');
   t.equal(run.stdout, 'ACCEPTED');
+  // Strict, as the ES modules it is built from: the directive must be the file's first statement.
+  t.ok(readFileSync(BUILT_BUNDLE, 'utf8').startsWith("'use strict';\n"), 'the bundle is strict code');
   const size = readFileSync(codeCachePath(BUILT_BUNDLE)).length;
   t.ok(size > 100_000, 'it holds the functions the build ran, not the top only');
 });
