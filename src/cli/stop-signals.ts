@@ -10,8 +10,8 @@ type StopSignalState = {
 // One state for the process, though this module is in two bundles: the entry point holds the signals, and the
 // launcher's CommonJS bundle, which it loads, takes them over (decision 0047).
 const STATE_KEY = Symbol.for('factlane.stop-signals');
-const global = globalThis as typeof globalThis & { [STATE_KEY]?: StopSignalState };
-const state: StopSignalState = global[STATE_KEY] ??= {
+const shared = globalThis as typeof globalThis & { [STATE_KEY]?: StopSignalState };
+const state: StopSignalState = shared[STATE_KEY] ??= {
   held: null,
   stop: null,
   listener: (signal) => {
