@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, openSync, readSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, openSync, readSync, unlinkSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import type { DatabaseLease } from './database-lease.js';
 import { Database } from './native.js';
@@ -27,14 +27,8 @@ export function creationFailure(error: unknown): unknown {
  * found then is a start that created the database meanwhile (its -journal holds that creation), not a moved one.
  */
 export function assertNoStrayJournal(path: string): void {
-  const holdsBytes = (file: string) => {
-    try {
-      return statSync(file).size > 0;
-    } catch {
-      return false; // absent, or under a file or a directory that cannot be searched: opening says why
-    }
-  };
-  const stray = ['-wal', '-journal'].find((suffix) => holdsBytes(`${path}${suffix}`));
+  // Not there, or under a file or a directory that cannot be searched (null): opening says why.
+  const stray = ['-wal', '-journal'].find((suffix) => (fileBytes(`${path}${suffix}`) ?? 0) > 0);
   if (stray === undefined || existsSync(path)) return;
   throw new AdapterError('BACKEND_UNAVAILABLE', `the database file is missing but its ${stray} is there: it holds the `
     + 'last writes of a database that was moved or deleted without it, which SQLite would replay into a new one; '
