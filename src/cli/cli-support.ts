@@ -1,14 +1,26 @@
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION } from '@factlane/schema';
 import { AdapterError } from '../core/adapter-error.js';
 import { isSecretLike } from '../core/identifiers.js';
+import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
 import { backupProblems, type BackupManifest } from '../maintenance/backup-operation.js';
 import { Interrupted } from '../maintenance/operation-signals.js';
-import { MigrationFileError } from '../storage/migration-files.js';
+import { MigrationFileError, loadMigrationFiles } from '../storage/migration-files.js';
 
 /** Exit codes shared by the operator commands (STORAGE.md §12.3, OPERATIONS.md §1). */
 export const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, PROBLEMS: 3 });
+
+/**
+ * The four versions of OPERATIONS.md §6.1, one a line, the first naming `program`: what `--version` prints for
+ * `factlane`, `factlane-migrate` and `factlane-admin` alike, so an operator reads the same release from each.
+ */
+export function versionText(program: string): string {
+  const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
+  return `${program} ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\n`
+    + `storage contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`;
+}
 
 /**
  * How a backup's line begins: "backup written and verified", or, when its verification or audit recorded failed

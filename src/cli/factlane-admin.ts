@@ -16,7 +16,7 @@ import { reembedDatabase } from '../maintenance/reembed-operation.js';
 import { unreadableFile, unreadableReport, verifyBackup, verifyDatabase } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import { printAudit, printBackup, printHousekeep, printReembed, printRestore, printVerify } from './admin-output.js';
-import { EXIT, UsageError, parseFlags, runCommand, wholeNumber } from './cli-support.js';
+import { EXIT, UsageError, parseFlags, runCommand, versionText, wholeNumber } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
 import { operationProgress, recoveryStep, reembedBatchStep, type ProgressOperation } from './operation-progress.js';
 import { REVIEW_NOTES, REVIEW_OPTIONS, REVIEW_USAGE, parseReviewCommand, rejectReviewFlags } from './review-flags.js';
@@ -33,6 +33,7 @@ ${REVIEW_USAGE}  factlane-admin recover plan --db PATH --memory-id ID [--memory-
                               --out PLAN.json [--json]
   factlane-admin recover --db PATH --plan PLAN.json --confirm OPERATION_ID --receipt RECEIPT.json
                          [--state STATE.json] [--json]
+  factlane-admin --version
 
 restore writes a new database only: PATH, PATH-wal, PATH-shm and PATH-journal must not exist
 reembed needs every FactLane process on the database stopped;
@@ -51,7 +52,7 @@ const wantsJson = () => argv.includes('--json');
 function parse() {
   const parsed = parseFlags({ args: argv, allowPositionals: true, options: {
     db: { type: 'string' }, out: { type: 'string' }, backup: { type: 'string' }, from: { type: 'string' },
-    json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+    json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' }, version: { type: 'boolean' },
     profile: { type: 'string' }, 'ollama-url': { type: 'string' }, 'dry-run': { type: 'boolean' },
     plan: { type: 'string' }, confirm: { type: 'string' }, receipt: { type: 'string' }, state: { type: 'string' },
     'incident-class': { type: 'string' }, 'memory-id': { type: 'string', multiple: true },
@@ -60,6 +61,7 @@ function parse() {
   } });
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) return { command: 'help', values: parsed.values };
+  if (parsed.values.version) return { command: 'version', values: parsed.values };
   if (command === 'candidates' || command === 'promote') return {
     command, values: parsed.values, review: parseReviewCommand(command, rest, parsed.values),
   };
@@ -156,8 +158,8 @@ const progress = (operation: ProgressOperation) => operationProgress(operation, 
 await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   const parsedCommand = parse();
   const { command, values } = parsedCommand;
-  if (command === 'help') {
-    process.stdout.write(USAGE);
+  if (command === 'help' || command === 'version') {
+    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-admin'));
     return EXIT.OK;
   }
   if (parsedCommand.review)

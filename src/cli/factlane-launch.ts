@@ -1,24 +1,22 @@
 import { realpathSync } from 'node:fs';
-import {
-  PUBLIC_CONTRACT_REVISION, STORAGE_CONTRACT_VERSION, TOOL_NAMES, fullToolReference, toolReference, type ToolName,
-} from '@factlane/schema';
+import { TOOL_NAMES, fullToolReference, toolReference, type ToolName } from '@factlane/schema';
 import { MemoryAdapter } from '../adapter/memory-adapter.js';
 import { warmUpTokenizer } from '../adapter/token-measure.js';
 import { prepareSimhashPlanes } from '../storage/simhash-projection.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { createStderrLogger } from '../core/logger.js';
-import { MIGRATIONS_DIR, PACKAGE_VERSION } from '../core/package-info.js';
+import { PACKAGE_VERSION } from '../core/package-info.js';
 import { SYSTEM_CLOCK, formatTimestamp } from '../core/time.js';
 import { freshBindingJson } from '../embedding/embedding-binding.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
 import { MemoryGateway } from '../gateway/memory-gateway.js';
 import { connectStdio, createFactLaneServer } from '../server/factlane-server.js';
-import { loadMigrationFiles, MigrationFileError } from '../storage/migration-files.js';
+import { MigrationFileError } from '../storage/migration-files.js';
 import { SQLiteVecEngine } from '../storage/sqlite-vec-engine.js';
 import { runDemo } from './factlane-demo.js';
 import { isUsageFailure, parseLaunchOptions, type LaunchOptions } from './launcher-options.js';
-import { UsageError } from './cli-support.js';
+import { UsageError, versionText } from './cli-support.js';
 import { onStopSignal, releaseStopSignals } from './stop-signals.js';
 
 const USAGE = `usage: factlane --host-id LABEL [--db PATH] [--write-profile P] [--profile ID] [options]
@@ -61,11 +59,7 @@ const logger = createStderrLogger('factlane');
 
 function printHelp(options: LaunchOptions): number {
   if (options.mode === 'help') process.stdout.write(USAGE);
-  if (options.mode === 'version') {
-    const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
-    process.stdout.write(`factlane ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\nstorage `
-      + `contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`);
-  }
+  if (options.mode === 'version') process.stdout.write(versionText('factlane'));
   if (options.mode === 'help-tools') process.stdout.write(fullToolReference());
   if (options.mode === 'help-tool') {
     if (!(TOOL_NAMES as readonly string[]).includes(options.helpTool!)) {

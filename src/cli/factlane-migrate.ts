@@ -6,13 +6,14 @@ import { migrateUp, migrationStatus, type StatusReport, type UpReport } from '..
 import { unreadableFile, unreadableReport } from '../maintenance/verify-operation.js';
 import { MaintenanceTarget } from '../storage/maintenance-target.js';
 import type { CheckResult } from '../storage/schema-verification.js';
-import { EXIT, UsageError, backupLine, parseFlags, runCommand } from './cli-support.js';
+import { EXIT, UsageError, backupLine, parseFlags, runCommand, versionText } from './cli-support.js';
 import { operationProgress } from './operation-progress.js';
 
 const USAGE = `usage:
   factlane-migrate status --db PATH [--json]
   factlane-migrate up --db PATH (--backup FILE | --no-backup) [--json]
   factlane-migrate verify --db PATH [--json]
+  factlane-migrate --version
 
 exit codes: 0 success; 1 refused or failed; 2 usage; 3 pending migrations (status) or problems found (verify)
 `;
@@ -24,6 +25,7 @@ function parse() {
   if (argv.includes('--help') || argv.includes('-h')) return {
     command: 'help' as const, values: {} as Record<string, never>,
   };
+  if (argv.includes('--version')) return { command: 'version' as const, values: {} as Record<string, never> };
   const parsed = parseFlags({ args: argv, allowPositionals: true, options: {
     db: { type: 'string' }, json: { type: 'boolean' }, backup: { type: 'string' }, 'no-backup': { type: 'boolean' },
   } });
@@ -103,8 +105,8 @@ function printVerify(report: { db_identity: string; ok: boolean; interlock_prese
 
 await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   const { command, values } = parse();
-  if (command === 'help') {
-    process.stdout.write(USAGE);
+  if (command === 'help' || command === 'version') {
+    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-migrate'));
     return EXIT.OK;
   }
   let target: MaintenanceTarget;

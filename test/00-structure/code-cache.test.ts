@@ -1,6 +1,6 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { codeCachePath, compileBundle, runBundle, writeCodeCache } from '../../src/cli/bundle-cache.js';
@@ -88,4 +88,17 @@ t.test('the built server bundle carries a cache that a plain node takes, as a ho
   t.ok(readFileSync(BUILT_BUNDLE, 'utf8').startsWith("'use strict';\n"), 'the bundle is strict code');
   const size = readFileSync(codeCachePath(BUILT_BUNDLE)).length;
   t.ok(size > 100_000, 'it holds the functions the build ran, not the top only');
+});
+
+t.test('a launcher without its bundle says the install is incomplete, in one line', { skip: notBuilt }, async (t) => {
+  // The built launcher alone, as a copy or an interrupted build leaves it: its chunks, no factlane-server.cjs.
+  const dir = t.testdir({ 'package.json': JSON.stringify({ type: 'module' }) });
+  copyFileSync(join(REPO_ROOT, 'dist/bin/factlane.js'), join(dir, 'factlane.js'));
+  symlinkSync(join(REPO_ROOT, 'dist/bin/chunks'), join(dir, 'chunks'));
+  const run = spawnSync(process.execPath, [join(dir, 'factlane.js'), '--version'],
+    { env: userEnv(), encoding: 'utf8' });
+  t.equal(run.status, 1);
+  t.equal(run.stdout, '', 'nothing on stdout, where a host reads MCP frames');
+  t.equal(run.stderr, `factlane: this install is incomplete: ${join(dir, 'factlane-server.cjs')} is missing; `
+    + 'run npm run build in a checkout, or install the package again\n');
 });

@@ -74,6 +74,9 @@ t.test('the packed product installs globally as users install it and its three c
     const help = run(name, '--help');
     t.equal(help.status, 0, `${name} --help`, { stderr: help.stderr });
     t.match(help.stdout, new RegExp(`^usage:\\n  ${name} `), `${name} prints its usage`);
+    const installed = run(name, '--version');
+    t.equal(installed.status, 0, `${name} --version`, { stderr: installed.stderr });
+    t.match(installed.stdout, new RegExp(`^${name} ${PACKAGE_VERSION}\\n`), `${name} prints its version`);
   }
 
   // An MCP host launches `factlane` from the PATH: initialize, tools/list, a store and a search that finds it.

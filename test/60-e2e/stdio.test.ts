@@ -390,10 +390,20 @@ t.test('--version prints four version lines', async (t) => {
   const box = launchSandbox(t.testdir());
   const version = box.run(['--version']);
   t.equal(version.status, 0);
-  t.same(version.stdout.split('\n'), [
-    `factlane ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2',
+  const lines = (program: string) => [
+    `${program} ${PACKAGE_VERSION}`, 'public contract revision 2', 'storage contract version 2',
     `schema version ${loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version}`, '',
-  ]);
+  ];
+  t.same(version.stdout.split('\n'), lines('factlane'));
+  // The operator commands print the same versions under their own names, with or without a command before the flag.
+  for (const [program, bin] of [['factlane-migrate', MIGRATE_BIN], ['factlane-admin', ADMIN_BIN]] as const) {
+    for (const args of [['--version'], ['status', '--version']]) {
+      const run = runBin(bin, args);
+      t.equal(run.status, 0, `${program} ${args.join(' ')}`, { stderr: run.stderr });
+      t.same(run.stdout.split('\n'), lines(program), `${program} ${args.join(' ')} prints the four versions`);
+      t.equal(run.stderr, '', 'and nothing on stderr');
+    }
+  }
 });
 
 t.test('--ollama-url is taken as written: only http://127.0.0.1 or http://[::1], a port, no path '
