@@ -58,6 +58,14 @@ export async function restoreVerifiedBackup(input: {
   onStep({ step: 'checking_backup' });
   const source = verifyBackup(input.from, input.shipped);
   if (failed(source.checks, 'manifest_matches')) {
+    // A live database given as --from (no manifest, WAL mode or its -wal beside it): the advice for a spoilt backup
+    // below (move its -wal away) would lose that database's latest writes.
+    const live = inWalMode(resolve(input.from)) || backupCompanion(resolve(input.from)) !== undefined;
+    if (live && !existsSync(backupManifestPath(resolve(input.from)))) {
+      throw new AdapterError('MANIFEST_MISMATCH', '--from names a live database, not a backup: it has no manifest '
+        + 'beside it and is in WAL mode or has its -wal beside it. Take a backup of it (factlane-admin backup --db '
+        + 'PATH --out FILE), then restore FILE');
+    }
     if (inWalMode(resolve(input.from))) {
       throw new AdapterError('MANIFEST_MISMATCH', 'the backup was opened as a live database since it was taken (it is '
         + 'in WAL mode; factlane-admin backup leaves rollback-journal mode), so it no longer matches its manifest; '

@@ -138,13 +138,24 @@ t.test('restore refuses a name that is the -wal, -shm or -journal of an existing
 });
 
 t.test('a backup that is missing, changed, damaged or interlocked is refused before anything is written', async (t) => {
-  const { dir, backup } = await backedUp(t);
+  const { dir, live, backup } = await backedUp(t);
   const targetDir = join(dir, 'target');
   mkdirSync(targetDir);
   const target = join(targetDir, 'x.sqlite3');
   refused(t, ['--from', join(dir, 'absent.sqlite3'), '--db', target], 'SOURCE_NOT_FOUND', targetDir);
   t.match(admin('restore', '--from', join(dir, 'absent.sqlite3'), '--db', target).stderr,
     /SOURCE_NOT_FOUND: the backup file does not exist\n/);
+  // The live database itself, open with its -wal beside it, and a copy of it alone (still in WAL mode): each named as
+  // a live database, never told to move its -wal away.
+  const liveCopy = join(dir, 'live-copy.sqlite3');
+  copyFileSync(live, liveCopy);
+  t.equal(readFileSync(liveCopy)[18], 2, 'the copy is in WAL mode');
+  for (const from of [live, liveCopy]) {
+    refused(t, ['--from', from, '--db', target], 'MANIFEST_MISMATCH', targetDir);
+    t.match(admin('restore', '--from', from, '--db', target).stderr,
+      /MANIFEST_MISMATCH: --from names a live database, not a backup: .*Take a backup of it/, 'named as live');
+  }
+  t.ok(existsSync(`${live}-wal`), 'the live database keeps its -wal');
   const bare = join(dir, 'bare.sqlite3');
   copyFileSync(backup, bare);
   refused(t, ['--from', bare, '--db', target], 'MANIFEST_MISMATCH', targetDir);
