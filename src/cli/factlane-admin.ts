@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { realpathSync } from 'node:fs';
 import { SYSTEM_CLOCK } from '../core/time.js';
 import { EMBEDDING_PROFILES } from '../embedding/embedding-profiles.js';
 import { createProvider } from '../embedding/provider-factory.js';
@@ -14,7 +15,7 @@ import { recoverDatabase } from '../maintenance/recover-operation.js';
 import { buildRecoveryPlan, writeRecoveryPlan } from '../maintenance/recovery-plan-builder.js';
 import { reembedDatabase } from '../maintenance/reembed-operation.js';
 import { unreadableFile, unreadableReport, verifyBackup, verifyDatabase } from '../maintenance/verify-operation.js';
-import { MaintenanceTarget } from '../storage/maintenance-target.js';
+import { MaintenanceTarget, dbIdentity } from '../storage/maintenance-target.js';
 import { printAudit, printBackup, printHousekeep, printReembed, printRestore, printVerify } from './admin-output.js';
 import { EXIT, UsageError, parseFlags, runCommand, versionText, wholeNumber } from './cli-support.js';
 import { isLoopbackOllamaUrl } from './launcher-options.js';
@@ -214,7 +215,9 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
     return EXIT.OK;
   }
   if (command === 'verify' && values.backup) {
-    const report = verifyBackup(values.backup, MaintenanceTarget.shippedMigrations());
+    const checked = verifyBackup(values.backup, MaintenanceTarget.shippedMigrations());
+    // Named as verify --db names a database (OPERATIONS.md §1): by db_identity, never by its path.
+    const report = { db_identity: dbIdentity(realpathSync(values.backup)), ...checked };
     printVerify(report, wantsJson());
     return report.ok ? EXIT.OK : EXIT.PROBLEMS;
   }

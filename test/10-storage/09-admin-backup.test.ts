@@ -1,12 +1,13 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import {
-  appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync,
+  appendFileSync, chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { SYSTEM_CLOCK } from '../../src/core/time.js';
 import { writeThenPublish, writeVerifiedBackup } from '../../src/maintenance/backup-operation.js';
-import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
+import { MaintenanceTarget, dbIdentity } from '../../src/storage/maintenance-target.js';
 import { ADMIN_BIN, candidateRow, deadPid, openEngine, RawDatabase, runBin, storeRow } from '../helpers/storage.js';
 import { openWriteBench, store, storeRequest } from '../helpers/writes.js';
 
@@ -32,6 +33,9 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const verified = admin('verify', '--backup', out, '--json');
   t.equal(verified.status, 0, verified.stdout);
   t.equal(JSON.parse(verified.stdout).ok, true);
+  t.equal(JSON.parse(verified.stdout).db_identity, dbIdentity(realpathSync(out)),
+    'the report names the backup by its db_identity, as verify --db names a database');
+  t.notMatch(verified.stdout, dir, 'and holds no path');
 
   const again = admin('backup', '--db', dbPath, '--out', out);
   t.equal(again.status, 1);
