@@ -14,12 +14,18 @@ export const EXIT = Object.freeze({ OK: 0, FAILED: 1, USAGE: 2, PROBLEMS: 3 });
 
 /**
  * The four versions of OPERATIONS.md §6.1, one a line, the first naming `program`: what `--version` prints for
- * `factlane`, `factlane-migrate` and `factlane-admin` alike, so an operator reads the same release from each.
+ * `factlane`, `factlane-migrate` and `factlane-admin` alike, so an operator reads the same release from each. With
+ * `json`, the operator commands' `--json`, one JSON report of the same values.
  */
-export function versionText(program: string): string {
-  const schemaVersion = loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0;
-  return `${program} ${PACKAGE_VERSION}\npublic contract revision ${PUBLIC_CONTRACT_REVISION}\n`
-    + `storage contract version ${STORAGE_CONTRACT_VERSION}\nschema version ${schemaVersion}\n`;
+export function versionText(program: string, json = false): string {
+  const versions = {
+    command: program, package_version: PACKAGE_VERSION, public_contract_revision: PUBLIC_CONTRACT_REVISION,
+    storage_contract_version: STORAGE_CONTRACT_VERSION,
+    schema_version: loadMigrationFiles(MIGRATIONS_DIR).at(-1)?.version ?? 0,
+  };
+  if (json) return `${JSON.stringify(versions, null, 2)}\n`;
+  return `${program} ${versions.package_version}\npublic contract revision ${versions.public_contract_revision}\n`
+    + `storage contract version ${versions.storage_contract_version}\nschema version ${versions.schema_version}\n`;
 }
 
 /**

@@ -160,7 +160,7 @@ await runCommand('factlane-admin', USAGE, wantsJson, async () => {
   const parsedCommand = parse();
   const { command, values } = parsedCommand;
   if (command === 'help' || command === 'version') {
-    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-admin'));
+    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-admin', wantsJson()));
     return EXIT.OK;
   }
   if (parsedCommand.review)

@@ -106,7 +106,7 @@ function printVerify(report: { db_identity: string; ok: boolean; interlock_prese
 await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
   const { command, values } = parse();
   if (command === 'help' || command === 'version') {
-    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-migrate'));
+    process.stdout.write(command === 'help' ? USAGE : versionText('factlane-migrate', wantsJson()));
     return EXIT.OK;
   }
   let target: MaintenanceTarget;

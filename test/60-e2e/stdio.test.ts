@@ -403,6 +403,13 @@ t.test('--version prints four version lines', async (t) => {
       t.same(run.stdout.split('\n'), lines(program), `${program} ${args.join(' ')} prints the four versions`);
       t.equal(run.stderr, '', 'and nothing on stderr');
     }
+    // With --json, as every report of theirs (OPERATIONS.md §1): the same values, one JSON object.
+    const json = runBin(bin, ['--version', '--json']);
+    t.equal(json.status, 0, `${program} --version --json`, { stderr: json.stderr });
+    t.strictSame(JSON.parse(json.stdout), {
+      command: program, package_version: PACKAGE_VERSION, public_contract_revision: 2, storage_contract_version: 2,
+      schema_version: loadMigrationFiles(MIGRATIONS_DIR).at(-1)!.version,
+    }, `${program} --version --json prints one JSON report`);
   }
 });
 
