@@ -37,6 +37,13 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
     'the report names the backup by its db_identity, as verify --db names a database');
   t.notMatch(verified.stdout, dir, 'and holds no path');
 
+  const nowhere = join(dir, 'no-such-dir', 'backup.sqlite3');
+  const missingDir = admin('backup', '--db', dbPath, '--out', nowhere);
+  t.equal(missingDir.status, 1, 'a missing directory for --out: refused');
+  t.match(missingDir.stderr,
+    /^factlane-admin: SOURCE_NOT_FOUND: the directory of --out does not exist; backup creates no directory/m);
+  t.notOk(existsSync(dirname(nowhere)), 'and none created');
+
   const again = admin('backup', '--db', dbPath, '--out', out);
   t.equal(again.status, 1);
   t.match(again.stderr, /^factlane-admin: TARGET_EXISTS: .*already exists; choose a new path \(a run stopped after /m);
