@@ -6,7 +6,7 @@ import { searchText } from '../core/text.js';
 import { contractNow } from '../core/timestamps.js';
 import { UPDATE_MODES } from '@factlane/schema';
 import {
-  findCurrentWithKey, findLiveRecord, insertRecord, memoryPresence, supersedeRecord, type NewRecordRow, type Reader,
+  findCurrentWithKey, findLiveRecord, insertSuccessor, memoryPresence, type NewRecordRow, type Reader,
   type RecordRow,
 } from '../storage/record-repository.js';
 import { codeAheadOfWrite } from '../storage/eligible-vectors.js';
@@ -209,8 +209,8 @@ export async function updateMemory(deps: WriteDeps & { clock: () => Date }, inpu
     const locked = await promotionDecision(trx, scope, lockedLive, mode, expectedRecordId);
     if (locked.kind === 'already_current') return { kind: 'already_current' as const, row: locked.row };
     await assertNoContradiction(trx, scope, lockedLive, successor);
-    await supersedeRecord(trx, lockedLive);
-    await insertRecord(trx, successor, { searchText: searchText(successor.fact), embedding, fixedTokens }, lockedLive);
+    const derived = { searchText: searchText(successor.fact), embedding, fixedTokens };
+    await insertSuccessor(trx, lockedLive, successor, derived);
     return { kind: 'written' as const };
   }));
   if ('record_id' in outcome) return replayEnvelope(outcome, 1);

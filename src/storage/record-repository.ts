@@ -70,16 +70,27 @@ export function inScope(reader: Reader, scope: ScopeColumns) {
 }
 
 /**
- * Inserts one record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
+ * Inserts one root record with its FTS5 row and vector row (same `row_id`, the record's `scope_key`,
  * `is_current` 1 exactly for VALIDATED_CURRENT), its token count when given and, in a coded scope, the eligible
  * vector forms (eligible-vectors.ts: keepEligibleFormsOnInsert), inside the caller's write transaction, after the
  * storage-level checks of STORAGE.md §7.3. Returns the row_id.
  */
-export async function insertRecord(
-  trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows, parent: RecordRow | null = null,
-): Promise<bigint> {
-  assertRecordInvariants(record, parent);
+export async function insertRecord(trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows): Promise<bigint> {
+  assertRecordInvariants(record, null);
   return insertRecordUnchecked(trx, record, derived);
+}
+
+/**
+ * Writes a successor of the live record `parent` (STORAGE.md §7.2 steps 3-4) inside the caller's write transaction:
+ * the storage-level checks of §7.3 first, before the CAS, as §7.3 orders; then the CAS that supersedes `parent`
+ * (supersedeRecord); then the successor with its derived rows, as insertRecord writes them. Returns its row_id.
+ */
+export async function insertSuccessor(
+  trx: Transaction<DB>, parent: RecordRow, successor: NewRecordRow, derived: DerivedRows,
+): Promise<bigint> {
+  assertRecordInvariants(successor, parent);
+  await supersedeRecord(trx, parent);
+  return insertRecordUnchecked(trx, successor, derived);
 }
 
 /**

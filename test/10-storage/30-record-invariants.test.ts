@@ -1,8 +1,10 @@
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { assertRecordInvariants } from '../../src/storage/record-invariants.js';
+import { findRecord, insertSuccessor } from '../../src/storage/record-repository.js';
 import type { NewRecordRow, RecordRow } from '../../src/storage/record-rows.js';
-import { candidateRow } from '../helpers/storage.js';
+import { candidateRow, openEngine, storeRow, unitVector } from '../helpers/storage.js';
 
 // STORAGE.md §7.3: the storage floor checks every record it inserts, whoever the caller, behind the adapter.
 
@@ -83,4 +85,32 @@ t.test('CROSS_PROJECT_WORKFLOW records keep CONTRACT.md §4.4 at the storage flo
   // Other scopes are not held to §4.4.
   assertRecordInvariants(current({ memory_type: 'USER_FACT', source_provenance: provenance(HASH),
     freshness_policy: freshness('manual', null, null) }), null);
+});
+
+t.test('a successor is checked before the CAS supersedes its parent (STORAGE.md §7.3), not after', async (t) => {
+  const engine = await openEngine(join(t.testdir(), 'order.sqlite3'));
+  t.teardown(() => engine.close());
+  const root = candidateRow();
+  await storeRow(engine, root);
+  const parent = (await engine.read((db) => findRecord(db, root.record_id)))!;
+  // Revision 3 neither continues the memory nor replaces it: §7.3 refuses it.
+  const broken = candidateRow({ memory_id: root.memory_id, revision: 3, parent_record_id: root.record_id });
+  const derived = { searchText: broken.fact, embedding: unitVector(1) };
+  let seenAtRefusal: string | undefined;
+  await t.rejects(engine.write(async (trx) => {
+    try {
+      await insertSuccessor(trx, parent, broken, derived);
+    } catch (error) {
+      // Inside the transaction, before its rollback: the parent as the refusal left it.
+      seenAtRefusal = (await findRecord(trx, root.record_id))!.lifecycle_state;
+      throw error;
+    }
+  }), { code: 'INVALID_ENVELOPE', message: /continues its memory or replaces it/ });
+  t.equal(seenAtRefusal, 'CANDIDATE', 'the parent was still live when the successor was refused: no CAS ran');
+  t.equal((await engine.read((db) => findRecord(db, root.record_id)))!.lifecycle_state, 'CANDIDATE');
+  // A successor that passes is written after the CAS: its parent superseded, itself live.
+  const next = candidateRow({ memory_id: root.memory_id, revision: 2, parent_record_id: root.record_id });
+  await engine.write((trx) => insertSuccessor(trx, parent, next, derived));
+  t.equal((await engine.read((db) => findRecord(db, root.record_id)))!.lifecycle_state, 'SUPERSEDED');
+  t.equal((await engine.read((db) => findRecord(db, next.record_id)))!.lifecycle_state, 'CANDIDATE');
 });
