@@ -57,21 +57,22 @@ export async function restoreVerifiedBackup(input: {
   // Hashing and checking a large backup takes seconds: said when it begins (decision 0023, stop 45).
   onStep({ step: 'checking_backup' });
   const source = verifyBackup(input.from, input.shipped);
+  const from = resolve(input.from);
   if (failed(source.checks, 'manifest_matches')) {
+    const walMode = inWalMode(from);
+    const beside = backupCompanion(from);
     // A live database given as --from (no manifest, WAL mode or its -wal beside it): the advice for a spoilt backup
     // below (move its -wal away) would lose that database's latest writes.
-    const live = inWalMode(resolve(input.from)) || backupCompanion(resolve(input.from)) !== undefined;
-    if (live && !existsSync(backupManifestPath(resolve(input.from)))) {
+    if ((walMode || beside !== undefined) && !existsSync(backupManifestPath(from))) {
       throw new AdapterError('MANIFEST_MISMATCH', '--from names a live database, not a backup: it has no manifest '
         + 'beside it and is in WAL mode or has its -wal beside it. Take a backup of it (factlane-admin backup --db '
         + 'PATH --out FILE), then restore FILE');
     }
-    if (inWalMode(resolve(input.from))) {
+    if (walMode) {
       throw new AdapterError('MANIFEST_MISMATCH', 'the backup was opened as a live database since it was taken (it is '
         + 'in WAL mode; factlane-admin backup leaves rollback-journal mode), so it no longer matches its manifest; '
         + 'restore another backup or take a new one. To use a backup, restore it: never point a server at it');
     }
-    const beside = backupCompanion(resolve(input.from));
     if (beside) {
       throw new AdapterError('MANIFEST_MISMATCH', `a ${beside} file lies beside the backup: SQLite would read it with `
         + 'the backup, so the backup no longer matches its manifest; move that file away (it is not part of the '
@@ -92,7 +93,6 @@ export async function restoreVerifiedBackup(input: {
     throw new AdapterError('VERIFY_FAILED',
       `the backup fails verification (${failing.join(', ')}); see factlane-admin verify --backup`);
 
-  const from = resolve(input.from);
   const manifestDigest = readManifestDigest(from);
   const file = resolve(input.dbPath);
   if (existsSync(file) && statSync(file).isDirectory()) {

@@ -95,7 +95,7 @@ export async function insertSuccessor(
 
 /**
  * The rows of insertRecord without the §7.3 checks: for test fixtures and benchmarks that need states
- * only compaction or recovery produce. Product code calls insertRecord.
+ * only compaction or recovery produce. Product code calls insertRecord or insertSuccessor.
  */
 export async function insertRecordUnchecked(
   trx: Transaction<DB>, record: NewRecordRow, derived: DerivedRows,

@@ -23,16 +23,22 @@ globalThis.${SEEN} = { file: __filename, dir: __dirname, self: this === module.e
 
 const seen = () => (globalThis as Record<string, unknown>)[SEEN] as Seen;
 
+/** The built bundle-cache module, as an ES module script imports it. */
+const LOADER = pathToFileURL(join(REPO_ROOT, 'dist/src/cli/bundle-cache.js')).href;
+
 /**
- * What a plain node (no test runner flags, which change V8's, nor V8's compilation cache of this process) makes of the
- * bundle at `path`: the cache use, then what the bundle exported.
+ * Runs an ES module `script` in a plain node, in the user's environment: no test runner flags (tap's NODE_OPTIONS
+ * would change V8's flags, and with them the caches V8 takes), nor V8's compilation cache of this process.
  */
+function inPlainNode(script: string) {
+  return spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: userEnv(), encoding: 'utf8' });
+}
+
+/** What a plain node makes of the bundle at `path`: the cache use, then what the bundle exported. */
 function inFreshNode(path: string): string {
-  const loader = pathToFileURL(join(REPO_ROOT, 'dist/src/cli/bundle-cache.js')).href;
-  const script = `import { compileBundle, runBundle } from ${JSON.stringify(loader)};\n`
+  const run = inPlainNode(`import { compileBundle, runBundle } from ${JSON.stringify(LOADER)};\n`
     + `const bundle = compileBundle(${JSON.stringify(path)});\nrunBundle(bundle);\n`
-    + `process.stdout.write(bundle.cache + ' ' + globalThis.${SEEN}.exported);\n`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: userEnv(), encoding: 'utf8' });
+    + `process.stdout.write(bundle.cache + ' ' + globalThis.${SEEN}.exported);\n`);
   return run.stdout || run.stderr;
 }
 
@@ -77,11 +83,8 @@ const notBuilt = existsSync(BUILT_BUNDLE) ? false : 'run npm run build first';
 
 t.test('the built server bundle carries a cache that a plain node takes, as a host starts it', { skip: notBuilt },
   async (t) => {
-  const loader = pathToFileURL(join(REPO_ROOT, 'dist/src/cli/bundle-cache.js')).href;
-  const script = `import { compileBundle } from ${JSON.stringify(loader)};\n`
-    + `process.stdout.write(compileBundle(${JSON.stringify(BUILT_BUNDLE)}).cache);\n`;
-  // The user's environment: tap's NODE_OPTIONS would change V8's flags, and with them the caches V8 takes.
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { env: userEnv(), encoding: 'utf8' });
+  const run = inPlainNode(`import { compileBundle } from ${JSON.stringify(LOADER)};\n`
+    + `process.stdout.write(compileBundle(${JSON.stringify(BUILT_BUNDLE)}).cache);\n`);
   t.equal(run.stderr, '');
   t.equal(run.stdout, 'ACCEPTED');
   // Strict, as the ES modules it is built from: the directive must be the file's first statement.
