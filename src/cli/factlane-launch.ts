@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs';
 import { TOOL_NAMES, fullToolReference, toolReference, type ToolName } from '@factlane/schema';
 import { MemoryAdapter } from '../adapter/memory-adapter.js';
 import { warmUpTokenizer } from '../adapter/token-measure.js';
-import { prepareSimhashPlanes } from '../storage/simhash-projection.js';
+import { prepareSimhash } from '../storage/simhash-projection.js';
 import { AdapterError } from '../core/adapter-error.js';
 import { createStderrLogger } from '../core/logger.js';
 import { PACKAGE_VERSION } from '../core/package-info.js';
@@ -132,8 +132,8 @@ async function serve(options: LaunchOptions): Promise<void> {
     },
   };
   const server = createFactLaneServer({ gateway: trackedGateway, version: PACKAGE_VERSION, logger });
-  // The SimHash planes of a current store's code: a few milliseconds, built now rather than on the first store.
-  prepareSimhashPlanes(profile.outputDimension);
+  // The SimHash planes, and the code compiled: built now rather than by a write holding the writer lock.
+  prepareSimhash(profile.outputDimension);
   await tokenizerReady;
   if (stopRequested) {
     await engine.close();

@@ -54,9 +54,27 @@ function planesFor(dimension: number): Planes {
   return planes;
 }
 
-/** Builds the planes for `dimension` now (about 20 ms at 384 dimensions), so the first code computed later does not. */
-export function prepareSimhashPlanes(dimension: number): void {
+/** Codes prepareSimhash computes: past them V8 runs the code compiled (docs/decisions/0049-simhash-warm-up.md). */
+const WARM_UP_CODES = 50;
+
+/**
+ * Builds the planes for `dimension` (about 20 ms at 384 dimensions), then computes the codes of WARM_UP_CODES
+ * synthetic vectors (about 5 ms), so that neither lands on a write. The insert that codes a scope computes the codes
+ * of its current records inside its write transaction, holding the writer lock (STORAGE.md §6): in a fresh process
+ * V8 interprets the first codes, and 257 of them took 15-18 ms there against about 5 ms once compiled.
+ */
+export function prepareSimhash(dimension: number): void {
   planesFor(dimension);
+  const next = mulberry32(SIMHASH_V1_SEED);
+  const vector = new Float32Array(dimension);
+  for (let i = 0; i < WARM_UP_CODES; i += 1) {
+    // Sparse, as local-hash-384 vectors are: about one component in eight, of either sign.
+    for (let j = 0; j < dimension; j += 1) {
+      const draw = next();
+      vector[j] = draw % 8 === 0 ? draw / 2 ** 32 - 0.5 : 0;
+    }
+    simhashCode(vector);
+  }
 }
 
 // One sum per bit, shared by every code: a fresh Float64Array per code (its buffer lives outside the V8 heap) made a

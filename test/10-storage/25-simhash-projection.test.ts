@@ -1,6 +1,10 @@
 import t from 'tap';
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { SIMHASH_BITS, simhashCode } from '../../src/storage/simhash-projection.js';
+import { REPO_ROOT, TS_IMPORT } from '../helpers/storage.js';
 
 // The SimHash codes of `eligible_codes.simhash_v1` are frozen: audit L10 recomputes every stored code from its float
 // vector, so a build that computes one bit differently turns every existing database's audit red. These vectors
@@ -136,4 +140,32 @@ t.test('a code has one bit per plane and does not depend on earlier calls', asyn
   t.equal(first.length, SIMHASH_BITS / 8);
   simhashCode(new Float32Array(384).fill(-1));
   t.same(simhashCode(vector), first);
+});
+
+// V8's %GetOptimizationStatus bits (src/runtime/runtime.h): how the function would run on its next call.
+const V8_INTERPRETED = 1 << 7;
+const V8_BASELINE = 1 << 15;
+const V8_IS_LAZY = 1 << 18;
+const V8_COMPILED = V8_BASELINE | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 10); // optimized, Maglev, TurboFan, compiling
+
+t.test('prepareSimhash leaves the code compiled, so a write holding the writer lock never runs it interpreted',
+  async (t) => {
+  // A fresh process, as a server starts: the status of simhashCode before and after prepareSimhash, and a code
+  // computed after it, which the warm-up must not change (its sums are shared by every code).
+  const module = pathToFileURL(join(REPO_ROOT, 'src/storage/simhash-projection.ts')).href;
+  const script = `const m = await import(${JSON.stringify(module)});
+    const vector = Float32Array.from({ length: 384 }, (_, j) => (j % 5 === 0 ? Math.sin(j) : 0));
+    const before = %GetOptimizationStatus(m.simhashCode);
+    m.prepareSimhash(384);
+    const after = %GetOptimizationStatus(m.simhashCode);
+    console.log(JSON.stringify({ before, after, code: Buffer.from(m.simhashCode(vector)).toString('hex') }));`;
+  const child = spawnSync(process.execPath,
+    ['--allow-natives-syntax', '--import', TS_IMPORT, '--input-type=module', '-e', script], { encoding: 'utf8' });
+  t.equal(child.status, 0, child.stderr);
+  const { before, after, code } = JSON.parse(child.stdout) as { before: number; after: number; code: string };
+  t.ok((before & (V8_IS_LAZY | V8_INTERPRETED)) !== 0, `not compiled before (status ${before.toString(2)})`);
+  t.equal(after & (V8_IS_LAZY | V8_INTERPRETED), 0, `no longer lazy nor interpreted (status ${after.toString(2)})`);
+  t.ok((after & V8_COMPILED) !== 0, 'compiled: baseline or optimized');
+  const vector = Float32Array.from({ length: 384 }, (_, j) => (j % 5 === 0 ? Math.sin(j) : 0));
+  t.equal(code, Buffer.from(simhashCode(vector)).toString('hex'), 'a code after the warm-up is the same code');
 });
