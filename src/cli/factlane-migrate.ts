@@ -146,9 +146,16 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
       backupFile: values.backup ?? null, clock: SYSTEM_CLOCK, onStep, countRecord: fixedTokensOfRow,
     }));
     // STORAGE.md §12.3: a failed check after up exits 1 with the error line and `error_code`, as a refusal does.
+    // With nothing pending, up succeeds (§12.3); what its checks found is said, for verify to look at (decision 0050).
     const failed = report.verification.filter((check) => check.status !== 'PASS').map((check) => check.name);
-    print(failed.length > 0 ? { ...report, error_code: 'VERIFY_FAILED' } : report, () => printUp(report));
+    const failedUp = failed.length > 0 && !report.skipped_reason;
+    print(failedUp ? { ...report, error_code: 'VERIFY_FAILED' } : report, () => printUp(report));
     if (failed.length === 0) return EXIT.OK;
+    if (!failedUp) {
+      process.stderr.write(`factlane-migrate: nothing was applied, but the database fails checks: ${failed.join(', ')}; `
+        + 'run factlane-migrate verify\n');
+      return EXIT.OK;
+    }
     process.stderr.write(`factlane-migrate: VERIFY_FAILED: checks failed after up: ${failed.join(', ')}\n`);
     return EXIT.FAILED;
   } finally {

@@ -203,8 +203,8 @@ export async function writeVerifiedBackup(
   // Not created, as restore creates a database's: the report names no path, so a mistyped directory made here would
   // hide the backup from its operator. SOURCE_NOT_FOUND is the operator catalogue's one code for a missing file.
   if (!existsSync(dirname(file))) {
-    throw new AdapterError('SOURCE_NOT_FOUND', 'the directory of --out does not exist; backup creates no '
-      + 'directory: check the path, or create it first');
+    throw new AdapterError('SOURCE_NOT_FOUND', 'the directory of the backup file does not exist; a backup creates '
+      + 'no directory: check the path, or create it first');
   }
   const recount = await loadRecounter?.();
   let manifest: BackupManifest | undefined;

@@ -7,7 +7,7 @@ import { migrateUp, migrationStatus } from '../../src/maintenance/migrate-operat
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import type { SqliteConnection } from '../../src/storage/native.js';
 import {
-  candidateRow, MIGRATE_BIN, migrationsDir, nextMigration, openEngine, RawDatabase, runBin,
+  candidateRow, downgradeToSchemaFour, MIGRATE_BIN, migrationsDir, nextMigration, openEngine, RawDatabase, runBin,
   SHIPPED_VERSION, storeRow, tableCounts, tamperAppliedChecksum, writeInterlock,
 } from '../helpers/storage.js';
 
@@ -258,13 +258,20 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   const checks = JSON.parse(broken.stdout).checks as { name: string; status: string }[];
   t.equal(checks.find((c) => c.name === 'fences_present')?.status, 'FAIL');
 
+  // STORAGE.md §12.3: nothing pending → success; the checks' findings are said, not turned into a failed up.
   const upToDate = cli('up', '--db', dbPath, '--no-backup');
   t.match(upToDate.stdout, /nothing to do/);
-  t.equal(upToDate.status, 1, 'a failed check after up fails the command');
-  t.match(upToDate.stderr, /^factlane-migrate: VERIFY_FAILED: checks failed after up: schema_objects, fences_present$/m,
-    'with the error line of STORAGE.md §12.3');
-  const upJson = JSON.parse(cli('up', '--db', dbPath, '--no-backup', '--json').stdout);
-  t.match(upJson, { skipped_reason: 'nothing pending', error_code: 'VERIFY_FAILED' }, 'and error_code in the report');
+  t.match(upToDate.stdout, /FAIL\s+fences_present/, 'the checks are printed');
+  t.equal(upToDate.status, 0, 'nothing pending: up succeeds (decision 0050)');
+  t.match(upToDate.stderr, /^factlane-migrate: nothing was applied, but the database fails checks: schema_objects, /m);
+  t.match(upToDate.stderr, /fences_present; run factlane-migrate verify$/m);
+  t.notMatch(upToDate.stderr, /VERIFY_FAILED|after up/, 'no up ran, so none failed');
+  const upJsonRun = cli('up', '--db', dbPath, '--no-backup', '--json');
+  t.equal(upJsonRun.status, 0);
+  const upJson = JSON.parse(upJsonRun.stdout);
+  t.match(upJson, { skipped_reason: 'nothing pending', backup: null }, 'the report says nothing was applied');
+  t.notOk('error_code' in upJson, 'and carries no error_code');
+  t.equal(upJson.verification.find((c: { name: string }) => c.name === 'fences_present')?.status, 'FAIL');
 
   const newer = await seeded(dir, 'newer.sqlite3', { migrationsDir: migrationsDir(dir, 'newer', NOTE_MIGRATION) });
   const newerStatus = cli('status', '--db', newer);
@@ -319,4 +326,17 @@ t.test('factlane-migrate command line: reports and exit codes', async (t) => {
   t.notOk(existsSync(join(dir, 'b1')) || existsSync(join(dir, 'b2')), 'no backup written');
   t.equal(cli('status', '--db', dbPath, '--json', '--json').status, 0, 'a boolean flag may repeat');
   t.equal(cli('--help').status, 0);
+
+  // The backup's missing directory, named as migrate's operator gave it: --backup, not admin's --out.
+  const older = await seeded(dir, 'older.sqlite3');
+  downgradeToSchemaFour(older);
+  const olderBefore = sha(older);
+  const nowhere = join(dir, 'no-such-dir', 'before-up.sqlite3');
+  const noDir = cli('up', '--db', older, '--backup', nowhere);
+  t.equal(noDir.status, 1, 'a missing directory for the backup: refused');
+  t.match(noDir.stderr, /^factlane-migrate: SOURCE_NOT_FOUND: the directory of the backup file does not exist; /m);
+  t.notMatch(noDir.stderr, /--out/, 'no flag migrate does not have');
+  t.notOk(existsSync(join(dir, 'no-such-dir')), 'no directory created');
+  t.equal(sha(older), olderBefore, 'nothing migrated');
+  t.match(JSON.parse(cli('status', '--db', older, '--json').stdout), { state: 'PENDING' });
 });

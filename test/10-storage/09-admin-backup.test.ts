@@ -41,7 +41,7 @@ t.test('backup of a live database verifies; a changed backup fails its manifest;
   const missingDir = admin('backup', '--db', dbPath, '--out', nowhere);
   t.equal(missingDir.status, 1, 'a missing directory for --out: refused');
   t.match(missingDir.stderr,
-    /^factlane-admin: SOURCE_NOT_FOUND: the directory of --out does not exist; backup creates no directory/m);
+    /^factlane-admin: SOURCE_NOT_FOUND: the directory of the backup file does not exist; a backup creates no /m);
   t.notOk(existsSync(dirname(nowhere)), 'and none created');
 
   const again = admin('backup', '--db', dbPath, '--out', out);
