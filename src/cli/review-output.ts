@@ -16,7 +16,8 @@ export interface PromotionReport {
 
 const AGAIN = 'run factlane-admin candidates again for its revision and record id';
 const HINTS: Partial<Record<ErrorCode, string>> = {
-  VERSION_CONFLICT: `the candidate changed: ${AGAIN}`,
+  VERSION_CONFLICT: `the memory changed since that revision (promoted, replaced or stored again): ${AGAIN}; a memory `
+    + 'it no longer lists is no Candidate any more',
   NOT_FOUND: 'no memory has this --memory-id in this database: copy it from factlane-admin candidates',
   CROSS_SCOPE_DENIED: `the memory is not where it was: ${AGAIN}`,
   CONTRADICTION: 'it contradicts a current fact of its scope: REPLACE that fact from an owner-current session, '
@@ -35,8 +36,9 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
   BACKEND_UNAVAILABLE:
     'the database could not be used (disk full, read-only, moved): fix that and run the command again',
   WRITE_UNCONFIRMED: `the outcome is unknown: ${AGAIN}, or run the same promote again (it replays)`,
-  IDEMPOTENCY_CONFLICT: 'this revision was already promoted by a promote with other flags (the same command again '
-    + `replays its answer), so the memory has moved on: ${AGAIN}`,
+  IDEMPOTENCY_CONFLICT: 'this revision was already promoted by a promote with other flags (promote makes its key '
+    + 'from its flags, so there is no key to change; the same command again replays its answer), so the memory has '
+    + `moved on: ${AGAIN}`,
 };
 
 /** The one-line hint printed under a refusal of candidates or promote. */
@@ -132,13 +134,22 @@ export function printCandidates(report: CandidatesReport, json: boolean): void {
     process.stdout.write(`... and ${report.more} more (shown at most ${report.limit}; raise --limit or narrow --scope)`
       + '\n');
   }
-  if (report.total > 0) {
-    // The timestamp flag is named when a Candidate shown needs it; its own block says which.
-    const timestamp = report.candidates.some((entry) => entry.source_timestamp === null) ? ' [--source-timestamp TS]'
-      : '';
-    process.stdout.write('promote one with: factlane-admin promote --db PATH --memory-id ID --expected-revision N'
-      + ` --expected-record-id ID${timestamp}\n`);
+  if (report.total === 0) return;
+  // The command is shown when a Candidate may be promoted: one shown that nothing refuses yet, or one not shown.
+  const promotable = report.candidates.filter(canBePromoted);
+  if (promotable.length === 0 && report.more === 0) {
+    process.stdout.write('none of these can be promoted as it stands: each one says why\n');
+    return;
   }
+  // The timestamp flag is named when a Candidate shown needs it; its own block says which.
+  const timestamp = promotable.some((entry) => entry.source_timestamp === null) ? ' [--source-timestamp TS]' : '';
+  process.stdout.write('promote one with: factlane-admin promote --db PATH --memory-id ID --expected-revision N'
+    + ` --expected-record-id ID${timestamp}\n`);
+}
+
+/** A Candidate promote would not refuse as it stands: not stored as a contradiction, and contradicting no current fact. */
+function canBePromoted(entry: CandidateEntry): boolean {
+  return !storedAsContradiction(entry.contradiction_state) && entry.contradicts.length === 0;
 }
 
 /** Prints a promotion: one line, or with --json a report carrying the whole envelope. */

@@ -308,10 +308,11 @@ t.test('stale, wrong and unknown ids are refused with the governed code and a hi
   const stale = admin(...promoteArgs(dbPath, { ...candidate, revision: 2 }, '--json'));
   t.equal(stale.code, 1);
   t.match(stale.stderr, new RegExp(
-    '^factlane-admin: VERSION_CONFLICT: .*\nfactlane-admin: hint: the candidate changed: '
-    + 'run factlane-admin candidates again for its revision and record id\n$'));
+    '^factlane-admin: VERSION_CONFLICT: .*\nfactlane-admin: hint: the memory changed since that revision '
+    + '\\(promoted, replaced or stored again\\): run factlane-admin candidates again for its revision and record id; '
+    + 'a memory it no longer lists is no Candidate any more\n$'));
   t.match(stale.json(), {
-    error_code: 'VERSION_CONFLICT', retryable: false, hint: /the candidate changed/,
+    error_code: 'VERSION_CONFLICT', retryable: false, hint: /the memory changed since that revision/,
     audit: { host_binding: { host_id: 'factlane-admin' } },
   });
   const wrongRecord = admin(...promoteArgs(dbPath, { ...candidate, record_id: randomUUID() }));
@@ -373,6 +374,7 @@ t.test('a Candidate without source_timestamp is promoted with --source-timestamp
   t.equal(other.code, 1, 'the same revision promoted again with other flags is refused');
   t.match(other.stderr,
     /IDEMPOTENCY_CONFLICT: .*\nfactlane-admin: hint: this revision was already promoted by a promote with other flags/);
+  t.match(other.stderr, /hint: .*there is no key to change/, 'the operator is not sent looking for a key flag');
 });
 
 t.test('a Candidate contradicting a current fact shows that fact, and promote refuses CONTRADICTION', async (t) => {
@@ -401,6 +403,8 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.match(human, 'it was stored as a contradiction: promote always refuses it with CONTRADICTION');
   t.notMatch(human, 'while it contradicts a current fact', 'one line, for the state it was stored in');
   t.notMatch(human, 'promote needs --source-timestamp', 'no advice for a promotion that cannot happen');
+  t.notMatch(human, 'promote one with', 'nor the command for one');
+  t.match(human, /\nnone of these can be promoted as it stands: each one says why\n$/);
 
   const before = rows(dbPath);
   const refused = admin(...promoteArgs(dbPath, candidate));
@@ -428,6 +432,7 @@ t.test('a Candidate contradicting a current fact shows that fact, and promote re
   t.notMatch(settled, 'promote answers ALREADY_CURRENT', 'not the answer promote would not give');
   t.notMatch(settled, 'REPLACE the current fact with it', 'not advice that cannot apply');
   t.notMatch(settled, 'promote needs --source-timestamp', 'nor the timestamp a promotion would need');
+  t.notMatch(settled, 'promote one with', 'nor the command');
   t.match(admin(...promoteArgs(dbPath, candidate)).stderr, /was stored as a contradiction and is never promoted/);
 });
 
