@@ -139,7 +139,7 @@ async function serve(options: LaunchOptions): Promise<void> {
     await engine.close();
     process.exit(0);
   }
-  await connectStdio(server);
+  const transport = await connectStdio(server);
   if (process.stdin.isTTY) {
     logger.info(`speaks MCP on stdio (database ${engine.path}, profile ${profile.profileId}, write profile `
       + `${options.writeProfile}); it is meant to be launched by an MCP host: see factlane --help for a host `
@@ -149,7 +149,8 @@ async function serve(options: LaunchOptions): Promise<void> {
   const shutdown = async () => {
     if (stopping) return;
     stopping = true;
-    process.stdin.pause();
+    // Not process.stdin.pause(): a send waiting on a full stdout resumed input when it drained (stop 52).
+    transport.stopReading();
     engine.stopWaiting(SHUTDOWN_GRACE_MS);
     const grace = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS).unref());
     await Promise.race([Promise.allSettled([...inFlight]), grace]);

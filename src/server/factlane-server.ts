@@ -148,9 +148,14 @@ export function createFactLaneServer(options: FactLaneServerOptions): Server {
   return server;
 }
 
-/** Connects the server to this process's stdin/stdout; standard output then carries only MCP frames. */
-export async function connectStdio(server: Server): Promise<void> {
-  await server.connect(new EnvelopeStdioTransport());
+/**
+ * Connects the server to this process's stdin/stdout, and returns the transport; standard output then carries only
+ * MCP frames.
+ */
+export async function connectStdio(server: Server): Promise<EnvelopeStdioTransport> {
+  const transport = new EnvelopeStdioTransport();
+  await server.connect(transport);
+  return transport;
 }
 
 /**

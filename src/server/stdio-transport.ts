@@ -131,6 +131,8 @@ export class EnvelopeStdioTransport implements Transport {
   /** The sends waiting for stdout to drain, resolved together by one pair of listeners. */
   #drainWaiters: (() => void)[] = [];
   #closed = false;
+  /** False once stopReading was called: no drain resumes input any more (a shutdown's last answers still go out). */
+  #reading = true;
   readonly #onData = (chunk: Buffer) => this.#receive(chunk);
   readonly #onError = (error: Error) => this.onerror?.(error);
 
@@ -263,9 +265,18 @@ export class EnvelopeStdioTransport implements Transport {
     this.#stdout.off('close', this.#drained);
     const waiters = this.#drainWaiters;
     this.#drainWaiters = [];
-    if (!this.#closed) this.#stdin.resume();
+    if (!this.#closed && this.#reading) this.#stdin.resume();
     for (const resolve of waiters) resolve();
   };
+
+  /**
+   * Reads no more requests, for good, while answers are still sent: a shutdown waits for the calls in flight, and a
+   * request read after it began would run against storage that is closing.
+   */
+  stopReading(): void {
+    this.#reading = false;
+    this.#stdin.pause();
+  }
 
   async close(): Promise<void> {
     if (this.#closed) return;

@@ -88,6 +88,26 @@ t.test('input pauses while stdout is over its high-water mark and resumes on dra
   await transport.close();
 });
 
+t.test('after stopReading, a drain sends the waiting answers but reads no more requests', async (t) => {
+  // A shutdown stops reading while an answer waits on a full stdout: that drain resumed input, and requests read then
+  // ran against storage that was closing.
+  const input = new PassThrough();
+  const output = new PassThrough({ highWaterMark: 16 });
+  const transport = new EnvelopeStdioTransport(input, output);
+  const received: JSONRPCMessage[] = [];
+  transport.onmessage = (message) => received.push(message);
+  await transport.start();
+  const sending = transport.send({ jsonrpc: '2.0', id: 1, result: { tools: [] } });
+  transport.stopReading();
+  input.write(PING(2));
+  t.match(String(output.read()), /"id":1/, 'the waiting answer goes out');
+  await sending;
+  await tick();
+  t.ok(input.isPaused(), 'input stays paused after the drain');
+  t.same(received, [], 'the request written after stopReading is not read');
+  await transport.close();
+});
+
 t.test('every send waiting on a full stdout shares one drain listener, and all resolve together', async (t) => {
   // A listener per waiting answer passed Node's limit of 10 and printed a MaxListenersExceededWarning on stderr.
   const input = new PassThrough();
