@@ -1,7 +1,8 @@
 import { LIFECYCLE_STATES } from '@factlane/schema';
 import { Database } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
-import { sqliteCode, translateSqliteError } from './sqlite-errors.js';
+import { checkAnswersOk } from './recovery-pragmas.js';
+import { isCorruptionError, sqliteCode, translateSqliteError } from './sqlite-errors.js';
 import { AdapterError } from '../core/adapter-error.js';
 
 /**
@@ -76,14 +77,18 @@ export function setWalMode(path: string): void {
   }
 }
 
-/** `PRAGMA integrity_check` of a database file read-only: true when it answers exactly `ok`. */
+/**
+ * `PRAGMA integrity_check` of a database file read-only: true when it answers exactly `ok`, false when it answers
+ * anything else or SQLite finds the file damaged on the way. Any other error (busy, I/O, memory) says nothing of the
+ * file: it is thrown, translated, not reported as a failed check.
+ */
 export function integrityOk(path: string): boolean {
   const connection = openReadOnlyConnection(path, { loadVec: true });
   try {
-    const rows = connection.prepare('PRAGMA integrity_check').pluck().all();
-    return rows.length === 1 && rows[0] === 'ok';
-  } catch {
-    return false;
+    return checkAnswersOk(connection, 'integrity_check');
+  } catch (error) {
+    if (isCorruptionError(error) || sqliteCode(error) === 'SQLITE_NOTADB') return false;
+    throw translateSqliteError(error);
   } finally {
     connection.close();
   }

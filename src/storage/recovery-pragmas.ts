@@ -8,13 +8,15 @@ export function journalMode(connection: SqliteConnection): string {
   return String(connection.pragma('journal_mode', { simple: true })).toLowerCase();
 }
 
+/** True when the check answers exactly `ok`. */
+export function checkAnswersOk(connection: SqliteConnection, check: 'quick_check' | 'integrity_check'): boolean {
+  const rows = connection.prepare(`PRAGMA ${check}`).pluck().all();
+  return rows.length === 1 && rows[0] === 'ok';
+}
+
 /** True when `quick_check` and `integrity_check` both answer exactly `ok`. */
 export function bothIntegrityChecksOk(connection: SqliteConnection): boolean {
-  const ok = (pragma: string) => {
-    const rows = connection.prepare(`PRAGMA ${pragma}`).pluck().all() as string[];
-    return rows.length === 1 && rows[0] === 'ok';
-  };
-  return ok('quick_check') && ok('integrity_check');
+  return checkAnswersOk(connection, 'quick_check') && checkAnswersOk(connection, 'integrity_check');
 }
 
 /** Turns `secure_delete` on for the connection and reads it back (check 14). */

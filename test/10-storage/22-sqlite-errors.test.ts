@@ -88,3 +88,31 @@ t.test('a backup or restore copy that cannot be written blames the copy\'s disk,
   const either = copyFailure(sqliteError('SQLITE_IOERR_READ', 'disk I/O error'));
   t.same(either, translateSqliteError(sqliteError('SQLITE_IOERR_READ', 'disk I/O error')));
 });
+
+t.test('integrity_check: an answer other than ok or damage on the way is false; a busy or I/O error is thrown',
+  async (t) => {
+  // A bare catch made every error a failed check: verify printed integrity_check FAIL, and backup refused "the
+  // source may be damaged", for a file that was only busy or on a failing read.
+  const failing = (code: string | null, answer: unknown[] = ['ok']) => ({
+    prepare: () => ({ pluck: () => ({ all: () => {
+      if (code) throw sqliteError(code, `${code} while checking`);
+      return answer;
+    } }) }),
+    close: () => {},
+  });
+  const withConnection = async (connection: ReturnType<typeof failing>) => {
+    type Backup = typeof import('../../src/storage/online-backup.js');
+    const writes = await import('../../src/storage/write-connection.js');
+    return t.mockImport<Backup>('../../src/storage/online-backup.js', {
+      '../../src/storage/write-connection.js': { ...writes, openReadOnlyConnection: () => connection },
+    });
+  };
+  t.equal((await withConnection(failing(null))).integrityOk('x'), true, 'ok');
+  t.equal((await withConnection(failing(null, ['row 3 missing from index']))).integrityOk('x'), false, 'a finding');
+  t.equal((await withConnection(failing('SQLITE_CORRUPT_INDEX'))).integrityOk('x'), false, 'damage on the way');
+  t.equal((await withConnection(failing('SQLITE_NOTADB'))).integrityOk('x'), false, 'not a database');
+  const busy = await withConnection(failing('SQLITE_BUSY'));
+  t.throws(() => busy.integrityOk('x'), { code: 'BACKEND_BUSY' }, 'busy: thrown as BACKEND_BUSY');
+  const io = await withConnection(failing('SQLITE_IOERR_READ'));
+  t.throws(() => io.integrityOk('x'), { code: 'BACKEND_UNAVAILABLE' }, 'an I/O error: thrown as BACKEND_UNAVAILABLE');
+});
