@@ -229,7 +229,9 @@ export function ftsSecureDeleteSettable(connection: SqliteConnection): boolean {
     if (isBusyError(error)) throw translateSqliteError(error);
     return false;
   } finally {
-    connection.exec('ROLLBACK');
+    // An error that ended the transaction (a full disk, an I/O error) left none to roll back: ROLLBACK would throw
+    // "no transaction is active" over the answer or the error above.
+    if (connection.inTransaction) connection.exec('ROLLBACK');
   }
 }
 

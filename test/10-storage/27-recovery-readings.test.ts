@@ -1,6 +1,7 @@
 import t from 'tap';
 import { sql } from 'kysely';
-import { readPostflight } from '../../src/storage/recovery-repository.js';
+import { ftsSecureDeleteSettable, readPostflight } from '../../src/storage/recovery-repository.js';
+import type { SqliteConnection } from '../../src/storage/native.js';
 import type { SQLiteVecEngine } from '../../src/storage/sqlite-vec-engine.js';
 import { openLocalHashEngine } from '../helpers/mcp.js';
 import { digestsByRecord, secretScenario } from '../helpers/recovery.js';
@@ -59,4 +60,31 @@ t.test('each derived row, and a changed token count, is part of its record\'s di
     await engine.write((trx) => remove(rowId).execute(trx));
     changedSince(`without its ${table} row`);
   }
+});
+
+t.test('preflight check 15 answers, and a busy writer is thrown, even when the failed insert ended the transaction',
+  async (t) => {
+  // The finally always ran ROLLBACK: after an error that ended the transaction (a full disk, an I/O error) SQLite
+  // answers "cannot rollback - no transaction is active", and that error replaced the check's answer.
+  const connection = (failure: string | null, endsTransaction: boolean) => {
+    let open = false;
+    return {
+      get inTransaction() { return open; },
+      exec(text: string) {
+        if (text === 'BEGIN') open = true;
+        else if (text === 'ROLLBACK') {
+          if (!open) throw new Error('cannot rollback - no transaction is active');
+          open = false;
+        } else if (failure) {
+          if (endsTransaction) open = false;
+          throw Object.assign(new Error(`${failure} on insert`), { code: failure });
+        }
+      },
+    } as unknown as SqliteConnection;
+  };
+  t.equal(ftsSecureDeleteSettable(connection(null, false)), true, 'settable');
+  t.equal(ftsSecureDeleteSettable(connection('SQLITE_ERROR', false)), false, 'refused by FTS5');
+  t.equal(ftsSecureDeleteSettable(connection('SQLITE_FULL', true)), false, 'an error that ended the transaction');
+  t.throws(() => ftsSecureDeleteSettable(connection('SQLITE_BUSY', true)), { code: 'BACKEND_BUSY' },
+    'busy, as before');
 });
