@@ -83,7 +83,7 @@ export interface WriteAuthorization {
  * §8.2 authorization of store and update; runs before any idempotency lookup, so a key minted by a more
  * privileged launcher is never a bearer token. Throws WRITE_AUTHORIZATION_DENIED.
  */
-export function authorizeWrite(
+function authorizeWrite(
   operation: 'memory_store' | 'memory_update', request: Json, profile: WriteProfile,
 ): WriteAuthorization {
   const spec = WRITE_PROFILE_SPECS[profile];

@@ -158,7 +158,7 @@ export async function runCommand(
  * `usage` lists as a command, with the lines that continue them), and where the rest is; the whole text when `argv`
  * names none, so a mistyped command still shows every command.
  */
-export function usageFor(usage: string, program: string, argv: readonly string[]): string {
+function usageFor(usage: string, program: string, argv: readonly string[]): string {
   const commands = new Map<string, string[]>();
   let current: string[] | undefined;
   for (const line of usage.split('\n')) {

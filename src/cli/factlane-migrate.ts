@@ -152,8 +152,8 @@ await runCommand('factlane-migrate', USAGE, wantsJson, async () => {
     print(failedUp ? { ...report, error_code: 'VERIFY_FAILED' } : report, () => printUp(report));
     if (failed.length === 0) return EXIT.OK;
     if (!failedUp) {
-      process.stderr.write(`factlane-migrate: nothing was applied, but the database fails checks: ${failed.join(', ')}; `
-        + 'run factlane-migrate verify\n');
+      process.stderr.write('factlane-migrate: nothing was applied, but the database fails checks: '
+        + `${failed.join(', ')}; run factlane-migrate verify\n`);
       return EXIT.OK;
     }
     process.stderr.write(`factlane-migrate: VERIFY_FAILED: checks failed after up: ${failed.join(', ')}\n`);

@@ -42,7 +42,7 @@ const HINTS: Partial<Record<ErrorCode, string>> = {
 };
 
 /** The one-line hint printed under a refusal of candidates or promote. */
-export function refusalHint(error: AdapterError): string {
+function refusalHint(error: AdapterError): string {
   if (error.code === 'NOT_FOUND' && /not a Candidate/.test(error.message)) {
     return 'only a Candidate is promoted (factlane-admin candidates lists them); '
       + 'a current fact is re-verified with memory_update REVERIFY';
@@ -66,7 +66,7 @@ export function printRefusal(error: AdapterError, json: boolean): void {
 }
 
 /** An age in its two largest units: `45 s`, `12 min`, `3 h 20 min`, `2 d 4 h`. */
-export function formatAge(seconds: number): string {
+function formatAge(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes} min`;
@@ -147,7 +147,7 @@ export function printCandidates(report: CandidatesReport, json: boolean): void {
     + ` --expected-record-id ID${timestamp}\n`);
 }
 
-/** A Candidate promote would not refuse as it stands: not stored as a contradiction, and contradicting no current fact. */
+/** A Candidate promote would not refuse as it stands: not stored as a contradiction, contradicting no current fact. */
 function canBePromoted(entry: CandidateEntry): boolean {
   return !storedAsContradiction(entry.contradiction_state) && entry.contradicts.length === 0;
 }

@@ -33,8 +33,3 @@ export class AdapterError extends Error {
  */
 export const REREAD_AND_RETRY = 'read the memory again with memory_get retrieval_mode REVIEW_HISTORY (its newest '
   + 'record is the live one) and retry with that record\'s revision';
-
-/** True when `error` is an AdapterError, optionally with the given code. */
-export function isAdapterError(error: unknown, code?: ErrorCode): error is AdapterError {
-  return error instanceof AdapterError && (code === undefined || error.code === code);
-}

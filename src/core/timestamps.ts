@@ -9,7 +9,7 @@ export interface ContractTime {
 }
 
 /** Formats epoch microseconds as `YYYY-MM-DDTHH:MM:SSZ`, with six fraction digits only when non-zero. */
-export function formatMicros(epochMicros: bigint): string {
+function formatMicros(epochMicros: bigint): string {
   // Floor (not truncating) division, so instants before 1970 land in the right second.
   const micros = Number(((epochMicros % 1_000_000n) + 1_000_000n) % 1_000_000n);
   const millis = (epochMicros - BigInt(micros)) / 1000n;

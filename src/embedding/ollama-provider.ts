@@ -21,7 +21,7 @@ const NOT_LOADED = new RegExp('error loading model|unable to load model|runner p
 const TOO_LONG = /context length|input length/i;
 
 /** True when semver `version` is at least 0.22.1; its pre-releases are lower. */
-export function ollamaVersionSupported(version: string): boolean | null {
+function ollamaVersionSupported(version: string): boolean | null {
   const m = SEMVER.exec(version);
   if (!m) return null;
   const parts = [Number(m[1]), Number(m[2]), Number(m[3])];

@@ -1,5 +1,6 @@
 import { runLineageAudit, type AuditCheck } from '../storage/lineage-audit.js';
-import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
+import type { MaintenanceTarget } from '../storage/maintenance-target.js';
+import { withReadOnly } from '../storage/write-connection.js';
 import type { MigrationFile } from '../storage/migration-files.js';
 import { inspectSchema } from '../storage/schema-inspection.js';
 import { verifySchema, type CheckResult } from '../storage/schema-verification.js';

@@ -11,7 +11,8 @@ import {
 } from '../storage/durable-files.js';
 import { integrityOk, lifecycleCounts, onlineBackup } from '../storage/online-backup.js';
 import { auditFile, type AuditReport } from './audit-operation.js';
-import { withReadOnly, type MaintenanceTarget } from '../storage/maintenance-target.js';
+import type { MaintenanceTarget } from '../storage/maintenance-target.js';
+import { withReadOnly } from '../storage/write-connection.js';
 import {
   assertNoInterlock, bindingProfileId, inspectSchema, type SchemaFindings,
 } from '../storage/schema-inspection.js';

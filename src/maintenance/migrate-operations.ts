@@ -63,7 +63,7 @@ const REFUSED_STATES: Partial<Record<MigrationState, string>> = {
 };
 
 /** Throws SCHEMA_MISMATCH for a status that no migration can fix. */
-export function assertMigratable(status: StatusReport): void {
+function assertMigratable(status: StatusReport): void {
   const refusal = REFUSED_STATES[status.state];
   if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
 }

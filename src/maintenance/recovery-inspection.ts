@@ -41,7 +41,7 @@ function sameScope(row: RecordRow, target: RecoveryTarget): boolean {
 }
 
 /** The needles of a set of records: fold keys, facts and search_text forms of 16 bytes or more, vectors and codes. */
-export function contentNeedles(targets: readonly { row: RecordRow; derived: DerivedRows }[]): RecoveryNeedles {
+function contentNeedles(targets: readonly { row: RecordRow; derived: DerivedRows }[]): RecoveryNeedles {
   const texts = new Set<string>();
   const blobs: Buffer[] = [];
   for (const { row, derived } of targets) {

@@ -1,4 +1,3 @@
-export { withReadOnly } from './write-connection.js';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AdapterError } from '../core/adapter-error.js';

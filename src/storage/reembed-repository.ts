@@ -118,7 +118,7 @@ export function writeNextVectors(
 }
 
 /** Rows of `current` that `filled` lacks or holds differently, and filled row ids no longer current. */
-export function vectorChanges(current: readonly VectorRow[], filled: ReadonlyMap<number, VectorRow>): VectorChanges {
+function vectorChanges(current: readonly VectorRow[], filled: ReadonlyMap<number, VectorRow>): VectorChanges {
   const embed = current.filter((row) => {
     const had = filled.get(row.rowId);
     return !had || had.scopeKey !== row.scopeKey || had.isCurrent !== row.isCurrent

@@ -48,7 +48,7 @@ function check(name: string, ok: boolean, passDetail: string, failDetail: string
 }
 
 /** Builds the reference schema (shipped files 1…version at `dimension`) in an in-memory database. */
-export function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): {
+function referenceObjects(shipped: readonly MigrationFile[], version: number, dimension: number): {
   objects: Map<string, SchemaObject>; secureDelete: number | null;
 } {
   const reference = new Database(':memory:');

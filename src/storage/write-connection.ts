@@ -114,11 +114,6 @@ export class WriteConnection {
     return this.#connection;
   }
 
-  /** True exactly while a write transaction of this connection is open: the writer function's answer. */
-  get writerGateOpen(): boolean {
-    return this.#gate.open;
-  }
-
   /**
    * Runs `work` in one BEGIN IMMEDIATE transaction with the writer gate open, beside the other writes of this
    * connection gathered with it (#runGathered); retries on busy/locked (STORAGE.md §6) and ends in BACKEND_BUSY.
