@@ -2,7 +2,7 @@ import { TOOLS } from '@factlane/schema';
 import type { SqliteConnection } from '../storage/native.js';
 import { checkpointTruncate, enableSecureDelete, ftsPresent } from '../storage/recovery-pragmas.js';
 import { ftsSecureDeleteSettable } from '../storage/recovery-repository.js';
-import { bindingProfileId, type SchemaFindings } from '../storage/schema-inspection.js';
+import { bindingDimension, bindingProfileId, type SchemaFindings } from '../storage/schema-inspection.js';
 import type { WriteConnection } from '../storage/write-connection.js';
 import { RecoveryHold } from './recovery-hold.js';
 import type { RecoveryPlan } from './recovery-plan.js';
@@ -45,14 +45,10 @@ export function checkCapabilities(connection: WriteConnection, plan: RecoveryPla
   if (!probes.ftsSecureDelete(raw)) {
     throw new RecoveryHold('HOLD_FTS_SECURE_DELETE_UNAVAILABLE_NO_MUTATION', 'FTS5 secure-delete cannot be set');
   }
-  let binding: { vector_dimension?: unknown } = {};
-  try {
-    binding = JSON.parse(findings.bindingText ?? '{}') as { vector_dimension?: unknown };
-  } catch {
-    // A malformed binding matches no plan profile.
-  }
-  if (bindingProfileId(findings.bindingText) !== plan.profile
-    || binding.vector_dimension !== findings.vectorDimension) {
+  // A malformed binding, or one without an integer dimension, matches no plan profile.
+  const dimension = bindingDimension(findings.bindingText);
+  if (bindingProfileId(findings.bindingText) !== plan.profile || dimension === null
+    || dimension !== findings.vectorDimension) {
     throw new RecoveryHold('HOLD_PROFILE_MISMATCH_NO_MUTATION',
       'the plan\'s profile or the vector dimension differs from the database binding');
   }

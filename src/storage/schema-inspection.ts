@@ -206,6 +206,17 @@ export function assertNoInterlock(findings: SchemaFindings, why?: string): void 
     + `not sealed${why ? ` (${why})` : ''}; rerun factlane-admin recover with the plan whose operation_id it is`);
 }
 
+/** The `vector_dimension` of a stored binding text when it is an integer, or null when absent or malformed. */
+export function bindingDimension(bindingText: string | null): number | null {
+  try {
+    const dimension = bindingText === null ? null
+      : (JSON.parse(bindingText) as { vector_dimension?: unknown }).vector_dimension;
+    return Number.isInteger(dimension) ? dimension as number : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The `profile_id` of a stored binding text, or null when absent or malformed. */
 export function bindingProfileId(bindingText: string | null): string | null {
   try {

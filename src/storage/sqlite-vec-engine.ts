@@ -16,7 +16,7 @@ import { inSnapshot } from './read-snapshot.js';
 import { assertOneName, hardLinkedFiles } from './quiescence-inventory.js';
 import { probeRuntime, type RuntimeProbeOptions, type RuntimeReport } from './runtime-probe.js';
 import {
-  assertNoInterlock, assertVectorTablesWhole, inspectSchema, schemaRefusal, type SchemaFindings,
+  assertNoInterlock, assertVectorTablesWhole, bindingDimension, inspectSchema, schemaRefusal, type SchemaFindings,
 } from './schema-inspection.js';
 import {
   BUSY_TIMEOUT_MS, WriteConnection, withReadOnly, type WriterQueueSettings, type WriteWork,
@@ -63,16 +63,6 @@ export interface SQLiteVecEngineOptions {
    * instead of taking a shared lease, admits the recovery interlock, and leaves the lease to its owner on close.
    */
   readonly maintenanceLease?: DatabaseLease;
-}
-
-function parseBindingDimension(bindingText: string | null): number | null {
-  if (bindingText === null) return null;
-  try {
-    const dimension = (JSON.parse(bindingText) as { vector_dimension?: unknown }).vector_dimension;
-    return Number.isInteger(dimension) ? (dimension as number) : null;
-  } catch {
-    return null;
-  }
 }
 
 /**
@@ -171,7 +161,7 @@ export class SQLiteVecEngine {
         // What step 7 would refuse is refused here, read-only: opening for writing switches a rollback-journal
         // file (a backup served by mistake) to WAL, and a refused start leaves a file as it was (CONTRACT.md §16.2).
         // A foreign file first; a FactLane one after the damage and interlock checks of this step.
-        const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
+        const refusal = schemaRefusal(findings, shipped, bindingDimension(findings.bindingText));
         if (findings.kind === 'FOREIGN') throw new AdapterError('SCHEMA_MISMATCH', refusal!);
         // A backup is named before its schema: an older one would otherwise send the operator to migrate it.
         assertNotABackup(path);
@@ -212,7 +202,7 @@ export class SQLiteVecEngine {
         created = true;
         return inspectSchema(raw, shipped);
       });
-      const refusal = schemaRefusal(findings, shipped, parseBindingDimension(findings.bindingText));
+      const refusal = schemaRefusal(findings, shipped, bindingDimension(findings.bindingText));
       if (refusal) throw new AdapterError('SCHEMA_MISMATCH', refusal);
       lease.assertSameInode();
       return new SQLiteVecEngine({
