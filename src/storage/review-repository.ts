@@ -1,6 +1,7 @@
 import { Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
+import { inSnapshot } from './read-snapshot.js';
 import { createdAtKey, inScope, scopeOf, type Reader, type ScopeColumns } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
 import { translateSqliteError } from './sqlite-errors.js';
@@ -49,25 +50,25 @@ export async function readReviewQueue(path: string, filter: ReviewQueueFilter): 
   // The gate stays shut: this handle never opens a write transaction, and the connection has no writer function.
   const db = new Kysely<DB>({ dialect: new ImmediateSqliteDialect(connection, { open: false }) });
   try {
-    // A deferred BEGIN on the raw connection: Kysely's transactions are BEGIN IMMEDIATE, which a read-only
-    // connection cannot take. The queries below run on the same connection, inside this snapshot.
-    connection.exec('BEGIN');
-    const counted = await candidatesOf(db, filter.scope).clearSelect()
-      .select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
-    const rows = await candidatesOf(db, filter.scope).orderBy(createdAtKey()).orderBy('record_id').limit(filter.limit)
-      .execute() as RecordRow[];
-    const candidates: PendingCandidate[] = [];
-    for (const candidate of rows) {
-      const relatedCurrent = await db.selectFrom('adapter_records').selectAll()
-        .where('scope_key', '=', candidate.scope_key)
-        .where((eb) => eb.or([eb('contradiction_key', '=', candidate.contradiction_key),
-          eb('native_content_hash', '=', candidate.native_content_hash)]))
-        .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
-        .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_RELATED_CURRENT).execute() as RecordRow[];
-      candidates.push({ candidate, relatedCurrent });
-    }
-    connection.exec('COMMIT');
-    return { total: Number(counted.total), candidates };
+    // One deferred read transaction (inSnapshot): Kysely's transactions are BEGIN IMMEDIATE, which a read-only
+    // connection cannot take.
+    return await inSnapshot(db, async (snapshot) => {
+      const counted = await candidatesOf(snapshot, filter.scope).clearSelect()
+        .select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
+      const rows = await candidatesOf(snapshot, filter.scope).orderBy(createdAtKey()).orderBy('record_id')
+        .limit(filter.limit).execute() as RecordRow[];
+      const candidates: PendingCandidate[] = [];
+      for (const candidate of rows) {
+        const relatedCurrent = await snapshot.selectFrom('adapter_records').selectAll()
+          .where('scope_key', '=', candidate.scope_key)
+          .where((eb) => eb.or([eb('contradiction_key', '=', candidate.contradiction_key),
+            eb('native_content_hash', '=', candidate.native_content_hash)]))
+          .where('lifecycle_state', '=', 'VALIDATED_CURRENT')
+          .orderBy(createdAtKey(), 'desc').orderBy('record_id').limit(MAX_RELATED_CURRENT).execute() as RecordRow[];
+        candidates.push({ candidate, relatedCurrent });
+      }
+      return { total: Number(counted.total), candidates };
+    });
   } catch (error) {
     throw translateSqliteError(error);
   } finally {
