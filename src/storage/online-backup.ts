@@ -1,5 +1,5 @@
 import { LIFECYCLE_STATES } from '@factlane/schema';
-import { Database } from './native.js';
+import { Database, type SqliteConnection } from './native.js';
 import { openReadOnlyConnection } from './write-connection.js';
 import { checkAnswersOk } from './recovery-pragmas.js';
 import { isCorruptionError, sqliteCode, translateSqliteError } from './sqlite-errors.js';
@@ -29,13 +29,15 @@ export async function onlineBackup(
   } finally {
     source.close();
   }
-  const copy = new Database(targetPath, { fileMustExist: true });
+  // Opened inside the try: a copy SQLite cannot open (SQLITE_CANTOPEN, an I/O error) is the copy's failure too.
+  let copy: SqliteConnection | undefined;
   try {
+    copy = new Database(targetPath, { fileMustExist: true });
     copy.pragma('journal_mode = DELETE');
   } catch (error) {
     throw copyFailure(error, 'copy only');
   } finally {
-    copy.close();
+    copy?.close();
   }
 }
 
@@ -66,14 +68,15 @@ export function copyFailure(error: unknown, where: 'both files' | 'copy only' = 
  * `-wal` and `-shm` it created.
  */
 export function setWalMode(path: string): void {
-  const connection = new Database(path, { fileMustExist: true });
+  let connection: SqliteConnection | undefined;
   try {
+    connection = new Database(path, { fileMustExist: true });
     const mode = connection.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new AdapterError('VERIFY_FAILED', `the copy stayed in journal mode ${String(mode)}`);
   } catch (error) {
     throw copyFailure(error, 'copy only');
   } finally {
-    connection.close();
+    connection?.close();
   }
 }
 

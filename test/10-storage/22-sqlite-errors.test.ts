@@ -116,3 +116,17 @@ t.test('integrity_check: an answer other than ok or damage on the way is false; 
   const io = await withConnection(failing('SQLITE_IOERR_READ'));
   t.throws(() => io.integrityOk('x'), { code: 'BACKEND_UNAVAILABLE' }, 'an I/O error: thrown as BACKEND_UNAVAILABLE');
 });
+
+t.test('a copy SQLite cannot open is the copy\'s failure, governed: never a raw SqliteError', async (t) => {
+  // The copy was opened before the try: SQLITE_CANTOPEN reached the operator as an unexpected fault.
+  const native = await import('../../src/storage/native.js');
+  type Backup = typeof import('../../src/storage/online-backup.js');
+  const backup = await t.mockImport<Backup>('../../src/storage/online-backup.js', {
+    '../../src/storage/native.js': {
+      ...native,
+      Database: function refused() { throw sqliteError('SQLITE_CANTOPEN', 'unable to open database file'); },
+    },
+  });
+  t.throws(() => backup.setWalMode('/nowhere/copy.sqlite3'), { name: 'AdapterError', code: 'BACKEND_UNAVAILABLE' },
+    'switching a restored copy to WAL');
+});
