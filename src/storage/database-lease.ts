@@ -1,4 +1,4 @@
-import { closeSync, constants, fchmodSync, fstatSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, openSync, rmSync, statSync } from 'node:fs';
 import { AdapterError } from '../core/adapter-error.js';
 import { loadFlock } from './native.js';
 
@@ -37,13 +37,13 @@ export class DatabaseLease {
       if (options.create) {
         try {
           fd = openSync(path, constants.O_RDONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-          fchmodSync(fd, 0o600); // independent of the umask
           createdFile = true;
         } catch (error) {
           // Another process created it first: continue as if it existed (STORAGE.md §10 step 4).
           if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
           fd = openSync(path, constants.O_RDONLY);
         }
+        if (createdFile) privateNewFile(path, fd);
       } else {
         fd = openSync(path, constants.O_RDONLY);
       }
@@ -119,12 +119,22 @@ export class DatabaseLease {
     }
   }
 
-  /** Tries to turn a shared lease exclusive without waiting; returns false when another holder exists. */
+  /**
+   * Tries to turn a shared lease exclusive without waiting; returns false when another holder exists, and the lease
+   * then holds its shared lock again, or nothing (`held` false) when an exclusive holder took the file meanwhile.
+   * Linux converts a flock by dropping the old lock first: a refused upgrade is left holding none.
+   */
   tryUpgradeToExclusive(): boolean {
+    const fd = this.#descriptor();
     try {
-      this.#flock(this.#descriptor(), 'exnb');
+      this.#flock(fd, 'exnb');
       return true;
     } catch {
+      try {
+        this.#flock(fd, 'shnb');
+      } catch {
+        this.release();
+      }
       return false;
     }
   }
@@ -145,5 +155,19 @@ export class DatabaseLease {
   #descriptor(): number {
     if (this.#fd === undefined) throw new AdapterError('BACKEND_UNAVAILABLE', 'the database lease is already released');
     return this.#fd;
+  }
+}
+
+/**
+ * Makes the file acquire just created mode 0600 whatever the umask; if that fails, closes `fd` and removes the file,
+ * so a failed start leaves neither a descriptor nor an empty database behind.
+ */
+function privateNewFile(path: string, fd: number): void {
+  try {
+    fchmodSync(fd, 0o600);
+  } catch (error) {
+    closeSync(fd);
+    rmSync(path, { force: true });
+    throw error;
   }
 }

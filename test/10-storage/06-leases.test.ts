@@ -1,7 +1,9 @@
 import t from 'tap';
 import { once } from 'node:events';
-import { existsSync, linkSync, unlinkSync } from 'node:fs';
+import * as fs from 'node:fs';
+import { existsSync, linkSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import { DatabaseLease } from '../../src/storage/database-lease.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
 import {
   candidateRow, deadPid, openEngine, spawnTsHelper, storeRow, tableCounts, waitForLine,
@@ -80,4 +82,31 @@ t.test('the second name a killed restore left (a dead pid\'s temporary name) goe
   await t.rejects(openEngine(dbPath), { code: 'BACKEND_UNAVAILABLE', message: /has another name/ },
     'a running restore\'s name is not the server\'s to remove');
   t.ok(existsSync(running));
+});
+
+t.test('a refused upgrade to exclusive keeps the shared lease: Linux drops the old flock before it tries', async (t) => {
+  const dbPath = join(t.testdir(), 'upgrade.sqlite3');
+  const mine = DatabaseLease.acquire(dbPath, 'shared', { create: true });
+  const other = DatabaseLease.acquire(dbPath, 'shared', { create: false }); // its own descriptor: another holder
+  t.teardown(() => { mine.release(); other.release(); });
+  t.equal(mine.tryUpgradeToExclusive(), false, 'another shared holder refuses the upgrade');
+  t.ok(mine.held, 'the lease is still held');
+  other.release();
+  t.throws(() => DatabaseLease.acquire(dbPath, 'exclusive', { create: false }), { code: 'MAINTENANCE_IN_PROGRESS' },
+    'and still shared: an exclusive lease is refused while it stands');
+  t.equal(mine.tryUpgradeToExclusive(), true, 'alone, it upgrades');
+});
+
+t.test('a new file that cannot be made 0600 is closed and removed: no descriptor, no empty database left', async (t) => {
+  const dbPath = join(t.testdir(), 'nochmod.sqlite3');
+  type Lease = typeof import('../../src/storage/database-lease.js');
+  const { DatabaseLease: Refusing } = await t.mockImport<Lease>('../../src/storage/database-lease.js', {
+    'node:fs': { ...fs, fchmodSync: () => { throw Object.assign(new Error('EPERM: fchmod'), { code: 'EPERM' }); } },
+  });
+  const descriptors = () => readdirSync('/proc/self/fd').length;
+  const before = descriptors();
+  t.throws(() => Refusing.acquire(dbPath, 'shared', { create: true }),
+    { code: 'BACKEND_UNAVAILABLE', message: /cannot be opened \(EPERM\)/ });
+  t.notOk(existsSync(dbPath), 'the file it created is gone');
+  t.equal(descriptors(), before, 'and its descriptor closed');
 });
