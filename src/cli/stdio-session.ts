@@ -21,6 +21,8 @@ export class StdioSession {
   readonly #exited: Promise<number | null>;
   readonly #timeoutMs: number;
   #nextId = 1;
+  /** Set once the server process exited or could not be started: every call after it fails with it. */
+  #ended: Error | undefined;
 
   private constructor(child: ChildProcessWithoutNullStreams, timeoutMs: number) {
     this.#child = child;
@@ -28,11 +30,18 @@ export class StdioSession {
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => this.#stderr.push(chunk));
     createInterface({ input: child.stdout }).on('line', (line) => this.#answer(line));
     this.#exited = new Promise((resolve) => child.on('exit', (code) => {
-      const exited = new Error(`factlane exited (${code}): ${this.stderr}`);
-      for (const pending of this.#pending.values()) pending.reject(exited);
-      this.#pending.clear();
+      this.#end(new Error(`factlane exited (${code}): ${this.stderr}`));
       resolve(code);
     }));
+    // A write to a server that is gone fails with EPIPE: the exit above says what happened, not an unhandled error.
+    child.stdin.on('error', () => {});
+    child.on('error', (error) => this.#end(new Error(`factlane could not be run: ${error.message}`)));
+  }
+
+  #end(error: Error): void {
+    this.#ended ??= error;
+    for (const pending of this.#pending.values()) pending.reject(error);
+    this.#pending.clear();
   }
 
   /** Launches `node LAUNCHER ...args` and completes the MCP initialize handshake; each answer may take `timeoutMs`. */
@@ -71,7 +80,14 @@ export class StdioSession {
   #request(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      const timeout = () => reject(new Error(`no answer to ${method} in ${this.#timeoutMs} ms`));
+      if (this.#ended) {
+        reject(this.#ended);
+        return;
+      }
+      const timeout = () => {
+        this.#pending.delete(id);
+        reject(new Error(`no answer to ${method} in ${this.#timeoutMs} ms`));
+      };
       const timer = setTimeout(timeout, this.#timeoutMs);
       const settle = (fn: () => void) => { clearTimeout(timer); fn(); };
       this.#pending.set(id, {

@@ -132,6 +132,28 @@ t.test('a server that exits at once makes the demo fail with its stderr, not han
   );
 });
 
+t.test('a call after the server exited fails at once with its exit, not with EPIPE or a 30 s wait', async (t) => {
+  const fake = join(t.testdir(), 'exits-after-initialize.mjs');
+  writeFileSync(fake, `import { createInterface } from 'node:readline';
+createInterface({ input: process.stdin }).on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.method === 'initialize') {
+    const result = { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name: 'x', version: '1' } };
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }) + '\\n');
+  } else {
+    process.stderr.write('gone\\n');
+    process.exit(3);
+  }
+});
+`);
+  const session = await StdioSession.open(fake, [], 5_000);
+  const exited = await session.close().catch(() => null);
+  t.equal(exited, 3, 'the server exited on its own');
+  const started = Date.now();
+  await t.rejects(session.callTool('memory_status', { scope: 'GLOBAL_USER' }), /factlane exited \(3\): gone/);
+  t.ok(Date.now() - started < 1_000, 'at once');
+});
+
 t.test('summarise prints status, degradation and records in one short block', async (t) => {
   t.equal(
     summarise({ status: 'BLOCKED', error_code: 'VERSION_CONFLICT', message: 'stale' }),
