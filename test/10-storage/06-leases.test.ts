@@ -84,7 +84,8 @@ t.test('the second name a killed restore left (a dead pid\'s temporary name) goe
   t.ok(existsSync(running));
 });
 
-t.test('a refused upgrade to exclusive keeps the shared lease: Linux drops the old flock before it tries', async (t) => {
+t.test('a refused upgrade to exclusive keeps the shared lease: Linux drops the old flock before it tries',
+  async (t) => {
   const dbPath = join(t.testdir(), 'upgrade.sqlite3');
   const mine = DatabaseLease.acquire(dbPath, 'shared', { create: true });
   const other = DatabaseLease.acquire(dbPath, 'shared', { create: false }); // its own descriptor: another holder
@@ -97,7 +98,8 @@ t.test('a refused upgrade to exclusive keeps the shared lease: Linux drops the o
   t.equal(mine.tryUpgradeToExclusive(), true, 'alone, it upgrades');
 });
 
-t.test('a new file that cannot be made 0600 is closed and removed: no descriptor, no empty database left', async (t) => {
+t.test('a new file that cannot be made 0600 is closed and removed: no descriptor, no empty database left',
+  async (t) => {
   const dbPath = join(t.testdir(), 'nochmod.sqlite3');
   type Lease = typeof import('../../src/storage/database-lease.js');
   const { DatabaseLease: Refusing } = await t.mockImport<Lease>('../../src/storage/database-lease.js', {
