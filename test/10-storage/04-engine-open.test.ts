@@ -185,7 +185,9 @@ t.test('a failed first start leaves no database file', async (t) => {
   t.same(readdirSync(dir), [], 'provider failure: nothing created');
   const broken = migrationsDir(dir, 'broken',
     { [nextMigration('broken')]: 'CREATE TABLE ok_so_far (a TEXT);\nCREATE TABLE broken (;\n' });
-  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }));
+  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { migrationsDir: broken }), {
+    code: 'BACKEND_UNAVAILABLE', message: /the database could not be created/,
+  }, 'the second statement of the file fails');
   t.notOk(existsSync(join(dir, 'y.sqlite3')), 'migration failure: no file');
   t.notOk(existsSync(join(dir, 'y.sqlite3-wal')), 'no wal');
   t.notOk(existsSync(join(dir, 'y.sqlite3-shm')), 'no shm');

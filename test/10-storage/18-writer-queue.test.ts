@@ -391,10 +391,13 @@ t.test('backup, verify and restore ignore the sidecar: nothing copies it, a stal
 
 t.test('a failed first start removes the sidecar with the database', async (t) => {
   const dir = t.testdir();
-  // vec0 refuses a zero dimension: creation fails inside the first write transaction, after the sidecar exists.
+  // A zero dimension is refused when the first file is rendered: inside the first write transaction, after the
+  // sidecar exists.
   const binding = async () =>
     ({ vectorDimension: 0, bindingJson: JSON.stringify({ profile_id: 'broken', vector_dimension: 0 }) });
-  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { newDatabaseBinding: binding }));
+  await t.rejects(openEngine(join(dir, 'y.sqlite3'), { newDatabaseBinding: binding }), {
+    name: 'RangeError', message: /vector dimension must be a positive integer/,
+  });
   t.same(readdirSync(dir), [], 'no database, -wal, -shm or -writer left');
 });
 

@@ -300,7 +300,7 @@ t.test('a remembered capacity block is served only for the very same readings', 
     const reading = { ...base, [field]: value };
     const block = rememberedCapacityBlock(reading);
     t.strictSame(block, capacityBlock(reading), `${field} changed: a block of the new readings`);
-    t.equal(rememberedCapacityBlock(base), rememberedCapacityBlock(base), 'and back');
+    t.strictSame(rememberedCapacityBlock(base), capacityBlock(base), 'and back: a block of the first readings');
   }
   const unknown = rememberedCapacityBlock({ ...base, filesystemFreeBytes: null });
   t.equal(unknown.observation, 'UNKNOWN', 'a failed reading is never hidden by a remembered one');

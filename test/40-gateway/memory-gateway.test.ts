@@ -138,7 +138,9 @@ t.test("the caller's request is never modified; the adapter gets a deep copy", a
   t.not(received, request);
   t.not(received.source_provenance, request.source_provenance, 'nested objects copied');
   t.not(received.tags, request.tags);
-  await t.rejects(gateway.handle('memory_update', { ...request, provenance: {} }));
+  await t.rejects(gateway.handle('memory_update', { ...request, provenance: {} }), {
+    code: 'INVALID_ENVELOPE', message: /provenance is not a field/,
+  });
   t.strictSame(request, before, 'unchanged after a refusal too');
 });
 

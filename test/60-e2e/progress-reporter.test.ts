@@ -48,7 +48,7 @@ t.test('a failing operation ends its line before the error and rethrows it uncha
   const quiet = fakeStream(true);
   await t.rejects(new ProgressReporter({ operation: 'restore', stream: quiet, json: false }).run(async () => {
     throw error;
-  }));
+  }), error);
   t.equal(quiet.text(), '', 'no step reached: no line to end');
 });
 
@@ -85,7 +85,7 @@ t.test('--json writes one object per step and a failed step when the operation t
     { operation: 'backup', stream: other, json: true, now: ticking() },
   ).run(async () => {
     throw new Error('unexpected');
-  }));
+  }), { message: 'unexpected' });
   t.strictSame(JSON.parse(other.text()), { operation: 'backup', step: 'failed', elapsed_ms: 5 },
     'no code for an ungoverned error');
 });
