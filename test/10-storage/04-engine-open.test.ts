@@ -12,7 +12,7 @@ import { assertNoStrayJournal, rollBackUnfinishedCreation } from '../../src/stor
 import { FACTLANE_BIN } from '../helpers/mcp.js';
 import {
   candidateRow, migrationsDir, nextMigration, openEngine, RawDatabase, SHIPPED_MIGRATIONS, SHIPPED_VERSION,
-  spawnTsHelper, storeRow, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
+  spawnTsHelper, storeRow, tableCounts, tamperAppliedChecksum, TEST_BINDING, waitForLine, writeInterlock,
 } from '../helpers/storage.js';
 
 t.test('--db a dangling symbolic link: the new database is created where it points; a loop is refused', async (t) => {
@@ -463,4 +463,16 @@ t.test('a killed creation\'s journal: gone by the time it is looked at (another 
   t.match(start.stderr, /BACKEND_UNAVAILABLE: a -journal beside the database holds a transaction a process killed /,
     'SQLite opened the file read-only for them, and the journal is what stops it');
   t.notMatch(start.stderr, /recovery interlock/, 'not the interlock\'s message');
+});
+
+t.test('a write or a read after close is BACKEND_UNAVAILABLE "storage is closed", and nothing is written',
+  async (t) => {
+  // A call still arriving when a shutdown has closed storage (past the stop grace) gets a governed answer.
+  const dbPath = join(t.testdir(), 'closed.sqlite3');
+  const engine = await openEngine(dbPath);
+  const before = tableCounts(dbPath);
+  await engine.close();
+  t.throws(() => engine.write(async () => 1), { code: 'BACKEND_UNAVAILABLE', message: 'storage is closed' }, 'a write');
+  t.throws(() => engine.read(async () => 1), { code: 'BACKEND_UNAVAILABLE', message: 'storage is closed' }, 'a read');
+  t.same(tableCounts(dbPath), before, 'nothing changed');
 });

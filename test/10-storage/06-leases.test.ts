@@ -112,3 +112,37 @@ t.test('a new file that cannot be made 0600 is closed and removed: no descriptor
   t.notOk(existsSync(dbPath), 'the file it created is gone');
   t.equal(descriptors(), before, 'and its descriptor closed');
 });
+
+t.test('a flock the filesystem refuses (not a conflict) is BACKEND_UNAVAILABLE, and the descriptor is closed',
+  async (t) => {
+  // Some FUSE, SMB or NFS `nolock` mounts fail flock with ENOLCK or EOPNOTSUPP rather than EWOULDBLOCK.
+  const dbPath = join(t.testdir(), 'nolock.sqlite3');
+  const native = await import('../../src/storage/native.js');
+  type Lease = typeof import('../../src/storage/database-lease.js');
+  const { DatabaseLease: NoLocks } = await t.mockImport<Lease>('../../src/storage/database-lease.js', {
+    '../../src/storage/native.js': {
+      ...native,
+      loadFlock: () => () => { throw Object.assign(new Error('ENOLCK: no locks available'), { code: 'ENOLCK' }); },
+    },
+  });
+  const descriptors = () => readdirSync('/proc/self/fd').length;
+  const before = descriptors();
+  t.throws(() => NoLocks.acquire(dbPath, 'shared', { create: true }),
+    { code: 'BACKEND_UNAVAILABLE', message: 'the database lease cannot be taken on this filesystem' });
+  t.equal(descriptors(), before, 'no descriptor left open');
+});
+
+t.test('a database path that names another file than the one locked is BACKEND_UNAVAILABLE, retryable', async (t) => {
+  const dir = t.testdir();
+  const dbPath = join(dir, 'moved.sqlite3');
+  const lease = DatabaseLease.acquire(dbPath, 'shared', { create: true });
+  t.teardown(() => lease.release());
+  lease.assertSameInode();
+  fs.renameSync(dbPath, join(dir, 'elsewhere.sqlite3'));
+  fs.writeFileSync(dbPath, '');
+  t.throws(() => lease.assertSameInode(), {
+    code: 'BACKEND_UNAVAILABLE', retryable: true, message: 'the database path changed while it was being opened; retry',
+  }, 'replaced by another file');
+  fs.rmSync(dbPath);
+  t.throws(() => lease.assertSameInode(), { code: 'BACKEND_UNAVAILABLE' }, 'or removed');
+});

@@ -130,3 +130,20 @@ t.test('a copy SQLite cannot open is the copy\'s failure, governed: never a raw 
   t.throws(() => backup.setWalMode('/nowhere/copy.sqlite3'), { name: 'AdapterError', code: 'BACKEND_UNAVAILABLE' },
     'switching a restored copy to WAL');
 });
+
+t.test('a restored copy that SQLite leaves out of WAL mode is VERIFY_FAILED, and the connection is closed',
+  async (t) => {
+  // journal_mode = WAL answers the mode it is in: a filesystem without shared memory (no mmap) keeps `delete`.
+  let closed = false;
+  const native = await import('../../src/storage/native.js');
+  type Backup = typeof import('../../src/storage/online-backup.js');
+  const backup = await t.mockImport<Backup>('../../src/storage/online-backup.js', {
+    '../../src/storage/native.js': {
+      ...native,
+      Database: function stays() { return { pragma: () => 'delete', close: () => { closed = true; } }; },
+    },
+  });
+  t.throws(() => backup.setWalMode('/restored/copy.sqlite3'),
+    { name: 'AdapterError', code: 'VERIFY_FAILED', message: 'the copy stayed in journal mode delete' });
+  t.ok(closed, 'the copy\'s connection closed');
+});
