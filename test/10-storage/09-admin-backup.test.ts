@@ -205,9 +205,14 @@ t.test('a file that is no FactLane database is not backed up; Ctrl-C during a co
       { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (chunk) => { stderr += chunk; });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let gone = false;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+      gone = true;
+      resolve(code);
+    }));
     const temporary = () => readdirSync(dir).some((name) => name.startsWith(`.stopped-${signal}.sqlite3.`));
-    while (!temporary()) await new Promise((resolve) => setTimeout(resolve, 2));
+    while (!temporary() && !gone) await new Promise((resolve) => setTimeout(resolve, 2));
+    if (gone) t.fail(`${signal}: the backup ended before its copy was seen (${stderr.trim()})`);
     // Inside the copy, which runs without a turn of the event loop: the signal waits for one, and the run must not
     // publish before it has had that turn (it published and exited 0 in 10 of 10 runs of a review helper).
     await new Promise((resolve) => setTimeout(resolve, 100));

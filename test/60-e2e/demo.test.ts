@@ -69,9 +69,14 @@ t.test('Ctrl-C during the demo closes its servers and removes its temporary data
     const child = spawn(process.execPath, [FACTLANE_BIN, 'demo'], {
       env: { ...process.env, TMPDIR: tmp }, stdio: 'ignore',
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let gone = false;
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+      gone = true;
+      resolve(code);
+    }));
     const started = () => readdirSync(tmp).some((name) => existsSync(join(tmp, name, 'demo.sqlite3')));
-    while (!started()) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (!started() && !gone) await new Promise((resolve) => setTimeout(resolve, 5));
+    if (gone) t.fail(`${signal}: the demo ended before its database was seen`);
     child.kill(signal);
     t.equal(await exited, signal === 'SIGINT' ? 130 : 143, `${signal}: the exit code of the signal`);
     t.same(readdirSync(tmp), [], `${signal}: nothing left in the temporary directory`);
