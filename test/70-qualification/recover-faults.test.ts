@@ -307,6 +307,7 @@ const RACE_ATTEMPTS_MAX = 3_000;
 
 t.test('engine opens raced against a recovery: refused while it runs, opened only once it completed', async (t) => {
   const dir = t.testdir();
+  let refusedWhileRunning = 0;
   for (const [iteration, fault] of RACE_FAULTS.entries()) {
     const s = await scenario(join(dir, `race-${iteration}`));
     const child = startChild(s, fault);
@@ -338,6 +339,7 @@ t.test('engine opens raced against a recovery: refused while it runs, opened onl
         const pathChanged = code === 'BACKEND_UNAVAILABLE' && /path changed/.test(message);
         const allowed = code === 'MAINTENANCE_IN_PROGRESS' || pathChanged;
         count(code ?? 'error');
+        if (code === 'MAINTENANCE_IN_PROGRESS') refusedWhileRunning += 1;
         if (!allowed) problems.push(`after "${phaseBefore}": ${code} ${message}`);
       }
       await new Promise((resolve) => setImmediate(resolve));
@@ -350,6 +352,9 @@ t.test('engine opens raced against a recovery: refused while it runs, opened onl
     t.equal(engine.findings.interlockPresent, false, `${fault}: afterwards an engine opens without an interlock`);
     await engine.close();
   }
+  // A recovery that ended before any attempt would pass the checks above without racing anything: the paused ones
+  // (30 ms at every phase) leave room for many.
+  t.ok(refusedWhileRunning > 0, `opens were refused while a recovery ran (${refusedWhileRunning})`);
 });
 
 t.test('SIGINT or SIGTERM before the commit: exit 1, nothing changed', async (t) => {
