@@ -240,7 +240,9 @@ t.test('a file another process holds locked at start is read again with the boun
   // STORAGE.md §11: BACKEND_BUSY only after the bounded retry of §6. The read-only check gave up after one wait.
   const dbPath = join(t.testdir(), 'held.sqlite3');
   await (await openEngine(dbPath)).close();
-  const holder = spawnTsHelper('engine-process.ts', ['exclusive-lock', dbPath, '6500']);
+  // Held 9 s from `ready`: even an open that starts a few seconds late on a loaded machine meets more than one
+  // busy_timeout (5 s) of it.
+  const holder = spawnTsHelper('engine-process.ts', ['exclusive-lock', dbPath, '9000']);
   t.teardown(() => { holder.kill('SIGKILL'); });
   await waitForLine(holder, /^ready$/);
   const start = Date.now();

@@ -52,7 +52,8 @@ t.test('once stopWaiting(grace) runs, no busy wait or retry goes past the grace 
   // The default policy: five retries after 5 s busy waits each; stopped, one wait of at most the 1 s left.
   await t.rejects(storeRow(engine, candidateRow()),
     { code: 'BACKEND_BUSY', retryable: true, message: /the server is stopping/ });
-  t.ok(Date.now() - began < 1500, `within the grace (${Date.now() - began} ms)`);
+  // At most 1 s of waiting, against 5 s busy waits retried five times without the stop: room for a loaded machine.
+  t.ok(Date.now() - began < 4000, `near the grace, not after a 5 s busy wait (${Date.now() - began} ms)`);
   raw.exec('ROLLBACK');
   t.equal(tableCounts(dbPath).records, 2, 'nothing written');
 });
@@ -71,7 +72,8 @@ t.test('a stopping server: two writes that meet a lock together both end within 
   const began = Date.now();
   const outcomes = await Promise.allSettled([storeRow(engine, candidateRow()), storeRow(engine, candidateRow())]);
   t.same(outcomes.map((outcome) => outcome.status), ['rejected', 'rejected'], 'both BACKEND_BUSY');
-  t.ok(Date.now() - began < 3500, `both within the grace (${Date.now() - began} ms)`);
+  // The bug waited 5 s past the 2.5 s grace: the bound leaves a loaded machine room without hiding it.
+  t.ok(Date.now() - began < 6000, `both near the grace, not 5 s past it (${Date.now() - began} ms)`);
 });
 
 t.test('a stopping server still writes when another process lets the database go within the grace', async (t) => {

@@ -414,6 +414,7 @@ t.test('a stopping server waits for its turn in the queue no longer than its end
   engine.stopWaiting(2000);
   const began = Date.now();
   await storeRow(engine, candidateRow());
-  t.ok(Date.now() - began < 1900, `the wait ended at the end, 1.5 s away (${Date.now() - began} ms)`);
+  // The end is 1.5 s away, the queue's own wait 5 s: the bound leaves a loaded machine room without hiding the bug.
+  t.ok(Date.now() - began < 4000, `the wait ended at the end, 1.5 s away, not after 5 s (${Date.now() - began} ms)`);
   t.equal(await countRecords(engine), 2, 'and the write, meeting no SQLite lock, committed');
 });

@@ -154,9 +154,8 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   const session = await StdioSession.open(fake, [], 5_000);
   const exited = await session.close().catch(() => null);
   t.equal(exited, 3, 'the server exited on its own');
-  const started = Date.now();
+  // Not the call's own timeout (5 s here, "no answer to tools/call"): the exit, at once.
   await t.rejects(session.callTool('memory_status', { scope: 'GLOBAL_USER' }), /factlane exited \(3\): gone/);
-  t.ok(Date.now() - started < 1_000, 'at once');
 });
 
 t.test('summarise prints status, degradation and records in one short block', async (t) => {
