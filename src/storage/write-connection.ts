@@ -49,7 +49,7 @@ export class WriteConnection {
   /** Set by stopWaiting (performance.now() ms): no busy wait or retry of a stopping server goes past it. */
   #stopBy = Infinity;
   readonly #stopByNow = () => this.#stopBy;
-  /** Writes waiting for their group, in call order (#join). */
+  /** Writes waiting for their group, in call order (write). */
   readonly #gathered: GatheredWrite[] = [];
   /** #runGathered is running: a new write only joins the list. */
   #gathering = false;
@@ -124,15 +124,6 @@ export class WriteConnection {
    */
   async write<T>(work: WriteWork<T>): Promise<T> {
     this.#assertOpen();
-    return withBusyRetry(this.#retry, () => this.#join(work), this.#stopByNow);
-  }
-
-  /**
-   * One attempt of one write: it waits among this connection's gathered writes and settles when the transaction that
-   * ran it commits (its result), rolls back its part (its own error) or fails as a whole (that error, for every write
-   * of the group; a busy one is retried by each write's own withBusyRetry).
-   */
-  #join<T>(work: WriteWork<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#gathered.push({ work, resolve, reject } as GatheredWrite);
       if (!this.#gathering) void this.#runGathered();
@@ -143,19 +134,29 @@ export class WriteConnection {
    * Runs the gathered writes, in call order, a group at a time: each group takes one turn of the writer queue and is
    * one BEGIN IMMEDIATE transaction, taken from what is gathered once the turn came, so the writes that arrived while
    * the first one waited share its lock, its commit and its fsync (docs/decisions/0045-writes-share-a-commit.md).
+   * A group that meets a busy database is retried as a whole (withBusyRetry), with the writes gathered meanwhile
+   * added to it: each write then waits the retries of STORAGE.md §6 once (about 36 s), where a retry of its own
+   * also waited out, on the blocked event loop, the busy waits of every other write of the process (70-80 s with 4
+   * calls in flight, stop 52).
    */
   async #runGathered(): Promise<void> {
     this.#gathering = true;
     try {
       while (this.#gathered.length > 0) {
         const queue = this.#queue;
-        let group: GatheredWrite[] = [];
-        const take = () => (group = this.#gathered.splice(0, MAX_GROUP_WRITES));
+        const group: GatheredWrite[] = [];
+        const take = () => {
+          group.push(...this.#gathered.splice(0, MAX_GROUP_WRITES - group.length));
+          return group;
+        };
         try {
-          if (queue) await queue.run((waitedMs) => this.#runGroup(take(), waitedMs), () => this.#gathered.length > 0);
-          else await this.#runGroup(take(), 0);
+          await withBusyRetry(this.#retry, async () => {
+            if (queue) await queue.run((waitedMs) => this.#runGroup(take(), waitedMs), () => this.#gathered.length > 0);
+            else await this.#runGroup(take(), 0);
+          }, this.#stopByNow);
         } catch (error) {
-          // #runGroup settles its writes; only the queue failing around it gets here. No write may wait forever.
+          // #runGroup settles its writes but for a busy transaction, which gets here after the retries (BACKEND_BUSY),
+          // as does the queue failing around it. No write may wait forever.
           for (const write of [...group, ...this.#gathered.splice(0)]) write.reject(error);
         }
       }
@@ -165,9 +166,10 @@ export class WriteConnection {
   }
 
   /**
-   * One transaction for `group`. Every write of it is settled, except after an error that ended the transaction:
-   * then the others go back to the head of the gathered writes and run in the next turn (the lock is held around one
-   * transaction, STORAGE.md §6). Never throws.
+   * One transaction for `group`. Every write of it is settled, except after a busy error, thrown for the group to try
+   * again whole, and after an error that ended the transaction: then the others go back to the head of the gathered
+   * writes and run in the next turn (the lock is held around one transaction, STORAGE.md §6). Errors are translated
+   * once, here.
    */
   async #runGroup(group: GatheredWrite[], waitedMs: number): Promise<void> {
     const outcomes: (GroupOutcome | undefined)[] = [];
@@ -175,30 +177,32 @@ export class WriteConnection {
       await this.#attempt(() => this.#kysely.transaction().execute((trx) => this.#inGroup(trx, group, outcomes)),
         waitedMs);
     } catch (error) {
+      if (isRetryableBusy(error)) throw error;
       if (!(error instanceof GroupInterrupted)) {
-        // BEGIN, a busy statement or the commit failed: nothing of the group is written. A write refused under its
-        // savepoint gets this error too: its refusal may rest on rows of the group that are gone now.
-        for (const write of group) write.reject(error);
+        // BEGIN or the commit failed: nothing of the group is written. A write refused under its savepoint gets this
+        // error too: its refusal may rest on rows of the group that are gone now.
+        for (const write of group) write.reject(translateSqliteError(error));
         return;
       }
       // SQLite rolled the whole transaction back on one write's error: that write fails, the others run again.
       const failed = outcomes.length - 1;
-      group[failed]!.reject(error.cause);
+      group[failed]!.reject(translateSqliteError(error.cause));
       this.#gathered.unshift(...group.filter((_, i) => i !== failed));
+      group.length = 0;
       return;
     }
     group.forEach((write, i) => {
       const outcome = outcomes[i]!;
       if (outcome.ok) write.resolve(outcome.value);
-      else write.reject(outcome.error);
+      else write.reject(translateSqliteError(outcome.error));
     });
   }
 
   /**
    * The writes of a group inside its transaction. One write alone runs as it is: its error rolls the transaction back.
    * In a larger group each runs under a savepoint, so its error undoes its own part only and the others commit; a busy
-   * error fails the group (each write retries), and an error after which SQLite has no transaction open any more
-   * (SQLITE_FULL, SQLITE_IOERR) interrupts it.
+   * error fails the group (tried again whole, #runGathered), and an error after which SQLite has no transaction open
+   * any more (SQLITE_FULL, SQLITE_IOERR) interrupts it.
    */
   async #inGroup(trx: Transaction<DB>, group: GatheredWrite[], outcomes: (GroupOutcome | undefined)[]): Promise<void> {
     const connection = this.#connection;
