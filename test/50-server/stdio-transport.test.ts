@@ -9,9 +9,9 @@ const tick = () => new Promise((resolve) => setImmediate(resolve));
 const PING = (id: number) => `{"jsonrpc":"2.0","id":${id},"method":"ping"}\n`;
 
 /** A started transport over two pass-through streams, with what it delivered and reported. */
-async function openTransport(maxLineBytes?: number) {
+async function openTransport(maxLineBytes?: number, outputHighWaterMark?: number) {
   const input = new PassThrough();
-  const output = new PassThrough();
+  const output = new PassThrough({ highWaterMark: outputHighWaterMark });
   const transport = new EnvelopeStdioTransport(input, output, maxLineBytes);
   const received: JSONRPCMessage[] = [];
   const errors: string[] = [];
@@ -91,12 +91,7 @@ t.test('input pauses while stdout is over its high-water mark and resumes on dra
 t.test('after stopReading, a drain sends the waiting answers but reads no more requests', async (t) => {
   // A shutdown stops reading while an answer waits on a full stdout: that drain resumed input, and requests read then
   // ran against storage that was closing.
-  const input = new PassThrough();
-  const output = new PassThrough({ highWaterMark: 16 });
-  const transport = new EnvelopeStdioTransport(input, output);
-  const received: JSONRPCMessage[] = [];
-  transport.onmessage = (message) => received.push(message);
-  await transport.start();
+  const { input, output, transport, received } = await openTransport(undefined, 16);
   const sending = transport.send({ jsonrpc: '2.0', id: 1, result: { tools: [] } });
   transport.stopReading();
   input.write(PING(2));
