@@ -84,6 +84,9 @@ t.test('the second name a killed restore left (a dead pid\'s temporary name) goe
   t.ok(existsSync(running));
 });
 
+/** How many file descriptors this process has open. */
+const descriptors = () => readdirSync('/proc/self/fd').length;
+
 t.test('a refused upgrade to exclusive keeps the shared lease: Linux drops the old flock before it tries',
   async (t) => {
   const dbPath = join(t.testdir(), 'upgrade.sqlite3');
@@ -105,7 +108,6 @@ t.test('a new file that cannot be made 0600 is closed and removed: no descriptor
   const { DatabaseLease: Refusing } = await t.mockImport<Lease>('../../src/storage/database-lease.js', {
     'node:fs': { ...fs, fchmodSync: () => { throw Object.assign(new Error('EPERM: fchmod'), { code: 'EPERM' }); } },
   });
-  const descriptors = () => readdirSync('/proc/self/fd').length;
   const before = descriptors();
   t.throws(() => Refusing.acquire(dbPath, 'shared', { create: true }),
     { code: 'BACKEND_UNAVAILABLE', message: /cannot be opened \(EPERM\)/ });
@@ -125,7 +127,6 @@ t.test('a flock the filesystem refuses (not a conflict) is BACKEND_UNAVAILABLE, 
       loadFlock: () => () => { throw Object.assign(new Error('ENOLCK: no locks available'), { code: 'ENOLCK' }); },
     },
   });
-  const descriptors = () => readdirSync('/proc/self/fd').length;
   const before = descriptors();
   t.throws(() => NoLocks.acquire(dbPath, 'shared', { create: true }),
     { code: 'BACKEND_UNAVAILABLE', message: 'the database lease cannot be taken on this filesystem' });

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
 import { AdapterError } from '../../src/core/adapter-error.js';
@@ -117,16 +117,19 @@ t.test('integrity_check: an answer other than ok or damage on the way is false; 
   t.throws(() => io.integrityOk('x'), { code: 'BACKEND_UNAVAILABLE' }, 'an I/O error: thrown as BACKEND_UNAVAILABLE');
 });
 
-t.test('a copy SQLite cannot open is the copy\'s failure, governed: never a raw SqliteError', async (t) => {
-  // The copy was opened before the try: SQLITE_CANTOPEN reached the operator as an unexpected fault.
+/** online-backup.js with `Database` (the copy's connection) replaced. */
+async function backupWithDatabase(t: Test, database: () => unknown) {
   const native = await import('../../src/storage/native.js');
   type Backup = typeof import('../../src/storage/online-backup.js');
-  const backup = await t.mockImport<Backup>('../../src/storage/online-backup.js', {
-    '../../src/storage/native.js': {
-      ...native,
-      Database: function refused() { throw sqliteError('SQLITE_CANTOPEN', 'unable to open database file'); },
-    },
+  return t.mockImport<Backup>('../../src/storage/online-backup.js', {
+    '../../src/storage/native.js': { ...native, Database: database },
   });
+}
+
+t.test('a copy SQLite cannot open is the copy\'s failure, governed: never a raw SqliteError', async (t) => {
+  // The copy was opened before the try: SQLITE_CANTOPEN reached the operator as an unexpected fault.
+  const backup = await backupWithDatabase(t,
+    function refused() { throw sqliteError('SQLITE_CANTOPEN', 'unable to open database file'); });
   t.throws(() => backup.setWalMode('/nowhere/copy.sqlite3'), { name: 'AdapterError', code: 'BACKEND_UNAVAILABLE' },
     'switching a restored copy to WAL');
 });
@@ -135,14 +138,8 @@ t.test('a restored copy that SQLite leaves out of WAL mode is VERIFY_FAILED, and
   async (t) => {
   // journal_mode = WAL answers the mode it is in: a filesystem without shared memory (no mmap) keeps `delete`.
   let closed = false;
-  const native = await import('../../src/storage/native.js');
-  type Backup = typeof import('../../src/storage/online-backup.js');
-  const backup = await t.mockImport<Backup>('../../src/storage/online-backup.js', {
-    '../../src/storage/native.js': {
-      ...native,
-      Database: function stays() { return { pragma: () => 'delete', close: () => { closed = true; } }; },
-    },
-  });
+  const backup = await backupWithDatabase(t,
+    function stays() { return { pragma: () => 'delete', close: () => { closed = true; } }; });
   t.throws(() => backup.setWalMode('/restored/copy.sqlite3'),
     { name: 'AdapterError', code: 'VERIFY_FAILED', message: 'the copy stayed in journal mode delete' });
   t.ok(closed, 'the copy\'s connection closed');
