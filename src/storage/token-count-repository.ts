@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { RecordRow } from './record-rows.js';
 import { runShape } from './statement-shapes.js';
@@ -48,7 +48,7 @@ export async function rebuildTokenCounts(
   let stored = 0;
   for (;;) {
     const rows = await uncounted().selectAll('r').where('r.row_id', '>', after).orderBy('r.row_id')
-      .limit(REBUILD_BATCH_RECORDS).execute() as RecordRow[];
+      .limit(sql.lit(REBUILD_BATCH_RECORDS)).execute() as RecordRow[];
     if (rows.length === 0) return stored;
     for (const row of rows) {
       const fixedTokens = await countRecord(row);

@@ -2,6 +2,8 @@ import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import { boundLimit } from '../../src/storage/immediate-sqlite-driver.js';
+import type { Reader } from '../../src/storage/read-snapshot.js';
 import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
 import {
   contradictionSummary, findByIdempotencyKey, findCurrentWithKey, findDuplicate, findLiveRecord, findRecord, inScope,
@@ -142,6 +144,31 @@ t.test('every repository statement finds its rows through an index, never by wal
     "a memory's history comes from (memory_id, revision)");
   t.match(planOf('findRecord:'), /record_id/, 'a record by its id');
   t.match(planOf('findByIdempotencyKey:'), /idempotency_key/, 'a record by its idempotency key');
+});
+
+t.test('a LIMIT or OFFSET bound as a bare parameter is refused before it is prepared; boundLimit binds it per run',
+  async (t) => {
+  const engine = await openEngine(join(t.testdir(), 'limits.sqlite3'));
+  t.teardown(() => engine.close());
+  for (const fact of ['a', 'b', 'c']) await storeRow(engine, candidateRow({ fact }));
+  const facts = (rows: { fact: string }[]) => rows.map((row) => row.fact);
+  const ordered = (db: Reader) => db.selectFrom('adapter_records').select('fact').orderBy('fact');
+  // SQLite plans a bare `LIMIT ?` on its bound value, so it would prepare the statement again at every run.
+  const refused = { name: 'TypeError', message: /LIMIT or OFFSET bound as a bare parameter/ };
+  await t.rejects(engine.read((db) => ordered(db).limit(2).execute()), refused, 'the builder\'s limit(n)');
+  await t.rejects(engine.read((db) => ordered(db).limit(sql.lit(2)).offset(1).execute()), refused, 'an offset');
+  await t.rejects(engine.read((db) => sql`SELECT fact FROM adapter_records LIMIT ${2}`.execute(db)), refused,
+    'a LIMIT written in raw SQL');
+  await t.rejects(engine.read((db) => sql`SELECT fact FROM adapter_records LIMIT (${2})`.execute(db)), refused,
+    'in parentheses too');
+  t.strictSame(facts(await engine.read((db) => ordered(db).limit(sql.lit(2)).execute())), ['a', 'b'], 'a literal');
+  // One statement, bound anew at each run: each run takes its own limit and offset.
+  const limited = (limit: number, offset: number) => engine.read((db) => runShape(db, 'test:boundLimit',
+    [limit, offset], ([l, o]) => ordered(db).limit(boundLimit(l)).offset(boundLimit(o)).compile()));
+  t.strictSame(facts((await limited(2, 0)).rows), ['a', 'b']);
+  t.strictSame(facts((await limited(1, 2)).rows), ['c'], 'the second run binds its own values');
+  t.strictSame(facts((await limited(3, 0)).rows), ['a', 'b', 'c']);
+  t.match(compiledShapes().get('test:boundLimit:11'), /limit \+\? offset \+\?/);
 });
 
 const hasSqlite3 = spawnSync('sqlite3', ['-version'], { encoding: 'utf8' }).status === 0;

@@ -238,11 +238,12 @@ function openRawReader(dbPath: string): RawQueries {
   db.pragma(`mmap_size = ${MMAP_SIZE_BYTES}`);
   const knn = db.prepare('select rowid, distance from fact_vec where embedding match ? and k = ? and scope_key = ? '
     + 'and is_current = 1 order by distance');
+  // A literal LIMIT: SQLite prepares a statement with a bound one again at every run (decision 0051).
   const fts = db.prepare(`select r.* from fact_fts join adapter_records r on r.row_id = fact_fts.rowid
     where fact_fts match ? and r.scope = ? and r.project_id is ? and r.worktree_id is ? `
     + `and r.workflow_id is ? and r.agent_id is ?
       and r.lifecycle_state = 'VALIDATED_CURRENT' and r.contradiction_state in ('NONE', 'RESOLVED')
-    order by bm25(fact_fts) asc, r.created_at desc, r.record_id asc limit ?`);
+    order by bm25(fact_fts) asc, r.created_at desc, r.record_id asc limit ${POOL}`);
   const byId = db.prepare('select row_id, record_id, fact, source_provenance from adapter_records where row_id = ?');
   const versions = db.prepare('select sqlite_version() as s, vec_version() as v').get() as { s: string; v: string };
   return {
@@ -252,8 +253,8 @@ function openRawReader(dbPath: string): RawQueries {
       const terms = tokenRuns(searchText(query));
       if (terms.length === 0) return [];
       const match = terms.map((term) => `"${term.replaceAll('"', '""')}"`).join(' ');
-      return fts.all(match, scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id,
-        BigInt(POOL)) as never;
+      return fts.all(match, scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id,
+        scope.agent_id) as never;
     },
     rowsById: (ids) => new Map(ids
       .map((id) => byId.get(id) as { row_id: number; record_id: string; fact: string; source_provenance: string })

@@ -25,7 +25,7 @@ const CURRENT_KEYWORD_QUERY = (match: string, scope: BenchScope) => sql<RowIdRow
     and r.scope = ${scope.scope} and r.project_id is ${scope.project_id} and r.worktree_id is ${scope.worktree_id}
     and r.workflow_id is ${scope.workflow_id} and r.agent_id is ${scope.agent_id}
     and r.lifecycle_state = 'VALIDATED_CURRENT'
-  order by bm25(fact_fts) limit ${BigInt(FTS_LIMIT)}`;
+  order by bm25(fact_fts) limit ${sql.lit(FTS_LIMIT)}`;
 
 const MATCHED_COUNT = (match: string) =>
   sql<{ n: number }>`select count(*) as n from fact_fts where fact_fts match ${match}`;

@@ -26,7 +26,8 @@ const UNFILTERED: KnnQuery = (vector, scopeKey) =>
   sql<Neighbour>`select rowid, distance from fact_vec where embedding match ${vector} and k = ${BigInt(KNN_K)} and scope_key = ${scopeKey}`;
 // Same answer as CURRENT_FILTERED without the KNN machinery: every row's distance, sorted by SQLite.
 const FULL_SCAN_CURRENT: KnnQuery = (vector, scopeKey) =>
-  sql<Neighbour>`select rowid, vec_distance_cosine(embedding, ${vector}) as distance from fact_vec where scope_key = ${scopeKey} and is_current = 1 order by distance limit ${BigInt(KNN_K)}`;
+  sql<Neighbour>`select rowid, vec_distance_cosine(embedding, ${vector}) as distance from fact_vec
+    where scope_key = ${scopeKey} and is_current = 1 order by distance limit ${sql.lit(KNN_K)}`;
 
 async function timedQuery(engine: SQLiteVecEngine,
   query: RawBuilder<Neighbour>): Promise<{ rows: Neighbour[]; ms: number }> {
