@@ -15,8 +15,8 @@ interface Statement {
   run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
 }
 
-// A LIMIT or OFFSET that is a bare parameter: SQLite reads its bound value while it plans the statement, and so
-// prepares the statement again at every run, which binds a value to it (decision 0051).
+// A LIMIT or OFFSET that is a bare parameter: SQLite reads its bound value while it plans the statement, so every
+// run, which binds the value again, prepares the statement again (decision 0051).
 const BARE_LIMIT = /\b(limit|offset)[\s(]*\?/i;
 
 /**
