@@ -15,8 +15,7 @@ interface Statement {
   run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
 }
 
-// A LIMIT or OFFSET that is a bare parameter: SQLite reads its bound value while it plans the statement, so every
-// run, which binds the value again, prepares the statement again (decision 0051).
+// A LIMIT or OFFSET that is a bare parameter, which boundLimit exists to avoid.
 const BARE_LIMIT = /\b(limit|offset)[\s(]*\?/i;
 
 /**
