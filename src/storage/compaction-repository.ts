@@ -1,7 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { AdapterError } from '../core/adapter-error.js';
-import { boundLimit } from './immediate-sqlite-driver.js';
 import { createdAtKey, findRecord, inScope, type Reader, type ScopeColumns } from './record-repository.js';
 
 /**
@@ -51,6 +50,6 @@ export async function readyForCompaction(reader: Reader, scope: ScopeColumns, li
     .where(sql<boolean>`EXISTS (SELECT 1 FROM fact_fts f WHERE f.rowid = adapter_records.row_id)`)
     .where(sql<boolean>`(SELECT v.is_current FROM fact_vec v WHERE v.rowid = adapter_records.row_id) = 0`)
     .where(sql<boolean>`NOT EXISTS (SELECT 1 FROM eligible_vectors e WHERE e.row_id = adapter_records.row_id)`)
-    .orderBy(createdAtKey()).orderBy('record_id').limit(boundLimit(limit)).execute();
+    .orderBy(createdAtKey()).orderBy('record_id').limit(limit).execute();
   return rows.map((row) => row.record_id);
 }

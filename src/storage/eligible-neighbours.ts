@@ -1,7 +1,6 @@
 import { sql, type RawBuilder } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { sawCoded, vectorBytes } from './eligible-vectors.js';
-import { boundLimit } from './immediate-sqlite-driver.js';
 import { inSnapshot } from './read-snapshot.js';
 import type { Reader } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
@@ -87,7 +86,7 @@ async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]
       WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${bound[2 * i]} AND shard_key = ${bound[2 * i + 1]}`);
     const nearest = sql`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
       FROM eligible_vectors WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)})
-      ORDER BY distance, row_id LIMIT ${boundLimit(n)}`;
+      ORDER BY distance, row_id LIMIT ${n}`;
     if (columns.length === 0) return sql<Neighbour>`${nearest}`.compile(reader);
     return withRecordColumns<Neighbour & Pick<RecordRow, C[number]>>(nearest, columns).compile(reader);
   });
@@ -108,7 +107,7 @@ async function uncodedNeighbours<const C extends readonly (keyof RecordRow)[]>(
   const { rows } = await runShape(reader, `uncodedNeighbours:${columns.join(',')}`, args, ([vector, key, n]) => {
     const knn = sql`SELECT rowid, distance FROM fact_vec WHERE embedding MATCH ${vector}
       AND k = ${sql.lit(UNCODED_SCOPE_MAX_RECORDS)} AND scope_key = ${key} AND is_current = 1`;
-    const nearest = sql`SELECT rowid, distance FROM knn ORDER BY distance, rowid LIMIT ${boundLimit(n)}`;
+    const nearest = sql`SELECT rowid, distance FROM knn ORDER BY distance, rowid LIMIT ${n}`;
     if (columns.length === 0) return sql<Neighbour>`WITH knn AS MATERIALIZED (${knn}) ${nearest}`.compile(reader);
     const selected = sql.join(columns.map((column) => sql.ref(`r.${column}`)));
     return sql`WITH knn AS MATERIALIZED (${knn}) SELECT n.rowid, n.distance, ${selected} FROM (${nearest}) AS n

@@ -1,5 +1,5 @@
 import {
-  CompiledQuery, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler, sql, type RawBuilder,
+  CompiledQuery, SqliteAdapter, SqliteIntrospector, SqliteQueryCompiler,
   type DatabaseConnection, type DatabaseIntrospector, type Dialect, type DialectAdapter, type Driver, type Kysely,
   type QueryCompiler, type QueryResult,
 } from 'kysely';
@@ -15,18 +15,23 @@ interface Statement {
   run(parameters: readonly unknown[]): { changes: number; lastInsertRowid: number | bigint };
 }
 
-// A LIMIT or OFFSET that is a bare parameter, which boundLimit exists to avoid.
-const BARE_LIMIT = /\b(limit|offset)[\s(]*\?/i;
-
 /**
- * A LIMIT or OFFSET bound at each run without being planned on: `+?`. SQLite plans a bare `LIMIT ?` on the value
- * bound when it prepares, and prepares the statement again whenever another value is bound, that is at every run
- * (about 0.2 ms for a 10k search's neighbours statement, decision 0051); a unary plus makes the limit an expression
- * it evaluates when the statement runs. A limit that never changes is written as a literal (`sql.lit`) instead.
+ * Every value a statement binds is written `+?`, never a bare `?` (docs/decisions/0052-values-are-not-planned-on.md).
+ * SQLite reads a bare parameter's bound value while it plans in some places: a LIMIT or OFFSET (decision 0051), an
+ * equality on an indexed column once `ANALYZE` has written `sqlite_stat4`, a LIKE pattern. It then marks the
+ * statement, and prepares it again whenever another value is bound, that is at every run. A unary plus makes the
+ * parameter an expression SQLite evaluates when the statement runs, with the same value, affinity and collation, and
+ * it still drives an index.
  */
-export function boundLimit(value: unknown): RawBuilder<number> {
-  return sql<number>`+${value}`;
+class PlusParameterCompiler extends SqliteQueryCompiler {
+  protected override getCurrentParameterPlaceholder(): string {
+    return '+?';
+  }
 }
+
+// A parameter outside the compiler's `+?`, once quoted strings and identifiers are set aside: raw SQL text with a `?`.
+const QUOTED = /'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]/g;
+const BARE_PARAMETER = /(?<!\+)\?/;
 
 /**
  * A Kysely connection over better-sqlite3 that reuses prepared statements by SQL text. Preparing an
@@ -47,9 +52,9 @@ class CachingConnection implements DatabaseConnection {
       // Refresh recency: Map iteration order is insertion order, so the first key is the least recent.
       this.#statements.delete(sqlText);
     } else {
-      if (BARE_LIMIT.test(sqlText))
-        throw new TypeError(`a LIMIT or OFFSET bound as a bare parameter is prepared again at every run: write it with `
-          + `boundLimit or as a literal: ${sqlText.replace(/\s+/g, ' ').slice(0, 200)}`);
+      if (BARE_PARAMETER.test(sqlText.replace(QUOTED, '')))
+        throw new TypeError(`a value bound as a bare parameter may be prepared again at every run: bind it through `
+          + `Kysely, which writes +?: ${sqlText.replace(/\s+/g, ' ').slice(0, 200)}`);
       statement = this.#connection.prepare(sqlText) as unknown as Statement;
       if (this.#statements.size >= STATEMENT_CACHE_SIZE) this.#statements.delete(this.#statements.keys().next().value!);
     }
@@ -161,7 +166,7 @@ class ImmediateSqliteDriver implements Driver {
   }
 }
 
-/** Kysely dialect for the storage connection: SQLite's compiler and adapter with the driver above. */
+/** Kysely dialect for the storage connection: SQLite's compiler writing `+?`, its adapter, and the driver above. */
 export class ImmediateSqliteDialect implements Dialect {
   readonly #driver: ImmediateSqliteDriver;
 
@@ -175,7 +180,7 @@ export class ImmediateSqliteDialect implements Dialect {
   }
 
   createQueryCompiler(): QueryCompiler {
-    return new SqliteQueryCompiler();
+    return new PlusParameterCompiler();
   }
 
   createAdapter(): DialectAdapter {

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { eligibleNeighbours, type Neighbour } from './eligible-neighbours.js';
 import { vectorBytes } from './eligible-vectors.js';
-import { boundLimit } from './immediate-sqlite-driver.js';
 import {
   createdAtKey, inScope, scopeArgs, scopeSlots, type Reader, type RecordRow, type ScopeColumns,
 } from './record-repository.js';
@@ -41,7 +40,7 @@ export async function exactHits(
     if (currentOnly)
       query = query.where('lifecycle_state', '=', 'VALIDATED_CURRENT')
         .where('contradiction_state', 'in', ['NONE', 'RESOLVED']);
-    return query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(boundLimit(slots[6])).compile();
+    return query.orderBy(createdAtKey(), 'desc').orderBy('record_id', 'asc').limit(slots[6]).compile();
   })).rows as CandidateRow[];
   return rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
 }
@@ -71,7 +70,7 @@ export async function keywordHits(
       WHERE fact_fts MATCH ${slots[5]} AND r.scope = ${s.scope} AND r.project_id IS ${s.project_id}
         AND r.worktree_id IS ${s.worktree_id} AND r.workflow_id IS ${s.workflow_id} AND r.agent_id IS ${s.agent_id}
         ${current}
-      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${boundLimit(slots[6])}`
+      ORDER BY bm25(fact_fts) ASC, ${createdAtKey('r.created_at')} DESC, r.record_id ASC LIMIT ${slots[6]}`
         .compile(reader);
     });
     return result.rows.map((row, index) => ({ row, rank: index + 1, distance: null }));
@@ -144,6 +143,6 @@ export async function memoryRecords(
   return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) =>
     inScope(reader, scopeSlots(slots)).clearSelect().selectAll('adapter_records')
     .leftJoin('record_token_counts as t', 't.row_id', 'adapter_records.row_id').select('t.fixed_tokens')
-    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(boundLimit(slots[6])).compile()))
+    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile()))
     .rows as ResultRow[];
 }

@@ -1,6 +1,6 @@
 import { Kysely, sql } from 'kysely';
 import type { DB } from '../../generated/db.js';
-import { boundLimit, ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
+import { ImmediateSqliteDialect } from './immediate-sqlite-driver.js';
 import { inSnapshot } from './read-snapshot.js';
 import { createdAtKey, inScope, scopeOf, type Reader, type ScopeColumns } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
@@ -56,7 +56,7 @@ export async function readReviewQueue(path: string, filter: ReviewQueueFilter): 
       const counted = await candidatesOf(snapshot, filter.scope).clearSelect()
         .select((eb) => eb.fn.countAll<number>().as('total')).executeTakeFirstOrThrow();
       const rows = await candidatesOf(snapshot, filter.scope).orderBy(createdAtKey()).orderBy('record_id')
-        .limit(boundLimit(filter.limit)).execute() as RecordRow[];
+        .limit(filter.limit).execute() as RecordRow[];
       const candidates: PendingCandidate[] = [];
       for (const candidate of rows) {
         const relatedCurrent = await snapshot.selectFrom('adapter_records').selectAll()

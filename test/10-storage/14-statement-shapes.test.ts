@@ -1,8 +1,7 @@
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { sql } from 'kysely';
-import { boundLimit } from '../../src/storage/immediate-sqlite-driver.js';
+import { CompiledQuery, sql } from 'kysely';
 import type { Reader } from '../../src/storage/read-snapshot.js';
 import { compiledShapes, runShape } from '../../src/storage/statement-shapes.js';
 import {
@@ -92,7 +91,7 @@ t.test('which arguments are null is part of the shape: Kysely writes is null for
   t.strictSame(await facts(GLOBAL), ['global']);
   t.equal(compiledSql.length, 2, 'one compile per null pattern');
   t.match(compiledSql[0], /"project_id" is null/);
-  t.match(compiledSql[1], /"project_id" is \?/);
+  t.match(compiledSql[1], /"project_id" is \+\?/);
   t.match(compiledSql[1], /"agent_id" is null/);
 });
 
@@ -146,29 +145,39 @@ t.test('every repository statement finds its rows through an index, never by wal
   t.match(planOf('findByIdempotencyKey:'), /idempotency_key/, 'a record by its idempotency key');
 });
 
-t.test('a LIMIT or OFFSET bound as a bare parameter is refused before it is prepared; boundLimit binds it per run',
+t.test('every bound value is written +? and bound per run; a bare parameter is refused before it is prepared',
   async (t) => {
-  const engine = await openEngine(join(t.testdir(), 'limits.sqlite3'));
+  const engine = await openEngine(join(t.testdir(), 'parameters.sqlite3'));
   t.teardown(() => engine.close());
-  for (const fact of ['a', 'b', 'c']) await storeRow(engine, candidateRow({ fact }));
+  for (const fact of ['a', 'b', 'c', 'what?']) await storeRow(engine, candidateRow({ fact }));
   const facts = (rows: { fact: string }[]) => rows.map((row) => row.fact);
   const ordered = (db: Reader) => db.selectFrom('adapter_records').select('fact').orderBy('fact');
-  // SQLite plans a bare `LIMIT ?` on its bound value, so it would prepare the statement again at every run.
-  const refused = { name: 'TypeError', message: /LIMIT or OFFSET bound as a bare parameter/ };
-  await t.rejects(engine.read((db) => ordered(db).limit(2).execute()), refused, 'the builder\'s limit(n)');
-  await t.rejects(engine.read((db) => ordered(db).limit(sql.lit(2)).offset(1).execute()), refused, 'an offset');
-  await t.rejects(engine.read((db) => sql`SELECT fact FROM adapter_records LIMIT ${2}`.execute(db)), refused,
-    'a LIMIT written in raw SQL');
-  await t.rejects(engine.read((db) => sql`SELECT fact FROM adapter_records LIMIT (${2})`.execute(db)), refused,
-    'in parentheses too');
+  // One statement, bound anew at each run: each run takes its own values.
+  const page = (after: string, limit: number, offset: number) => engine.read((db) => runShape(db, 'test:page',
+    [after, limit, offset], ([a, l, o]) => ordered(db).where('fact', '>', a).limit(l).offset(o).compile()));
+  t.strictSame(facts((await page('', 2, 0)).rows), ['a', 'b']);
+  t.strictSame(facts((await page('a', 1, 1)).rows), ['c'], 'the second run binds its own values');
+  t.strictSame(facts((await page('', 9, 0)).rows), ['a', 'b', 'c', 'what?']);
+  t.match(compiledShapes().get('test:page:111'), /"fact" > \+\? order by "fact" limit \+\? offset \+\?$/,
+    'the compiler writes every value +?');
+  const inList = await engine.read(async (db) => db.selectFrom('adapter_records').select('fact')
+    .where('fact', 'in', ['b', 'c']).orderBy('fact').compile());
+  t.match(inList.sql, /in \(\+\?, \+\?\)/);
+  t.strictSame(inList.parameters, ['b', 'c']);
+  // SQLite plans some bare parameters on their bound value (a LIMIT, an indexed equality once ANALYZE has run), and
+  // then prepares the statement again at every run.
+  const refused = { name: 'TypeError', message: /a value bound as a bare parameter/ };
+  await t.rejects(engine.read((db) => sql`SELECT fact FROM adapter_records LIMIT ${sql.raw('?')}`.execute(db)),
+    refused, 'a LIMIT written ? in raw SQL');
+  await t.rejects(engine.read((db) => db.executeQuery(CompiledQuery.raw(
+    'SELECT fact FROM adapter_records WHERE record_id = ?', ['x']))), refused, 'an equality');
+  await t.rejects(engine.read((db) => db.executeQuery(CompiledQuery.raw(
+    'SELECT fact FROM adapter_records WHERE fact IN (+?, ?)', ['a', 'b']))), refused, 'one bare parameter of two');
+  // A ? inside a string literal or a quoted name is not a parameter.
+  t.strictSame(facts((await engine.read((db) => db.executeQuery<{ fact: string }>(CompiledQuery.raw(
+    `SELECT fact AS "fact?" , fact FROM adapter_records WHERE fact = 'what?' AND fact <> +?`, ['a'])))).rows),
+    ['what?'], 'a literal with a question mark');
   t.strictSame(facts(await engine.read((db) => ordered(db).limit(sql.lit(2)).execute())), ['a', 'b'], 'a literal');
-  // One statement, bound anew at each run: each run takes its own limit and offset.
-  const limited = (limit: number, offset: number) => engine.read((db) => runShape(db, 'test:boundLimit',
-    [limit, offset], ([l, o]) => ordered(db).limit(boundLimit(l)).offset(boundLimit(o)).compile()));
-  t.strictSame(facts((await limited(2, 0)).rows), ['a', 'b']);
-  t.strictSame(facts((await limited(1, 2)).rows), ['c'], 'the second run binds its own values');
-  t.strictSame(facts((await limited(3, 0)).rows), ['a', 'b', 'c']);
-  t.match(compiledShapes().get('test:boundLimit:11'), /limit \+\? offset \+\?/);
 });
 
 const hasSqlite3 = spawnSync('sqlite3', ['-version'], { encoding: 'utf8' }).status === 0;

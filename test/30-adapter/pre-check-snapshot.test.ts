@@ -77,8 +77,8 @@ async function twoServers(t: Test) {
   return { other, race };
 }
 
-const IDEMPOTENCY_READ = /"idempotency_key" = \?/;
-const TARGET_READ = /"memory_id" = \?/;
+const IDEMPOTENCY_READ = /"idempotency_key" = \+\?/;
+const TARGET_READ = /"memory_id" = \+\?/;
 
 t.test('a store retried while the first attempt commits is its replay, not DUPLICATE', async (t) => {
   const { other, race } = await twoServers(t);
