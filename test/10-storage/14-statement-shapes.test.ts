@@ -175,7 +175,7 @@ t.test('every bound value is written +? and bound per run; a bare parameter is r
     'SELECT fact FROM adapter_records WHERE fact IN (+?, ?)', ['a', 'b']))), refused, 'one bare parameter of two');
   // A ? inside a string literal or a quoted name is not a parameter.
   t.strictSame(facts((await engine.read((db) => db.executeQuery<{ fact: string }>(CompiledQuery.raw(
-    `SELECT fact AS "fact?" , fact FROM adapter_records WHERE fact = 'what?' AND fact <> +?`, ['a'])))).rows),
+    `SELECT fact AS "fact?", fact FROM adapter_records WHERE fact = 'what?' AND fact <> +?`, ['a'])))).rows),
     ['what?'], 'a literal with a question mark');
   t.strictSame(facts(await engine.read((db) => ordered(db).limit(sql.lit(2)).execute())), ['a', 'b'], 'a literal');
 });
