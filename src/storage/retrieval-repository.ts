@@ -143,6 +143,5 @@ export async function memoryRecords(
   return (await runShape(reader, 'memoryRecords', [...scopeArgs(scope), memoryId, limit], (slots) =>
     inScope(reader, scopeSlots(slots)).clearSelect().selectAll('adapter_records')
     .leftJoin('record_token_counts as t', 't.row_id', 'adapter_records.row_id').select('t.fixed_tokens')
-    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile()))
-    .rows as ResultRow[];
+    .where('memory_id', '=', slots[5]).orderBy('revision', 'desc').limit(slots[6]).compile())).rows as ResultRow[];
 }
