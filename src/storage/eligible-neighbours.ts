@@ -1,14 +1,17 @@
 import { sql, type RawBuilder } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { sawCoded, vectorBytes } from './eligible-vectors.js';
+import { hammingDistances, nearestPositions } from './hamming-scan.js';
 import { inSnapshot } from './read-snapshot.js';
 import type { Reader } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
+import { scopeCodes, type ChangeState } from './scope-codes.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
 
 // CURRENT semantic search (STORAGE.md §4.5 rules 1 and 2): a coded scope is read from the eligible forms that
-// eligible-vectors.ts keeps, a first pass over the SimHash codes of each shard re-scored exactly on the float vectors;
+// eligible-vectors.ts keeps, a first pass over the SimHash codes of each shard (in memory, decision 0053) re-scored
+// exactly on the float vectors;
 // a scope too small to be coded is read exactly from `fact_vec`, with the eligibility filter before k.
 
 /** A scope of at most this many eligible vectors is searched exactly: every one of them is re-scored. */
@@ -41,8 +44,9 @@ export interface Neighbour {
  * A coded scope (one with `eligible_shards` rows) is searched on its eligible forms only: each shard returns its
  * nearest codes by Hamming distance (k in proportion to its size, at least MIN_SHARD_K), and those candidates are
  * re-scored on their float vectors by exact cosine distance. A coded scope of at most EXACT_SCOPE_ROWS eligible
- * vectors sends all of them to the re-scoring: exact search. Each shard's k costs vec0 about rows x k comparisons,
- * so many small k beat one large k over the whole scope. A scope not coded (at most UNCODED_SCOPE_MAX_RECORDS
+ * vectors sends all of them to the re-scoring: exact search. The first pass runs in memory (decision 0053): the
+ * scope's codes as this connection last read them from vec0 (scopeCodes, read again after any commit), their
+ * Hamming distances from the query's code in WebAssembly, each shard's k nearest (hamming-scan.ts). A scope not coded (at most UNCODED_SCOPE_MAX_RECORDS
  * records) is searched exactly on `fact_vec` (uncodedNeighbours). `columns` of each neighbour's `adapter_records`
  * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
  * A search always takes the FIRST_PASS sizes; the search bench varies `firstPass` to print its recall / latency
@@ -62,30 +66,32 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
 async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C, firstPass: FirstPass,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
-  type Shard = { shard: number; size: number };
+  type Shard = { shard: number; size: number } & ChangeState;
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
-    SELECT shard, size FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
+    SELECT shard, size, total_changes() AS changes, (SELECT data_version FROM pragma_data_version()) AS version
+    FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
   if (shards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   sawCoded(scopeKey);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0) return [];
-  const code = simhashCode(embedding);
-  // The sizes are those of the snapshot the KNN reads, so an empty shard holds nothing to ask for. A small scope
-  // asks each shard for EXACT_SCOPE_ROWS, every vector it holds (vec0 returns all the rows of a smaller partition).
+  const { codes, rowIds, runs } = await scopeCodes(reader, scopeKey, shards[0]!);
+  // A small scope asks each shard for EXACT_SCOPE_ROWS, every code it holds.
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
     : Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total)));
-  const passes = shards.filter(({ size }) => size > 0)
-    .map(({ shard, size }) => ({ shardKey: `${scopeKey}/${shard}`, k: BigInt(shardK(size)) }));
-  // One statement: a KNN over the codes of each shard (vec0 takes one partition and one k per query, hence the
-  // UNION ALL), then the exact cosine distance on the stored float32 vectors of those candidates (STORAGE.md §4.5
-  // rule 2), the same distance vec0 computes.
-  const args = [vectorBytes(embedding), limit, code, ...passes.flatMap((pass) => [pass.k, pass.shardKey])];
-  const shape = `eligibleNeighbours:${passes.length}:${columns.join(',')}`;
-  const { rows } = await runShape(reader, shape, args, ([vector, n, c, ...bound]) => {
-    const arms = passes.map((_, i) => sql`SELECT rowid FROM eligible_codes
-      WHERE simhash_v1 MATCH vec_bit(${c}) AND k = ${bound[2 * i]} AND shard_key = ${bound[2 * i + 1]}`);
+  const distances = hammingDistances(codes, simhashCode(embedding));
+  const positions: number[] = [];
+  for (const { shard, size } of shards) {
+    const run = runs.get(shard);
+    if (run !== undefined) nearestPositions(distances, run[0], run[1], shardK(size), positions);
+  }
+  if (positions.length === 0) return [];
+  // The exact cosine distance on the stored float32 vectors of the first pass's candidates (STORAGE.md §4.5 rule 2),
+  // the same distance vec0 computes.
+  const candidates = JSON.stringify(positions.map((position) => rowIds[position]));
+  const args = [vectorBytes(embedding), candidates, limit];
+  const { rows } = await runShape(reader, `eligibleNeighbours:${columns.join(',')}`, args, ([vector, ids, n]) => {
     const nearest = sql`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance
-      FROM eligible_vectors WHERE row_id IN (${sql.join(arms, sql` UNION ALL `)})
+      FROM eligible_vectors WHERE row_id IN (SELECT value FROM json_each(${ids}))
       ORDER BY distance, row_id LIMIT ${n}`;
     if (columns.length === 0) return sql<Neighbour>`${nearest}`.compile(reader);
     return withRecordColumns<Neighbour & Pick<RecordRow, C[number]>>(nearest, columns).compile(reader);

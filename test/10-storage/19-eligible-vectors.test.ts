@@ -541,6 +541,103 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
   raw.close();
   t.match(plan, /SEARCH r USING INTEGER PRIMARY KEY/, `records by row id: ${plan}`);
   t.notMatch(plan, /SCAN (r|adapter_records)\b/, 'never a scan of adapter_records');
+  t.match(plan, /SEARCH eligible_vectors USING INTEGER PRIMARY KEY/, 'float vectors by row id');
+  const codes = [...compiledShapes()].find(([name]) => name.startsWith('scopeCodeChunks:'));
+  const withVec = new RawDatabase(dbPath);
+  sqliteVec.load(withVec);
+  const codePlan = queryPlan(withVec, codes![1]);
+  withVec.close();
+  t.match(codePlan, /SEARCH c USING INDEX idx_eligible_codes_chunks_partition \(partition00>\? AND partition00<\?\)/,
+    `the scope's chunks from one range of the partition index: ${codePlan}`);
+  t.match(codePlan, /SEARCH v USING INDEX/, 'each chunk\'s codes by its id');
+});
+
+/** `db` with the SQL of every statement it runs pushed to `seen` (a search's own connection included). */
+function watchingStatements(db: Kysely<DB>, seen: string[]): Kysely<DB> {
+  return new Proxy(db, {
+    get(inner, property) {
+      const value: unknown = Reflect.get(inner, property, inner);
+      if (property === 'connection') {
+        return () => ({ execute: <T>(work: (held: Kysely<DB>) => Promise<T>) =>
+          inner.connection().execute((held) => work(watchingStatements(held, seen))) });
+      }
+      if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(inner) : value;
+      return (query: CompiledQuery) => {
+        seen.push(query.sql);
+        return inner.executeQuery(query);
+      };
+    },
+  });
+}
+
+t.test('a coded scope\'s codes are read once while nothing commits, and again after any commit', async (t) => {
+  const { dbPath, engine, q, key } = await twoShardScope(t, 'kept-codes.sqlite3');
+  const searchWatched = async () => {
+    const seen: string[] = [];
+    const found = await engine.read((db) => eligibleNeighbours(watchingStatements(db, seen), key, q, 3, ['fact']));
+    return { facts: found.map((n) => n.fact), readCodes: seen.some((text) => /eligible_codes_chunks/.test(text)) };
+  };
+  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], readCodes: true });
+  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], readCodes: false },
+    'the second search reads its codes from memory');
+  // A commit of this connection: the nearest fact now is one the kept codes do not hold.
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'own commit'), vector: vectorAtDistance(q, 0.01, 900) }]);
+  t.strictSame(await searchWatched(), { facts: ['own commit', 'current 0', 'current 1'], readCodes: true },
+    'after a commit of its own connection the search reads the codes again');
+  // A commit of another connection (another server on the file).
+  const other = await openLocalHash(dbPath);
+  t.teardown(() => other.close());
+  await insertFixtures(other, [{ row: fixtureRow(SCOPE, 'other commit'), vector: vectorAtDistance(q, 0.005, 901) }]);
+  t.strictSame(await searchWatched(), { facts: ['other commit', 'own commit', 'current 0'], readCodes: true },
+    'after a commit of another connection too');
+  t.strictSame((await searchWatched()).readCodes, false);
+});
+
+t.test('codes read inside a write transaction are never kept: a rollback takes them back', async (t) => {
+  const { engine, q, rows, key } = await twoShardScope(t, 'rolled-back.sqlite3');
+  const nearest = async () => (await engine.read((db) => eligibleNeighbours(db, key, q, 1, ['fact'])))[0]?.fact;
+  t.equal(await nearest(), 'current 0');
+  const live = (await engine.read((db) => findRecord(db, rows[0]!.record_id)))!;
+  await t.rejects(engine.write(async (trx) => {
+    await supersedeRecord(trx, live);
+    t.equal((await eligibleNeighbours(trx, key, q, 1, ['fact']))[0]?.fact, 'current 1',
+      'inside the transaction the superseded fact is gone');
+    throw new Error('roll back');
+  }), /roll back/);
+  t.equal(await nearest(), 'current 0', 'after the rollback it is current again, and found');
+});
+
+t.test('a chunk of codes laid out otherwise than sqlite-vec 0.1.9 lays it out is refused, not misread',
+  async (t) => {
+  const { dbPath, engine, q, key } = await twoShardScope(t, 'layout.sqlite3');
+  // A raw connection without sqlite-vec: vec0's own tables are plain tables to it.
+  const raw = new RawDatabase(dbPath);
+  raw.prepare('UPDATE eligible_codes_chunks SET validity = zeroblob(32)').run();
+  raw.close();
+  await t.rejects(engine.read((db) => eligibleNeighbours(db, key, q, 3)),
+    /eligible_codes: a chunk of 256 slots holds 4096 bytes of row ids and 49152 of codes/);
+});
+
+t.test('the first pass gives the neighbours vec0\'s KNN over the same codes gives', async (t) => {
+  const { dbPath, engine, key } = await twoShardScope(t, 'as-vec0.sqlite3');
+  for (const query of ['cache eviction policy', 'current 7', 'which port does the exporter use']) {
+    const q = queryVector(query);
+    const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
+    const shards = readVectorForms(dbPath).shards.filter((shard) => shard.size > 0);
+    const total = shards.reduce((sum, shard) => sum + shard.size, 0);
+    const raw = new RawDatabase(dbPath);
+    sqliteVec.load(raw);
+    const arms = shards.map(() => 'SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(?) AND k = ? '
+      + 'AND shard_key = ?').join(' UNION ALL ');
+    const args = shards.flatMap((shard) => [simhashCode(q),
+      BigInt(Math.max(FIRST_PASS.minShardK, Math.ceil((FIRST_PASS.rows * shard.size) / total))),
+      `${key}/${shard.shard}`]);
+    const byVec0 = raw.prepare(`SELECT row_id AS rowid, vec_distance_cosine(embedding, ?) AS distance
+      FROM eligible_vectors WHERE row_id IN (${arms}) ORDER BY distance, row_id LIMIT 12`)
+      .all(new Uint8Array(q.buffer), ...args);
+    raw.close();
+    t.strictSame(served, byVec0, `"${query}": the same rows, distances and order`);
+  }
 });
 
 t.test('the first pass asks each shard for its share of FIRST_PASS rows; the bench frontier varies it', async (t) => {

@@ -1,0 +1,112 @@
+import { sql, type DatabaseConnection } from 'kysely';
+import { CODE_BYTES } from './hamming-scan.js';
+import type { Reader } from './read-snapshot.js';
+import { runShape } from './statement-shapes.js';
+
+// A coded scope's SimHash codes, read from vec0's chunks of `eligible_codes` and kept per connection while the
+// database stays unchanged (decision 0053), so a search's first pass reads memory, not the file.
+
+/** The valid codes of a coded scope, shard after shard, and where each shard's run starts and ends. */
+export interface ScopeCodes {
+  /** Codes of CODE_BYTES each, laid end to end. */
+  readonly codes: Uint8Array;
+  /** The record's row id of each code, by position. */
+  readonly rowIds: Float64Array;
+  /** Per shard number, the positions [from, to) of its codes. */
+  readonly runs: ReadonlyMap<number, readonly [number, number]>;
+}
+
+/** What the search read of the database's state in its snapshot: this connection's changes, others' commits. */
+export interface ChangeState {
+  readonly changes: number;
+  readonly version: number;
+}
+
+/** Codes kept per connection, at most this many bytes; the scope searched longest ago goes first. */
+export const KEPT_CODE_BYTES = 64 * 1024 * 1024;
+
+interface Kept extends ChangeState {
+  readonly scope: ScopeCodes;
+  readonly bytes: number;
+}
+
+const KEPT = new WeakMap<DatabaseConnection, { bytes: number; scopes: Map<string, Kept> }>();
+
+/**
+ * The codes of `scopeKey` as the snapshot `reader` is in sees them. `state` is `total_changes()` and
+ * `data_version` read in that snapshot: kept codes are served only while both are what they were when the codes
+ * were read, so any commit since, of this connection (its count of changed rows moves) or of another one
+ * (`data_version` moves), makes the next search read them again. Only a read snapshot keeps codes: inside a write
+ * transaction the codes may be ones a rollback takes back, with the count of changes already moved past them.
+ */
+export async function scopeCodes(reader: Reader, scopeKey: string, state: ChangeState): Promise<ScopeCodes> {
+  if (reader.isTransaction) return readScopeCodes(reader, scopeKey);
+  const connection = await reader.getExecutor().provideConnection(async (held) => held);
+  let kept = KEPT.get(connection);
+  if (kept === undefined) KEPT.set(connection, kept = { bytes: 0, scopes: new Map() });
+  const known = kept.scopes.get(scopeKey);
+  if (known !== undefined) {
+    kept.scopes.delete(scopeKey);
+    kept.bytes -= known.bytes;
+    if (known.changes === state.changes && known.version === state.version) {
+      kept.scopes.set(scopeKey, known);
+      kept.bytes += known.bytes;
+      return known.scope;
+    }
+  }
+  const scope = await readScopeCodes(reader, scopeKey);
+  const bytes = scope.codes.buffer.byteLength + scope.rowIds.buffer.byteLength;
+  for (const [key, old] of kept.scopes) {
+    if (kept.bytes + bytes <= KEPT_CODE_BYTES) break;
+    kept.scopes.delete(key);
+    kept.bytes -= old.bytes;
+  }
+  if (bytes <= KEPT_CODE_BYTES) {
+    kept.scopes.set(scopeKey, { ...state, scope, bytes });
+    kept.bytes += bytes;
+  }
+  return scope;
+}
+
+/**
+ * Reads the scope's codes from vec0's own tables for `eligible_codes` (sqlite-vec 0.1.9): per chunk of a shard's
+ * partition, a validity bitmap, the row ids (64-bit) and the codes of its slots; a slot counts when its validity
+ * bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition, and a scope's
+ * partitions are `scope_key/shard`, so one range of that index holds them all (CROSS JOIN keeps the chunks first:
+ * without statistics SQLite would rather walk every chunk's codes). vec0 declares its codes' `rowid` without a type:
+ * compared with the integer `chunk_id` it would take numeric affinity and leave its index unused, hence the `+`. A chunk laid out otherwise (another sqlite-vec)
+ * throws.
+ */
+async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCodes> {
+  type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array };
+  const { rows } = await runShape(reader, 'scopeCodeChunks', [`${scopeKey}/`, `${scopeKey}0`], ([from, to]) =>
+    sql<Chunk>`SELECT c.partition00 AS shard_key, c.validity, c.rowids, v.vectors
+      FROM eligible_codes_chunks c CROSS JOIN eligible_codes_vector_chunks00 v ON v.rowid = +c.chunk_id
+      WHERE c.partition00 >= ${from} AND c.partition00 < ${to} ORDER BY c.partition00, c.chunk_id`.compile(reader));
+  let slots = 0;
+  for (const chunk of rows) {
+    const chunkSlots = chunk.validity.length * 8;
+    if (chunk.rowids.length !== chunkSlots * 8 || chunk.vectors.length !== chunkSlots * CODE_BYTES)
+      throw new Error(`eligible_codes: a chunk of ${chunkSlots} slots holds ${chunk.rowids.length} bytes of row ids `
+        + `and ${chunk.vectors.length} of codes (not sqlite-vec 0.1.9's layout)`);
+    slots += chunkSlots;
+  }
+  const codes = new Uint8Array(slots * CODE_BYTES);
+  const rowIds = new Float64Array(slots);
+  const runs = new Map<number, [number, number]>();
+  let count = 0;
+  for (const chunk of rows) {
+    const shard = Number(chunk.shard_key.slice(scopeKey.length + 1));
+    const run = runs.get(shard) ?? [count, count];
+    runs.set(shard, run);
+    const ids = new DataView(chunk.rowids.buffer, chunk.rowids.byteOffset, chunk.rowids.byteLength);
+    for (let slot = 0; slot < chunk.validity.length * 8; slot += 1) {
+      if ((chunk.validity[slot >> 3]! & (1 << (slot & 7))) === 0) continue;
+      codes.set(chunk.vectors.subarray(slot * CODE_BYTES, (slot + 1) * CODE_BYTES), count * CODE_BYTES);
+      rowIds[count] = Number(ids.getBigInt64(slot * 8, true));
+      count += 1;
+    }
+    run[1] = count;
+  }
+  return { codes: codes.subarray(0, count * CODE_BYTES), rowIds: rowIds.subarray(0, count), runs };
+}

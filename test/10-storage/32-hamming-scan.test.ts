@@ -1,0 +1,61 @@
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { CODE_BYTES, hammingDistances, nearestPositions } from '../../src/storage/hamming-scan.js';
+
+// The first pass's WebAssembly loop (decision 0053) against a count done bit by bit, and the pick of each shard's k
+// nearest positions.
+
+/** The Hamming distance of two codes, one bit at a time. */
+function bitByBit(a: Uint8Array, b: Uint8Array): number {
+  let distance = 0;
+  for (let bit = 0; bit < a.length * 8; bit += 1) {
+    if (((a[bit >> 3]! >> (bit & 7)) & 1) !== ((b[bit >> 3]! >> (bit & 7)) & 1)) distance += 1;
+  }
+  return distance;
+}
+
+t.test('each distance is the count of differing bits, from 0 to every bit, and the memory grows as asked', (t) => {
+  const query = randomBytes(CODE_BYTES);
+  const inverse = query.map((byte) => ~byte & 0xff);
+  const oneBit = Uint8Array.from(query);
+  oneBit[CODE_BYTES - 1]! ^= 0x80;
+  for (const count of [1, 7, 3000, 40_000]) {
+    const codes = new Uint8Array(randomBytes(count * CODE_BYTES));
+    codes.set(query, 0);
+    if (count > 1) codes.set(inverse, CODE_BYTES);
+    if (count > 2) codes.set(oneBit, 2 * CODE_BYTES);
+    const distances = Array.from(hammingDistances(codes, query));
+    t.equal(distances.length, count);
+    const expected = Array.from({ length: count },
+      (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query));
+    t.strictSame(distances, expected, `${count} codes`);
+    t.strictSame(distances.slice(0, 3), [0, CODE_BYTES * 8, 1].slice(0, count), 'equal, opposite, one bit apart');
+  }
+  t.strictSame(Array.from(hammingDistances(new Uint8Array(0), query)), [], 'no codes, no distances');
+  t.end();
+});
+
+t.test('codes or a query of the wrong length are refused', (t) => {
+  t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES + 1), new Uint8Array(CODE_BYTES)), RangeError);
+  t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES), new Uint8Array(CODE_BYTES - 1)), RangeError);
+  t.end();
+});
+
+t.test('the k nearest positions of a run, given in position order; ties at the k-th distance taken from the first', (t) => {
+  const distances = Uint16Array.from([9, 3, 3, 7, 1, 3, 3, 0, 5]);
+  const pick = (from: number, to: number, k: number) => {
+    const into: number[] = [];
+    nearestPositions(distances, from, to, k, into);
+    return into;
+  };
+  t.strictSame(pick(0, 9, 1), [7]);
+  t.strictSame(pick(0, 9, 3), [1, 4, 7], 'distances 0 and 1, then the first 3');
+  t.strictSame(pick(0, 9, 5), [1, 2, 4, 5, 7], 'three of the four 3s, in position order');
+  t.strictSame(pick(2, 7, 2), [2, 4], 'within the run only: the first 3 (at 2) and the 1 (at 4)');
+  t.strictSame(pick(2, 5, 3), [2, 3, 4], 'a run of at most k gives every position');
+  t.strictSame(pick(3, 3, 4), [], 'an empty run gives none');
+  const into = [42];
+  nearestPositions(distances, 0, 9, 1, into);
+  t.strictSame(into, [42, 7], 'appended after what is there');
+  t.end();
+});
