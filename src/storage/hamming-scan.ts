@@ -81,9 +81,13 @@ function scanner(): ScanExports {
   return instance;
 }
 
+// The codes now in the module's memory: a scope searched again (kept codes, scope-codes.ts) is not copied again.
+let resident: Uint8Array | undefined;
+
 /**
  * The Hamming distance from `query` to each of the `codes.length / CODE_BYTES` codes laid end to end in `codes`.
- * The array returned is a view of the module's memory: read it before the next call.
+ * The array returned is a view of the module's memory: read it before the next call. `codes` is copied into that
+ * memory unless it is the array of the call before: an array passed here must not change afterwards.
  */
 export function hammingDistances(codes: Uint8Array, query: Uint8Array): Uint16Array {
   if (query.length !== CODE_BYTES || codes.length % CODE_BYTES !== 0)
@@ -95,7 +99,10 @@ export function hammingDistances(codes: Uint8Array, query: Uint8Array): Uint16Ar
   if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE_BYTES));
   const bytes = new Uint8Array(memory.buffer);
   bytes.set(query, 0);
-  bytes.set(codes, CODES_AT);
+  if (codes !== resident) {
+    bytes.set(codes, CODES_AT);
+    resident = codes;
+  }
   scan(CODES_AT, count, 0, distancesAt);
   return new Uint16Array(memory.buffer, distancesAt, count);
 }
