@@ -618,9 +618,10 @@ t.test('a chunk of codes laid out otherwise than sqlite-vec 0.1.9 lays it out is
     /eligible_codes: a chunk of 256 slots holds 4096 bytes of row ids and 49152 of codes/);
 });
 
-t.test('the first pass gives the neighbours vec0\'s KNN over the same codes gives', async (t) => {
-  const { dbPath, engine, key } = await twoShardScope(t, 'as-vec0.sqlite3');
-  for (const query of ['cache eviction policy', 'current 7', 'which port does the exporter use']) {
+t.test('the first pass gives the neighbours vec0\'s KNN over the same codes gives, '
+  + 'in full chunks and in chunks with holes', async (t) => {
+  const { dbPath, engine, key, rows } = await twoShardScope(t, 'as-vec0.sqlite3');
+  const compare = async (query: string, label: string) => {
     const q = queryVector(query);
     const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
     const shards = readVectorForms(dbPath).shards.filter((shard) => shard.size > 0);
@@ -636,8 +637,19 @@ t.test('the first pass gives the neighbours vec0\'s KNN over the same codes give
       FROM eligible_vectors WHERE row_id IN (${arms}) ORDER BY distance, row_id LIMIT 12`)
       .all(new Uint8Array(q.buffer), ...args);
     raw.close();
-    t.strictSame(served, byVec0, `"${query}": the same rows, distances and order`);
-  }
+    t.strictSame(served, byVec0, `"${query}", ${label}: the same rows, distances and order`);
+  };
+  const queries = ['cache eviction policy', 'current 7', 'which port does the exporter use'];
+  for (const query of queries) await compare(query, 'full chunks');
+  // Every third of the first 60 records superseded: their codes leave holes in the first chunk.
+  await engine.write(async (trx) => {
+    for (const row of rows.filter((_, i) => i < 60 && i % 3 === 1))
+      await supersedeRecord(trx, (await findRecord(trx, row.record_id))!);
+  });
+  for (const query of queries) await compare(query, 'holes');
+  const q = queryVector('cache eviction policy');
+  const nearest = await engine.read((db) => eligibleNeighbours(db, key, q, 3, ['fact']));
+  t.strictSame(nearest.map((n) => n.fact), ['current 0', 'current 2', 'current 3'], 'the superseded are not served');
 });
 
 t.test('the first pass asks each shard for its share of FIRST_PASS rows; the bench frontier varies it', async (t) => {
