@@ -46,9 +46,10 @@ export interface Neighbour {
  * re-scored on their float vectors by exact cosine distance. A coded scope of at most EXACT_SCOPE_ROWS eligible
  * vectors sends all of them to the re-scoring: exact search. The first pass runs in memory (decision 0053): the
  * scope's codes as this connection last read them from vec0 (scopeCodes, read again after any commit), their
- * Hamming distances from the query's code in WebAssembly, each shard's k nearest (hamming-scan.ts). A scope not coded (at most UNCODED_SCOPE_MAX_RECORDS
- * records) is searched exactly on `fact_vec` (uncodedNeighbours). `columns` of each neighbour's `adapter_records`
- * row come back in the same statement (a search ranks on them); a neighbour whose record is gone is left out.
+ * Hamming distances from the query's code in WebAssembly, each shard's k nearest (hamming-scan.ts). A scope not
+ * coded (at most UNCODED_SCOPE_MAX_RECORDS records) is searched exactly on `fact_vec` (uncodedNeighbours).
+ * `columns` of each neighbour's `adapter_records` row come back in the same statement (a search ranks on them); a
+ * neighbour whose record is gone is left out.
  * A search always takes the FIRST_PASS sizes; the search bench varies `firstPass` to print its recall / latency
  * frontier.
  * The shards are read by one statement and searched by another, so both run on one snapshot (inSnapshot): between
@@ -86,8 +87,8 @@ async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]
   }
   if (positions.length === 0) return [];
   // The exact cosine distance on the stored float32 vectors of the first pass's candidates (STORAGE.md §4.5 rule 2),
-  // the same distance vec0 computes.
-  // In row id order: consecutive lookups share the primary key's pages (0.17 against 0.24 ms for 150, in process).
+  // the same distance vec0 computes. In row id order: consecutive lookups share the primary key's pages (0.17
+  // against 0.24 ms for 150 candidates, in process).
   const candidates = JSON.stringify(positions.map((position) => Number(rowIds[position]!)).sort((a, b) => a - b));
   const args = [vectorBytes(embedding), candidates, limit];
   const { rows } = await runShape(reader, `eligibleNeighbours:${columns.join(',')}`, args, ([vector, ids, n]) => {

@@ -74,8 +74,8 @@ export async function scopeCodes(reader: Reader, scopeKey: string, state: Change
  * bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition, and a scope's
  * partitions are `scope_key/shard`, so one range of that index holds them all (CROSS JOIN keeps the chunks first:
  * without statistics SQLite would rather walk every chunk's codes). vec0 declares its codes' `rowid` without a type:
- * compared with the integer `chunk_id` it would take numeric affinity and leave its index unused, hence the `+`. A chunk laid out otherwise (another sqlite-vec)
- * throws.
+ * compared with the integer `chunk_id` it would take numeric affinity and leave its index unused, hence the `+`.
+ * A chunk laid out otherwise (another sqlite-vec) throws.
  */
 async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCodes> {
   type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array };

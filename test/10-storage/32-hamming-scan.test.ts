@@ -41,7 +41,8 @@ t.test('codes or a query of the wrong length are refused', (t) => {
   t.end();
 });
 
-t.test('the k nearest positions of a run, given in position order; ties at the k-th distance taken from the first', (t) => {
+t.test('the k nearest positions of a run, given in position order; ties at the k-th distance taken from the first',
+  (t) => {
   const distances = Uint16Array.from([9, 3, 3, 7, 1, 3, 3, 0, 5]);
   const pick = (from: number, to: number, k: number) => {
     const into: number[] = [];
