@@ -48,8 +48,8 @@ function scanModule(): Uint8Array {
     if (w > 0) body.push(op.i64Add);
   }
   body.push(op.set, distance, op.get, out, op.get, distance, op.i32WrapI64, op.i32Store16, 1, 0);
-  // i32.const takes a signed LEB128: 96 is 0xe0 0x00 (a lone 0x60 would read as -32).
   body.push(op.get, out, op.i32Const, 2, op.i32Add, op.set, out);
+  // i32.const takes a signed LEB128: 96 is 0xe0 0x00 (a lone 0x60 would read as -32).
   body.push(op.get, codes, op.i32Const, 0x80 | (CODE_BYTES & 0x7f), CODE_BYTES >> 7, op.i32Add, op.set, codes);
   body.push(op.get, i, op.i32Const, 1, op.i32Add, op.set, i, op.br, 0, op.end, op.end, op.end);
   return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,

@@ -25,67 +25,77 @@ export interface ChangeState {
 /** Codes kept per connection, at most this many bytes; the scope searched longest ago goes first. */
 export const KEPT_CODE_BYTES = 64 * 1024 * 1024;
 
-interface Kept extends ChangeState {
-  readonly scope: ScopeCodes;
-  readonly bytes: number;
+/** What one connection keeps: the state its codes were read in, and the codes by scope, least recent first. */
+interface Kept {
+  state: ChangeState;
+  bytes: number;
+  readonly scopes: Map<string, ScopeCodes>;
 }
 
-const KEPT = new WeakMap<DatabaseConnection, { bytes: number; scopes: Map<string, Kept> }>();
+const KEPT = new WeakMap<DatabaseConnection, Kept>();
 
 /**
  * The codes of `scopeKey` as the snapshot `reader` is in sees them. `state` is `total_changes()` and
  * `data_version` read in that snapshot: kept codes are served only while both are what they were when the codes
  * were read, so any commit since, of this connection (its count of changed rows moves) or of another one
- * (`data_version` moves), makes the next search read them again. Only a read snapshot keeps codes: inside a write
- * transaction the codes may be ones a rollback takes back, with the count of changes already moved past them.
+ * (`data_version` moves), makes the next search read them again; both only grow, so the codes of every scope read
+ * before that commit are dropped at once. Only a read snapshot (inSnapshot, which never writes) keeps codes: inside a
+ * write transaction the codes may be ones a rollback takes back, with the count of changes already moved past them.
+ * A scope of more than KEPT_CODE_BYTES of codes is read at each search and keeps nothing out.
  */
 export async function scopeCodes(reader: Reader, scopeKey: string, state: ChangeState): Promise<ScopeCodes> {
   if (reader.isTransaction) return readScopeCodes(reader, scopeKey);
   const connection = await reader.getExecutor().provideConnection(async (held) => held);
   let kept = KEPT.get(connection);
-  if (kept === undefined) KEPT.set(connection, kept = { bytes: 0, scopes: new Map() });
+  if (kept === undefined) KEPT.set(connection, kept = { state, bytes: 0, scopes: new Map() });
+  if (kept.state.changes !== state.changes || kept.state.version !== state.version) {
+    kept.scopes.clear();
+    kept.bytes = 0;
+    kept.state = state;
+  }
   const known = kept.scopes.get(scopeKey);
   if (known !== undefined) {
     kept.scopes.delete(scopeKey);
-    kept.bytes -= known.bytes;
-    if (known.changes === state.changes && known.version === state.version) {
-      kept.scopes.set(scopeKey, known);
-      kept.bytes += known.bytes;
-      return known.scope;
-    }
+    kept.scopes.set(scopeKey, known);
+    return known;
   }
   const scope = await readScopeCodes(reader, scopeKey);
-  const bytes = scope.codes.byteLength + scope.rowIds.byteLength;
+  const bytes = keptBytes(scope);
+  if (bytes > KEPT_CODE_BYTES) return scope;
   for (const [key, old] of kept.scopes) {
     if (kept.bytes + bytes <= KEPT_CODE_BYTES) break;
     kept.scopes.delete(key);
-    kept.bytes -= old.bytes;
+    kept.bytes -= keptBytes(old);
   }
-  if (bytes <= KEPT_CODE_BYTES) {
-    kept.scopes.set(scopeKey, { ...state, scope, bytes });
-    kept.bytes += bytes;
-  }
+  kept.scopes.set(scopeKey, scope);
+  kept.bytes += bytes;
   return scope;
+}
+
+function keptBytes(scope: ScopeCodes): number {
+  return scope.codes.byteLength + scope.rowIds.byteLength;
 }
 
 /**
  * Reads the scope's codes from vec0's own tables for `eligible_codes` (sqlite-vec 0.1.9): per chunk of a shard's
  * partition, a validity bitmap, the row ids (64-bit) and the codes of its slots; a slot counts when its validity
  * bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition, and a scope's
- * partitions are `scope_key/shard`, so one range of that index holds them all (CROSS JOIN keeps the chunks first:
- * without statistics SQLite would rather walk every chunk's codes). vec0 declares its codes' `rowid` without a type:
+ * partitions are `scope_key/shard`, so one range of that index holds them all (the LEFT JOIN keeps the chunks
+ * first, where SQLite without statistics would rather walk every chunk's codes, and shows a chunk without codes). vec0 declares its codes' `rowid` without a type:
  * compared with the integer `chunk_id` it would take numeric affinity and leave its index unused, hence the `+`.
  * A chunk laid out otherwise (another sqlite-vec) throws.
  */
 async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCodes> {
-  type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array };
+  type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array | null };
   const { rows } = await runShape(reader, 'scopeCodeChunks', [`${scopeKey}/`, `${scopeKey}0`], ([from, to]) =>
     sql<Chunk>`SELECT c.partition00 AS shard_key, c.validity, c.rowids, v.vectors
-      FROM eligible_codes_chunks c CROSS JOIN eligible_codes_vector_chunks00 v ON v.rowid = +c.chunk_id
+      FROM eligible_codes_chunks c LEFT JOIN eligible_codes_vector_chunks00 v ON v.rowid = +c.chunk_id
       WHERE c.partition00 >= ${from} AND c.partition00 < ${to} ORDER BY c.partition00, c.chunk_id`.compile(reader));
   let valid = 0;
   for (const chunk of rows) {
     const chunkSlots = chunk.validity.length * 8;
+    if (chunk.vectors === null)
+      throw new Error(`eligible_codes: a chunk of ${chunk.shard_key} has no codes (a damaged file)`);
     if (chunk.rowids.length !== chunkSlots * 8 || chunk.vectors.length !== chunkSlots * CODE_BYTES)
       throw new Error(`eligible_codes: a chunk of ${chunkSlots} slots holds ${chunk.rowids.length} bytes of row ids `
         + `and ${chunk.vectors.length} of codes (not sqlite-vec 0.1.9's layout)`);
@@ -111,7 +121,7 @@ async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCo
       }
       const first = slot;
       while (slot < chunkSlots && isValid(chunk.validity, slot)) slot += 1;
-      codes.set(chunk.vectors.subarray(first * CODE_BYTES, slot * CODE_BYTES), count * CODE_BYTES);
+      codes.set(chunk.vectors!.subarray(first * CODE_BYTES, slot * CODE_BYTES), count * CODE_BYTES);
       rowIdBytes.set(chunk.rowids.subarray(first * 8, slot * 8), count * 8);
       count += slot - first;
     }

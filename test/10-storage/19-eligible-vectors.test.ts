@@ -618,6 +618,16 @@ t.test('a chunk of codes laid out otherwise than sqlite-vec 0.1.9 lays it out is
     /eligible_codes: a chunk of 256 slots holds 4096 bytes of row ids and 49152 of codes/);
 });
 
+t.test('a chunk whose codes are missing is refused, not skipped', async (t) => {
+  const { dbPath, engine, q, key } = await twoShardScope(t, 'no-codes.sqlite3');
+  const raw = new RawDatabase(dbPath);
+  raw.prepare('DELETE FROM eligible_codes_vector_chunks00 WHERE rowid = (SELECT min(rowid) FROM '
+    + 'eligible_codes_vector_chunks00)').run();
+  raw.close();
+  await t.rejects(engine.read((db) => eligibleNeighbours(db, key, q, 3)),
+    new RegExp(`eligible_codes: a chunk of ${key}/\\d+ has no codes`));
+});
+
 t.test('the first pass gives the neighbours vec0\'s KNN over the same codes gives, '
   + 'in full chunks and in chunks with holes', async (t) => {
   const { dbPath, engine, key, rows } = await twoShardScope(t, 'as-vec0.sqlite3');

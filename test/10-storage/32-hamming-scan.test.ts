@@ -35,6 +35,20 @@ t.test('each distance is the count of differing bits, from 0 to every bit, and t
   t.end();
 });
 
+t.test('an array passed again is served from the module\'s memory, and another array replaces it', (t) => {
+  const query = randomBytes(CODE_BYTES);
+  const expected = (codes: Uint8Array) => Array.from({ length: codes.length / CODE_BYTES },
+    (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query));
+  const a = new Uint8Array(randomBytes(50 * CODE_BYTES));
+  const small = new Uint8Array(randomBytes(20 * CODE_BYTES));
+  const large = new Uint8Array(randomBytes(60_000 * CODE_BYTES));
+  for (const [name, codes] of [['a', a], ['a again', a], ['a smaller one', small], ['a', a],
+    ['one that grows the memory', large], ['a after the growth', a], ['a again', a]] as const) {
+    t.strictSame(Array.from(hammingDistances(codes, query)), expected(codes), name);
+  }
+  t.end();
+});
+
 t.test('codes or a query of the wrong length are refused', (t) => {
   t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES + 1), new Uint8Array(CODE_BYTES)), RangeError);
   t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES), new Uint8Array(CODE_BYTES - 1)), RangeError);
