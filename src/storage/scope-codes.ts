@@ -81,9 +81,10 @@ function keptBytes(scope: ScopeCodes): number {
  * partition, a validity bitmap, the row ids (64-bit) and the codes of its slots; a slot counts when its validity
  * bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition, and a scope's
  * partitions are `scope_key/shard`, so one range of that index holds them all (the LEFT JOIN keeps the chunks
- * first, where SQLite without statistics would rather walk every chunk's codes, and shows a chunk without codes). vec0 declares its codes' `rowid` without a type:
- * compared with the integer `chunk_id` it would take numeric affinity and leave its index unused, hence the `+`.
- * A chunk laid out otherwise (another sqlite-vec) throws.
+ * first, where SQLite without statistics would rather walk every chunk's codes, and shows a chunk without codes).
+ * vec0 declares its codes' `rowid` without a type: compared with the integer `chunk_id` it would take numeric affinity
+ * and leave its index unused, hence the `+`. A chunk laid out otherwise (another sqlite-vec) or without its codes
+ * (a damaged file) throws.
  */
 async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCodes> {
   type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array | null };
