@@ -2,10 +2,10 @@ import { sql, type RawBuilder } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { sawCoded, vectorBytes } from './eligible-vectors.js';
 import { hammingDistances, nearestPositions } from './hamming-scan.js';
-import { inSnapshot } from './read-snapshot.js';
+import { CHANGE_STATE_COLUMNS, inSnapshot, type ChangeState } from './read-snapshot.js';
 import type { Reader } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
-import { scopeCodes, type ChangeState } from './scope-codes.js';
+import { scopeCodes } from './scope-codes.js';
 import { simhashCode } from './simhash-projection.js';
 import { runShape } from './statement-shapes.js';
 
@@ -69,8 +69,8 @@ async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
   type Shard = { shard: number; size: number } & ChangeState;
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
-    SELECT shard, size, total_changes() AS changes, (SELECT data_version FROM pragma_data_version()) AS version
-    FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`.compile(reader))).rows;
+    SELECT shard, size, ${CHANGE_STATE_COLUMNS} FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`
+    .compile(reader))).rows;
   if (shards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   sawCoded(scopeKey);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);

@@ -1,6 +1,6 @@
 import { sql, type DatabaseConnection } from 'kysely';
 import { CODE_BYTES } from './hamming-scan.js';
-import type { Reader } from './read-snapshot.js';
+import { sameChangeState, type ChangeState, type Reader } from './read-snapshot.js';
 import { runShape } from './statement-shapes.js';
 
 // A coded scope's SimHash codes, read from vec0's chunks of `eligible_codes` and kept per connection while the
@@ -14,12 +14,6 @@ export interface ScopeCodes {
   readonly rowIds: BigInt64Array;
   /** Per shard number, the positions [from, to) of its codes. */
   readonly runs: ReadonlyMap<number, readonly [number, number]>;
-}
-
-/** What the search read of the database's state in its snapshot: this connection's changes, others' commits. */
-export interface ChangeState {
-  readonly changes: number;
-  readonly version: number;
 }
 
 /** Codes kept per connection, at most this many bytes; the scope searched longest ago goes first. */
@@ -48,7 +42,7 @@ export async function scopeCodes(reader: Reader, scopeKey: string, state: Change
   const connection = await reader.getExecutor().provideConnection(async (held) => held);
   let kept = KEPT.get(connection);
   if (kept === undefined) KEPT.set(connection, kept = { state, bytes: 0, scopes: new Map() });
-  if (kept.state.changes !== state.changes || kept.state.version !== state.version) {
+  if (!sameChangeState(kept.state, state)) {
     kept.scopes.clear();
     kept.bytes = 0;
     kept.state = state;

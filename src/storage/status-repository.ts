@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { fileBytes } from './durable-files.js';
+import { CHANGE_STATE_COLUMNS, sameChangeState, type ChangeState } from './read-snapshot.js';
 import type { ScopeColumns } from './record-repository.js';
 import { isBusyError } from './sqlite-errors.js';
 import { runShape } from './statement-shapes.js';
@@ -51,19 +52,14 @@ export interface ScopeReading {
  * statement instead of the counting one. A reading without pages is never remembered.
  */
 export class ScopeCounter {
-  readonly #readings = new Map<string, {
-    readonly changes: number; readonly version: number; readonly reading: ScopeReading;
-  }>();
+  readonly #readings = new Map<string, ChangeState & { readonly reading: ScopeReading }>();
 
   async count(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
     const state = (await runShape(db, 'databaseChangeState', [], () =>
-      sql<{
-        changes: number; version: number;
-      }>`SELECT total_changes() AS changes, data_version AS version FROM pragma_data_version()`
-        .compile(db))).rows[0]!;
+      sql<ChangeState>`SELECT ${CHANGE_STATE_COLUMNS}`.compile(db))).rows[0]!;
     const key = JSON.stringify([scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id]);
     const known = this.#readings.get(key);
-    if (known !== undefined && known.changes === state.changes && known.version === state.version) return known.reading;
+    if (known !== undefined && sameChangeState(known, state)) return known.reading;
     const reading = await countScope(db, scope);
     if (reading.pages === null) {
       this.#readings.delete(key);
