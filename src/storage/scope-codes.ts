@@ -26,48 +26,67 @@ interface Kept {
   readonly scopes: Map<string, ScopeCodes>;
 }
 
-const KEPT = new WeakMap<DatabaseConnection, Kept>();
-
 /**
- * The codes of `scopeKey` as the snapshot `reader` is in sees them. `state` is `total_changes()` and
- * `data_version` read in that snapshot: kept codes are served only while both are what they were when the codes
- * were read, so any commit since, of this connection (its count of changed rows moves) or of another one
- * (`data_version` moves), makes the next search read them again; both only grow, so the codes of every scope read
- * before that commit are dropped at once. Only a read snapshot (inSnapshot, which never writes) keeps codes: inside a
- * write transaction the codes may be ones a rollback takes back, with the count of changes already moved past them.
- * A scope of more than KEPT_CODE_BYTES of codes is read at each search and keeps nothing out.
+ * Scopes' codes kept per connection while the database is in one state, at most `maxBytes` of codes and row ids per
+ * connection, the scope asked for longest ago dropped first. The state is `total_changes()` and `data_version`: both
+ * only grow, so when they move every scope kept is dropped at once (none can be served again). A scope of more than
+ * `maxBytes` is read and returned, and keeps nothing out.
  */
-export async function scopeCodes(reader: Reader, scopeKey: string, state: ChangeState): Promise<ScopeCodes> {
-  if (reader.isTransaction) return readScopeCodes(reader, scopeKey);
-  const connection = await reader.getExecutor().provideConnection(async (held) => held);
-  let kept = KEPT.get(connection);
-  if (kept === undefined) KEPT.set(connection, kept = { state, bytes: 0, scopes: new Map() });
-  if (!sameChangeState(kept.state, state)) {
-    kept.scopes.clear();
-    kept.bytes = 0;
-    kept.state = state;
+export class KeptCodes {
+  readonly #byConnection = new WeakMap<object, Kept>();
+
+  constructor(readonly maxBytes: number) {}
+
+  /** The codes of `scopeKey` for `connection` in `state`: the ones kept, or `read()`'s, kept when they fit. */
+  async codes(
+    connection: object, state: ChangeState, scopeKey: string, read: () => Promise<ScopeCodes>,
+  ): Promise<ScopeCodes> {
+    let kept = this.#byConnection.get(connection);
+    if (kept === undefined) this.#byConnection.set(connection, kept = { state, bytes: 0, scopes: new Map() });
+    if (!sameChangeState(kept.state, state)) {
+      kept.scopes.clear();
+      kept.bytes = 0;
+      kept.state = state;
+    }
+    const known = kept.scopes.get(scopeKey);
+    if (known !== undefined) {
+      kept.scopes.delete(scopeKey);
+      kept.scopes.set(scopeKey, known);
+      return known;
+    }
+    const scope = await read();
+    const bytes = keptBytes(scope);
+    // Kept only if nothing moved the state while it was read (a connection serves one snapshot at a time).
+    if (bytes > this.maxBytes || !sameChangeState(kept.state, state)) return scope;
+    for (const [key, old] of kept.scopes) {
+      if (kept.bytes + bytes <= this.maxBytes) break;
+      kept.scopes.delete(key);
+      kept.bytes -= keptBytes(old);
+    }
+    kept.scopes.set(scopeKey, scope);
+    kept.bytes += bytes;
+    return scope;
   }
-  const known = kept.scopes.get(scopeKey);
-  if (known !== undefined) {
-    kept.scopes.delete(scopeKey);
-    kept.scopes.set(scopeKey, known);
-    return known;
-  }
-  const scope = await readScopeCodes(reader, scopeKey);
-  const bytes = keptBytes(scope);
-  if (bytes > KEPT_CODE_BYTES) return scope;
-  for (const [key, old] of kept.scopes) {
-    if (kept.bytes + bytes <= KEPT_CODE_BYTES) break;
-    kept.scopes.delete(key);
-    kept.bytes -= keptBytes(old);
-  }
-  kept.scopes.set(scopeKey, scope);
-  kept.bytes += bytes;
-  return scope;
 }
 
 function keptBytes(scope: ScopeCodes): number {
   return scope.codes.byteLength + scope.rowIds.byteLength;
+}
+
+const KEPT = new KeptCodes(KEPT_CODE_BYTES);
+
+/**
+ * The codes of `scopeKey` as the snapshot `reader` is in sees them. `state` is `total_changes()` and
+ * `data_version` read in that snapshot: kept codes (KeptCodes, per SQLite connection) are served only while both are
+ * what they were when the codes were read, so any commit since, of this connection (its count of changed rows moves)
+ * or of another one (`data_version` moves), makes the next search read them again. Only a read snapshot (inSnapshot,
+ * which never writes) keeps codes: inside a write transaction the codes may be ones a rollback takes back, with the
+ * count of changes already moved past them.
+ */
+export async function scopeCodes(reader: Reader, scopeKey: string, state: ChangeState): Promise<ScopeCodes> {
+  if (reader.isTransaction) return readScopeCodes(reader, scopeKey);
+  const connection: DatabaseConnection = await reader.getExecutor().provideConnection(async (held) => held);
+  return KEPT.codes(connection, state, scopeKey, () => readScopeCodes(reader, scopeKey));
 }
 
 /**

@@ -628,38 +628,86 @@ t.test('a chunk whose codes are missing is refused, not skipped', async (t) => {
     new RegExp(`eligible_codes: a chunk of ${key}/\\d+ has no codes`));
 });
 
+/**
+ * Checks that the neighbours served for `query` are those of vec0's KNN over the same codes, each shard asked for its
+ * share of FIRST_PASS rows, re-scored the same way: the same rows, distances and order.
+ */
+async function servedAsVec0(
+  t: Test, dbPath: string, engine: SQLiteVecEngine, key: string, query: string, label: string,
+): Promise<void> {
+  const q = queryVector(query);
+  const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
+  const shards = readVectorForms(dbPath).shards.filter((shard) => shard.scope_key === key && shard.size > 0);
+  const total = shards.reduce((sum, shard) => sum + shard.size, 0);
+  const raw = new RawDatabase(dbPath);
+  sqliteVec.load(raw);
+  const arms = shards.map(() => 'SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(?) AND k = ? '
+    + 'AND shard_key = ?').join(' UNION ALL ');
+  const args = shards.flatMap((shard) => [simhashCode(q),
+    BigInt(Math.max(FIRST_PASS.minShardK, Math.ceil((FIRST_PASS.rows * shard.size) / total))),
+    `${key}/${shard.shard}`]);
+  const byVec0 = raw.prepare(`SELECT row_id AS rowid, vec_distance_cosine(embedding, ?) AS distance
+    FROM eligible_vectors WHERE row_id IN (${arms}) ORDER BY distance, row_id LIMIT 12`)
+    .all(new Uint8Array(q.buffer), ...args);
+  raw.close();
+  t.strictSame(served, byVec0, `"${query}", ${label}: the same rows, distances and order`);
+}
+
 t.test('the first pass gives the neighbours vec0\'s KNN over the same codes gives, '
   + 'in full chunks and in chunks with holes', async (t) => {
   const { dbPath, engine, key, rows } = await twoShardScope(t, 'as-vec0.sqlite3');
-  const compare = async (query: string, label: string) => {
-    const q = queryVector(query);
-    const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12));
-    const shards = readVectorForms(dbPath).shards.filter((shard) => shard.size > 0);
-    const total = shards.reduce((sum, shard) => sum + shard.size, 0);
-    const raw = new RawDatabase(dbPath);
-    sqliteVec.load(raw);
-    const arms = shards.map(() => 'SELECT rowid FROM eligible_codes WHERE simhash_v1 MATCH vec_bit(?) AND k = ? '
-      + 'AND shard_key = ?').join(' UNION ALL ');
-    const args = shards.flatMap((shard) => [simhashCode(q),
-      BigInt(Math.max(FIRST_PASS.minShardK, Math.ceil((FIRST_PASS.rows * shard.size) / total))),
-      `${key}/${shard.shard}`]);
-    const byVec0 = raw.prepare(`SELECT row_id AS rowid, vec_distance_cosine(embedding, ?) AS distance
-      FROM eligible_vectors WHERE row_id IN (${arms}) ORDER BY distance, row_id LIMIT 12`)
-      .all(new Uint8Array(q.buffer), ...args);
-    raw.close();
-    t.strictSame(served, byVec0, `"${query}", ${label}: the same rows, distances and order`);
-  };
   const queries = ['cache eviction policy', 'current 7', 'which port does the exporter use'];
-  for (const query of queries) await compare(query, 'full chunks');
+  for (const query of queries) await servedAsVec0(t, dbPath, engine, key, query, 'full chunks');
   // Every third of the first 60 records superseded: their codes leave holes in the first chunk.
   await engine.write(async (trx) => {
     for (const row of rows.filter((_, i) => i < 60 && i % 3 === 1))
       await supersedeRecord(trx, (await findRecord(trx, row.record_id))!);
   });
-  for (const query of queries) await compare(query, 'holes');
+  for (const query of queries) await servedAsVec0(t, dbPath, engine, key, query, 'holes');
   const q = queryVector('cache eviction policy');
   const nearest = await engine.read((db) => eligibleNeighbours(db, key, q, 3, ['fact']));
   t.strictSame(nearest.map((n) => n.fact), ['current 0', 'current 2', 'current 3'], 'the superseded are not served');
+});
+
+t.test('a scope of more than nine shards is served as vec0 serves it (shard 10 sorts before shard 2 as text)',
+  async (t) => {
+  const dbPath = join(t.testdir(), 'eleven-shards.sqlite3');
+  const engine = await openLocalHash(dbPath);
+  t.teardown(() => engine.close());
+  const q = queryVector('cache eviction policy');
+  // Record i goes to shard floor(i / 512), and its distance does not follow i. The twelve nearest are one in shard 10,
+  // one in shard 2, then ten in shard 9: more than the k of the 80 codes of shard 10 (8), fewer than shard 9's (13).
+  const count = 10 * CODE_CHUNK_ROWS + 80;
+  const nearest = [5150, 1100, ...Array.from({ length: 10 }, (_, j) => 4700 + j)];
+  const distance = (i: number) => nearest.includes(i) ? 0.01 + nearest.indexOf(i) * 0.002
+    : 0.05 + ((i * 7919) % count) * 0.0001;
+  await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
+    row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, distance(i), i + 1),
+  })));
+  const key = scopeDigest(SCOPE);
+  t.strictSame(readVectorForms(dbPath).shards.map((shard) => shard.size),
+    [...Array.from({ length: 10 }, () => CODE_CHUNK_ROWS), 80], 'eleven shards');
+  for (const query of ['cache eviction policy', 'current 5123', 'which port does the exporter use'])
+    await servedAsVec0(t, dbPath, engine, key, query, 'eleven shards');
+  const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12, ['fact']));
+  t.strictSame(served.map((n) => n.fact), nearest.map((i) => `current ${i}`), 'the twelve nearest, in order');
+});
+
+t.test('a commit that leaves every shard its size still makes the next search read the codes again', async (t) => {
+  const { dbPath, engine, q, rows, key } = await twoShardScope(t, 'same-sizes.sqlite3');
+  const nearest = async () =>
+    (await engine.read((db) => eligibleNeighbours(db, key, q, 2, ['fact']))).map((n) => n.fact);
+  t.strictSame(await nearest(), ['current 0', 'current 1'], 'the codes are now kept');
+  const sizes = () => readVectorForms(dbPath).shards.map((shard) => shard.size);
+  const before = sizes();
+  // In one transaction: a record of the newest shard leaves it and a nearer one takes its place there.
+  await engine.write(async (trx) => {
+    await supersedeRecord(trx, (await findRecord(trx, rows.at(-1)!.record_id))!);
+    const row = fixtureRow(SCOPE, 'in the same shard');
+    await insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: vectorAtDistance(q, 0.001, 999) });
+  });
+  t.strictSame(sizes(), before, 'every shard has the size it had');
+  t.strictSame(await nearest(), ['in the same shard', 'current 0']);
 });
 
 t.test('the first pass asks each shard for its share of FIRST_PASS rows; the bench frontier varies it', async (t) => {
