@@ -57,6 +57,7 @@ export interface EligibleCodes {
 }
 
 export interface EligibleShards {
+  generation: Generated<number>;
   scope_key: string;
   shard: number;
   size: number;

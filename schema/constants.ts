@@ -6,7 +6,7 @@ export const STORAGE_CONTRACT_VERSION = 2;
  * The schema version this package describes (STORAGE.md §12.5): the newest shipped migration. Its audit queries (L10
  * in particular, see ELIGIBLE_AUDIT_QUERY_SINCE_SCHEMA) are those of this version.
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 /** Oldest linked SQLite runtime FactLane accepts (STORAGE.md §1). */
 export const SQLITE_MINIMUM_VERSION = '3.42.0';
 /** Oldest sqlite-vec FactLane accepts (STORAGE.md §1). */

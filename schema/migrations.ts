@@ -20,4 +20,6 @@ export const RELEASED_MIGRATIONS: readonly ReleasedMigration[] = Object.freeze([
   { version: 4, name: 'vec0_chunks', checksum: 'a7743dd00bceec11f18f8b2296311e58567b71bbb5e91ea3edcc4c0d2b24696a' },
   { version: 5, name: 'record_token_counts',
     checksum: '7fafee257f19928233bec84133fe16cd488601138218d83f9bb90effb6b2433d' },
+  { version: 6, name: 'shard_generations',
+    checksum: '7348a4490a6a52f5d0eb7a64a50584110609e11010b6be02271001f1690a1895' },
 ].map((migration) => Object.freeze(migration)));

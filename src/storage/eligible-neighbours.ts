@@ -2,7 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
 import { sawCoded, vectorBytes } from './eligible-vectors.js';
 import { hammingDistances, nearestPositions } from './hamming-scan.js';
-import { CHANGE_STATE_COLUMNS, inSnapshot, type ChangeState } from './read-snapshot.js';
+import { inSnapshot } from './read-snapshot.js';
 import type { Reader } from './record-repository.js';
 import type { RecordRow } from './record-rows.js';
 import { scopeCodes } from './scope-codes.js';
@@ -45,8 +45,8 @@ export interface Neighbour {
  * nearest codes by Hamming distance (k in proportion to its size, at least MIN_SHARD_K), and those candidates are
  * re-scored on their float vectors by exact cosine distance. A coded scope of at most EXACT_SCOPE_ROWS eligible
  * vectors sends all of them to the re-scoring: exact search. The first pass runs in memory (decision 0053): the
- * scope's codes as this connection last read them from vec0 (scopeCodes, read again after any commit), their
- * Hamming distances from the query's code in WebAssembly, each shard's k nearest (hamming-scan.ts). A scope not
+ * scope's codes as this connection last read them from vec0 (scopeCodes: a shard's again when its generation moved),
+ * their Hamming distances from the query's code in WebAssembly, each shard's k nearest (hamming-scan.ts). A scope not
  * coded (at most UNCODED_SCOPE_MAX_RECORDS records) is searched exactly on `fact_vec` (uncodedNeighbours).
  * `columns` of each neighbour's `adapter_records` row come back in the same statement (a search ranks on them); a
  * neighbour whose record is gone is left out.
@@ -67,15 +67,15 @@ export async function eligibleNeighbours<const C extends readonly (keyof RecordR
 async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]>(
   reader: Reader, scopeKey: string, embedding: Float32Array, limit: number, columns: C, firstPass: FirstPass,
 ): Promise<(Neighbour & Pick<RecordRow, C[number]>)[]> {
-  type Shard = { shard: number; size: number } & ChangeState;
+  type Shard = { shard: number; size: number; generation: number };
   const shards = (await runShape(reader, 'eligibleShards', [scopeKey], ([key]) => sql<Shard>`
-    SELECT shard, size, ${CHANGE_STATE_COLUMNS} FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`
+    SELECT shard, size, generation FROM eligible_shards WHERE scope_key = ${key} ORDER BY shard`
     .compile(reader))).rows;
   if (shards.length === 0) return uncodedNeighbours(reader, scopeKey, embedding, limit, columns);
   sawCoded(scopeKey);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0) return [];
-  const { codes, rowIds, runs } = await scopeCodes(reader, scopeKey, shards[0]!);
+  const { codes, rowIds, runs } = await scopeCodes(reader, scopeKey, shards);
   // A small scope asks each shard for EXACT_SCOPE_ROWS, every code it holds.
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
     : Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total)));

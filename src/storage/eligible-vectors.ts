@@ -8,8 +8,9 @@ import { runShape } from './statement-shapes.js';
 
 // The eligible vector forms (STORAGE.md §4.5, docs/decisions/0017-eligible-vector-layout.md): for every
 // VALIDATED_CURRENT record of a coded scope, a copy of its float vector (eligible_vectors), its SimHash code in one
-// shard of its scope (eligible_codes) and the shard's size (eligible_shards). Nothing else is in them, so a CURRENT
-// semantic query never scores or counts a Candidate. fact_vec stays the float source; these rows are rebuilt from it.
+// shard of its scope (eligible_codes) and the shard's size and generation (eligible_shards). Nothing else is in them,
+// so a CURRENT semantic query never scores or counts a Candidate. fact_vec stays the float source; these rows are
+// rebuilt from it.
 // Since schema 3 (docs/decisions/0027-small-scope-vectors.md) a scope is coded only once it holds more than
 // UNCODED_SCOPE_MAX_RECORDS records: a smaller scope keeps each vector once, in fact_vec, and is searched exactly
 // there, with the eligibility filter inside the KNN (before k) over at most that many vectors.
@@ -65,6 +66,13 @@ export function codeAheadOfWrite(scopeKey: string, vector: Float32Array): boolea
 }
 
 /**
+ * A shard's new generation (schema 6, decision 0054), given by every statement that changes the shard's codes, in the
+ * same transaction: a random positive integer below 2^53 (0 is a shard's generation from before schema 6), so that a
+ * search that kept the shard's codes reads them again.
+ */
+const NEW_GENERATION = sql`1 + abs(random() % 9007199254740990)`;
+
+/**
  * Adds the eligible forms of one VALIDATED_CURRENT record inside the caller's write transaction: the float copy,
  * the SimHash code in the shard nextShard picks from the scope's shard sizes, and that shard's size.
  */
@@ -79,10 +87,12 @@ export async function addEligibleVector(
   const shard = grown?.shard ?? (held.at(-1)?.shard ?? -1) + 1;
   if (grown !== undefined) {
     await runShape(trx, 'growShard', [scopeKey, shard], ([key, s]) =>
-      sql`UPDATE eligible_shards SET size = size + 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
+      sql`UPDATE eligible_shards SET size = size + 1, generation = ${NEW_GENERATION}
+        WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   } else {
     await runShape(trx, 'openShard', [scopeKey, shard], ([key, s]) =>
-      sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES (${key}, ${s}, 1)`.compile(trx));
+      sql`INSERT INTO eligible_shards (scope_key, shard, size, generation) VALUES (${key}, ${s}, 1, ${NEW_GENERATION})`
+        .compile(trx));
   }
   await runShape(trx, 'insertEligibleVector', [rowId, scopeKey, shard, vectorBytes(embedding)], ([id, key, s, bytes]) =>
     sql`INSERT INTO eligible_vectors (row_id, scope_key, shard, embedding)
@@ -154,9 +164,10 @@ async function codeNewScope(
 ): Promise<void> {
   sawCoded(scopeKey);
   const { shards, sizes } = shardsOfNewScope(vectors.length);
-  const shardRows = sizes.length === 0 ? [sql`(${scopeKey}, 0, 0)`]
-    : sizes.map((size, shard) => sql`(${scopeKey}, ${shard}, ${size})`);
-  await sql`INSERT INTO eligible_shards (scope_key, shard, size) VALUES ${sql.join(shardRows)}`.execute(trx);
+  const shardRows = sizes.length === 0 ? [sql`(${scopeKey}, 0, 0, ${NEW_GENERATION})`]
+    : sizes.map((size, shard) => sql`(${scopeKey}, ${shard}, ${size}, ${NEW_GENERATION})`);
+  await sql`INSERT INTO eligible_shards (scope_key, shard, size, generation) VALUES ${sql.join(shardRows)}`
+    .execute(trx);
   for (let start = 0; start < vectors.length;) {
     const end = Math.min(vectors.length, Math.max(start + 1, batchEnd(start)));
     const batch = vectors.slice(start, end).map((vector, offset) => ({ ...vector, shard: shards[start + offset]! }));
@@ -179,7 +190,8 @@ export async function removeEligibleVector(trx: Transaction<DB>, rowId: bigint):
     DELETE FROM eligible_vectors WHERE row_id = ${id} RETURNING scope_key, shard`.compile(trx))).rows[0];
   if (held === undefined) return;
   await runShape(trx, 'shrinkShard', [held.scope_key, held.shard], ([key, s]) =>
-    sql`UPDATE eligible_shards SET size = size - 1 WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
+    sql`UPDATE eligible_shards SET size = size - 1, generation = ${NEW_GENERATION}
+      WHERE scope_key = ${key} AND shard = ${s}`.compile(trx));
   await runShape(trx, 'deleteEligibleCode', [rowId], ([id]) =>
     sql`DELETE FROM eligible_codes WHERE rowid = ${id}`.compile(trx));
 }

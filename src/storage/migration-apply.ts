@@ -48,12 +48,12 @@ const tokenCounts: DerivedRebuild = {
 };
 
 /**
- * Derived rows a file's SQL cannot compute, rebuilt by code after that file in the same transaction: the eligible
- * vector forms come from fact_vec through the seeded SimHash projection (schema 2), schema 3 recreates fact_vec and
- * keeps them for large scopes only, and schema 4 recreates the codes' table in larger chunks; schema 5's token counts
- * come from the records through the adapter's counter, and its eligible forms are laid out again in the shards of
- * decision 0035, which a schema-4 file kept in the older layout. A rebuild that a later pending file repeats runs
- * once, after that file.
+ * Derived rows a file's SQL cannot compute, rebuilt by code in the same transaction: the eligible vector forms come
+ * from fact_vec through the seeded SimHash projection (schema 2), schema 3 recreates fact_vec and keeps them for large
+ * scopes only, and schema 4 recreates the codes' table in larger chunks; schema 5's token counts come from the records
+ * through the adapter's counter, and its eligible forms are laid out again in the shards of decision 0035, which a
+ * schema-4 file kept in the older layout. Each rebuild a pending file asks for runs once, after the last pending file:
+ * the code writes the newest schema (schema 6's shard generations, say), and no file's SQL reads rebuilt rows.
  */
 const DERIVED_REBUILDS: ReadonlyMap<string, readonly DerivedRebuild[]> = new Map([
   ['0002_eligible_vectors.sql', [eligibleForms]],
@@ -64,7 +64,8 @@ const DERIVED_REBUILDS: ReadonlyMap<string, readonly DerivedRebuild[]> = new Map
 
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
- * by the rebuild of the derived rows it introduces (DERIVED_REBUILDS, once) and its `schema_migrations` row. Runs
+ * by its `schema_migrations` row, the last one first by the rebuilds of derived rows the files ask for
+ * (DERIVED_REBUILDS, each once). Runs
  * nothing outside that transaction, so a failure anywhere rolls back every file. `onStarting` hears each file as it
  * begins and `onStep` as it is done, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes, with which
  * rows they are; `countRecord` counts the records' tokens (schema 5: without it, records are left without counts).
@@ -80,6 +81,7 @@ export async function applyMigrations(
   } & MigrationProgress,
 ): Promise<AppliedStep[]> {
   const steps: AppliedStep[] = [];
+  const rebuilds = [...new Set(pending.flatMap((file) => DERIVED_REBUILDS.get(file.fileName) ?? []))];
   for (const [index, file] of pending.entries()) {
     // Migration files hold several statements; Kysely prepares one at a time, so they run through exec
     // on the same connection, inside the transaction Kysely holds.
@@ -89,12 +91,10 @@ export async function applyMigrations(
     } catch (error) {
       throw options.explainRefusal?.(file, error) ?? error;
     }
-    for (const rebuild of DERIVED_REBUILDS.get(file.fileName) ?? []) {
-      const repeated = pending.slice(index + 1)
-        .some((later) => DERIVED_REBUILDS.get(later.fileName)?.includes(rebuild));
+    for (const rebuild of index === pending.length - 1 ? rebuilds : []) {
       const { onRebuilt } = options;
       const onRows = onRebuilt && ((done: number, total: number) => onRebuilt(done, total, rebuild.rows));
-      if (!repeated) await rebuild.run(trx, { onRows, countRecord: options.countRecord });
+      await rebuild.run(trx, { onRows, countRecord: options.countRecord });
     }
     await trx.insertInto('schema_migrations').values({
       version: file.version, name: file.name, checksum: file.checksum,

@@ -9,7 +9,7 @@ export type Reader = Kysely<DB> | Transaction<DB>;
 /**
  * What a statement reads of the database's state: `total_changes()`, the rows this connection has changed, and
  * `data_version`, which moves when another connection commits. Both only grow, so a reading remembered with the
- * state it was made in is still true while a later state is the same (ScopeCounter, scopeCodes).
+ * state it was made in is still true while a later state is the same (ScopeCounter).
  */
 export interface ChangeState {
   readonly changes: number;

@@ -1,12 +1,13 @@
 import { sql, type DatabaseConnection } from 'kysely';
 import { CODE_BYTES } from './hamming-scan.js';
-import { sameChangeState, type ChangeState, type Reader } from './read-snapshot.js';
+import type { Reader } from './read-snapshot.js';
 import { runShape } from './statement-shapes.js';
 
-// A coded scope's SimHash codes, read from vec0's chunks of `eligible_codes` and kept per connection while the
-// database stays unchanged (decision 0053), so a search's first pass reads memory, not the file.
+// A coded scope's SimHash codes, read from vec0's chunks of `eligible_codes` and kept per connection (decision 0053),
+// shard by shard while each shard's generation stays the same (schema 6, decision 0054), so a search's first pass
+// reads memory, not the file, and a commit makes it read again only the shards whose codes it changed.
 
-/** The valid codes of a coded scope, shard after shard, and where each shard's run starts and ends. */
+/** The valid codes of a coded scope's shards, shard after shard, and where each shard's run starts and ends. */
 export interface ScopeCodes {
   /** Codes of CODE_BYTES each, laid end to end. */
   readonly codes: Uint8Array;
@@ -16,56 +17,79 @@ export interface ScopeCodes {
   readonly runs: ReadonlyMap<number, readonly [number, number]>;
 }
 
+/** A shard of a scope as `eligible_shards` holds it: its number and its generation. */
+export interface ShardGeneration {
+  readonly shard: number;
+  readonly generation: number;
+}
+
 /** Codes kept per connection, at most this many bytes; the scope searched longest ago goes first. */
 export const KEPT_CODE_BYTES = 64 * 1024 * 1024;
 
-/** What one connection keeps: the state its codes were read in, and the codes by scope, least recent first. */
+/** A scope's codes as kept: its codes, and the generation each of its shards had when they were read. */
+interface KeptScope {
+  readonly codes: ScopeCodes;
+  readonly generations: ReadonlyMap<number, number>;
+}
+
+/** What one connection keeps: its scopes' codes, least recent first, and their bytes. */
 interface Kept {
-  state: ChangeState;
   bytes: number;
-  readonly scopes: Map<string, ScopeCodes>;
+  readonly scopes: Map<string, KeptScope>;
 }
 
 /**
- * Scopes' codes kept per connection while the database is in one state, at most `maxBytes` of codes and row ids per
- * connection, the scope asked for longest ago dropped first. The state is `total_changes()` and `data_version`: both
- * only grow, so when they move every scope kept is dropped at once (none can be served again). A scope of more than
- * `maxBytes` is read and returned, and keeps nothing out.
+ * Scopes' codes kept per connection, at most `maxBytes` of codes and row ids per connection, the scope asked for
+ * longest ago dropped first. A shard's codes are served while its generation is the one they were read in: every
+ * statement that changes them gives the shard a new one (eligible-vectors.ts). A scope of more than `maxBytes` is read
+ * and returned, and keeps nothing out.
  */
 export class KeptCodes {
   readonly #byConnection = new WeakMap<object, Kept>();
 
   constructor(readonly maxBytes: number) {}
 
-  /** The codes of `scopeKey` for `connection` in `state`: the ones kept, or `read()`'s, kept when they fit. */
+  /**
+   * The codes of `scopeKey`'s `shards` (in shard order) for `connection`: those of the shards kept in the same
+   * generation, and `read(shards)`'s for the others (all of them when nothing is kept), laid out in shard order.
+   */
   async codes(
-    connection: object, state: ChangeState, scopeKey: string, read: () => Promise<ScopeCodes>,
+    connection: object, scopeKey: string, shards: readonly ShardGeneration[],
+    read: (shards: readonly number[]) => Promise<ScopeCodes>,
   ): Promise<ScopeCodes> {
     let kept = this.#byConnection.get(connection);
-    if (kept === undefined) this.#byConnection.set(connection, kept = { state, bytes: 0, scopes: new Map() });
-    if (!sameChangeState(kept.state, state)) {
-      kept.scopes.clear();
-      kept.bytes = 0;
-      kept.state = state;
-    }
+    if (kept === undefined) this.#byConnection.set(connection, kept = { bytes: 0, scopes: new Map() });
     const known = kept.scopes.get(scopeKey);
+    const moved = shards.filter(({ shard, generation }) => known?.generations.get(shard) !== generation);
     if (known !== undefined) {
       kept.scopes.delete(scopeKey);
-      kept.scopes.set(scopeKey, known);
-      return known;
+      kept.bytes -= keptBytes(known.codes);
+      if (moved.length === 0 && known.generations.size === shards.length) {
+        kept.scopes.set(scopeKey, known);
+        kept.bytes += keptBytes(known.codes);
+        return known.codes;
+      }
     }
-    const scope = await read();
-    const bytes = keptBytes(scope);
-    // Kept only if nothing moved the state while it was read (a connection serves one snapshot at a time).
-    if (bytes > this.maxBytes || !sameChangeState(kept.state, state)) return scope;
+    const fresh = await read(moved.map(({ shard }) => shard));
+    const codes = known === undefined || moved.length === shards.length ? fresh
+      : merged(shards, known.codes, fresh, new Set(moved.map(({ shard }) => shard)));
+    const bytes = keptBytes(codes);
+    if (bytes > this.maxBytes) return codes;
+    // A connection serves one snapshot at a time, so no other search kept this scope meanwhile; if one did, it goes.
+    const meanwhile = kept.scopes.get(scopeKey);
+    if (meanwhile !== undefined) {
+      kept.scopes.delete(scopeKey);
+      kept.bytes -= keptBytes(meanwhile.codes);
+    }
     for (const [key, old] of kept.scopes) {
       if (kept.bytes + bytes <= this.maxBytes) break;
       kept.scopes.delete(key);
-      kept.bytes -= keptBytes(old);
+      kept.bytes -= keptBytes(old.codes);
     }
-    kept.scopes.set(scopeKey, scope);
+    const generations = new Map(shards.map(({ shard, generation }) => [shard, generation]));
+    kept.scopes.set(scopeKey, { codes, generations });
     kept.bytes += bytes;
-    return scope;
+    return codes;
   }
 }
 
@@ -73,38 +97,64 @@ function keptBytes(scope: ScopeCodes): number {
   return scope.codes.byteLength + scope.rowIds.byteLength;
 }
 
+/** The codes of `shards`, in that order, each from `fresh` when it is one of `moved`, else from `kept`. */
+function merged(
+  shards: readonly ShardGeneration[], kept: ScopeCodes, fresh: ScopeCodes, moved: ReadonlySet<number>,
+): ScopeCodes {
+  const source = (shard: number) => (moved.has(shard) ? fresh : kept);
+  const runOf = (shard: number) => source(shard).runs.get(shard) ?? [0, 0];
+  const count = shards.reduce((sum, { shard }) => sum + runOf(shard)[1] - runOf(shard)[0], 0);
+  const codes: Uint8Array = Buffer.allocUnsafeSlow(count * CODE_BYTES);
+  const rowIds = new BigInt64Array(count);
+  const runs = new Map<number, [number, number]>();
+  let at = 0;
+  for (const { shard } of shards) {
+    const [from, to] = runOf(shard);
+    const { codes: sourceCodes, rowIds: sourceRowIds } = source(shard);
+    codes.set(sourceCodes.subarray(from * CODE_BYTES, to * CODE_BYTES), at * CODE_BYTES);
+    rowIds.set(sourceRowIds.subarray(from, to), at);
+    runs.set(shard, [at, at + to - from]);
+    at += to - from;
+  }
+  return { codes, rowIds, runs };
+}
+
 const KEPT = new KeptCodes(KEPT_CODE_BYTES);
 
 /**
- * The codes of `scopeKey` as the snapshot `reader` is in sees them. `state` is `total_changes()` and
- * `data_version` read in that snapshot: kept codes (KeptCodes, per SQLite connection) are served only while both are
- * what they were when the codes were read, so any commit since, of this connection (its count of changed rows moves)
- * or of another one (`data_version` moves), makes the next search read them again. Only a read snapshot (inSnapshot,
- * which never writes) keeps codes: inside a write transaction the codes may be ones a rollback takes back, with the
- * count of changes already moved past them.
+ * The codes of `scopeKey`'s `shards` (its `eligible_shards` rows, in shard order) as the snapshot `reader` is in sees
+ * them: kept per SQLite connection (KeptCodes), a shard's codes read again when its generation moved. Only a read
+ * snapshot (inSnapshot, which never writes) keeps codes: inside a write transaction they may be ones a rollback takes
+ * back.
  */
-export async function scopeCodes(reader: Reader, scopeKey: string, state: ChangeState): Promise<ScopeCodes> {
-  if (reader.isTransaction) return readScopeCodes(reader, scopeKey);
+export async function scopeCodes(
+  reader: Reader, scopeKey: string, shards: readonly ShardGeneration[],
+): Promise<ScopeCodes> {
+  const all = shards.map(({ shard }) => shard);
+  if (reader.isTransaction) return readScopeCodes(reader, scopeKey, all);
   const connection: DatabaseConnection = await reader.getExecutor().provideConnection(async (held) => held);
-  return KEPT.codes(connection, state, scopeKey, () => readScopeCodes(reader, scopeKey));
+  return KEPT.codes(connection, scopeKey, shards, (moved) => readScopeCodes(reader, scopeKey, moved));
 }
 
 /**
- * Reads the scope's codes from vec0's own tables for `eligible_codes` (sqlite-vec 0.1.9): per chunk of a shard's
- * partition, a validity bitmap, the row ids (64-bit) and the codes of its slots; a slot counts when its validity
- * bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition, and a scope's
- * partitions are `scope_key/shard`, so one range of that index holds them all (the LEFT JOIN keeps the chunks
- * first, where SQLite without statistics would rather walk every chunk's codes, and shows a chunk without codes).
+ * Reads the codes of a scope's `shards` from vec0's own tables for `eligible_codes` (sqlite-vec 0.1.9): per chunk of
+ * a shard's partition, a validity bitmap, the row ids (64-bit) and the codes of its slots; a slot counts when its
+ * validity bit is set. A KNN through vec0 reads the same rows. Migration 0004 indexes the chunks by partition (a
+ * shard's partition is `scope_key/shard`), so each shard asked for is one lookup of that index (the LEFT JOIN keeps
+ * the chunks first, where SQLite without statistics would rather walk every chunk's codes, and shows a chunk without
+ * codes).
  * vec0 declares its codes' `rowid` without a type: compared with the integer `chunk_id` it would take numeric affinity
  * and leave its index unused, hence the `+`. A chunk laid out otherwise (another sqlite-vec) or without its codes
  * (a damaged file) throws.
  */
-async function readScopeCodes(reader: Reader, scopeKey: string): Promise<ScopeCodes> {
+async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly number[]): Promise<ScopeCodes> {
   type Chunk = { shard_key: string; validity: Uint8Array; rowids: Uint8Array; vectors: Uint8Array | null };
-  const { rows } = await runShape(reader, 'scopeCodeChunks', [`${scopeKey}/`, `${scopeKey}0`], ([from, to]) =>
+  const partitions = JSON.stringify(shards.map((shard) => `${scopeKey}/${shard}`));
+  const { rows } = await runShape(reader, 'scopeCodeChunks', [partitions], ([keys]) =>
     sql<Chunk>`SELECT c.partition00 AS shard_key, c.validity, c.rowids, v.vectors
       FROM eligible_codes_chunks c LEFT JOIN eligible_codes_vector_chunks00 v ON v.rowid = +c.chunk_id
-      WHERE c.partition00 >= ${from} AND c.partition00 < ${to} ORDER BY c.partition00, c.chunk_id`.compile(reader));
+      WHERE c.partition00 IN (SELECT value FROM json_each(${keys})) ORDER BY c.partition00, c.chunk_id`
+      .compile(reader));
   let valid = 0;
   for (const chunk of rows) {
     const chunkSlots = chunk.validity.length * 8;

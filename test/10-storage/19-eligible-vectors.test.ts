@@ -33,7 +33,8 @@ import {
   vectorAtDistance, type Json,
 } from '../helpers/reads.js';
 import {
-  candidateRow, downgradeToSchemaFour, downgradeToSchemaOne, downgradeToSchemaThree, downgradeToSchemaTwo,
+  candidateRow, downgradeToSchemaFive, downgradeToSchemaFour, downgradeToSchemaOne, downgradeToSchemaThree,
+  downgradeToSchemaTwo,
   inGatedTransaction, openEngine, queryPlan, RawDatabase,
   REPO_ROOT, sqliteVec, storeRow, withRaw,
 } from '../helpers/storage.js';
@@ -547,13 +548,14 @@ t.test('neighbours come with the columns asked for, in one statement that reads 
   sqliteVec.load(withVec);
   const codePlan = queryPlan(withVec, codes![1]);
   withVec.close();
-  t.match(codePlan, /SEARCH c USING INDEX idx_eligible_codes_chunks_partition \(partition00>\? AND partition00<\?\)/,
-    `the scope's chunks from one range of the partition index: ${codePlan}`);
+  t.match(codePlan, /SEARCH c USING INDEX idx_eligible_codes_chunks_partition \(partition00=\?\)/,
+    `each shard's chunks by one lookup of the partition index: ${codePlan}`);
+  t.notMatch(codePlan, /SCAN c\b/, 'never a scan of the chunks');
   t.match(codePlan, /SEARCH v USING INDEX/, 'each chunk\'s codes by its id');
 });
 
-/** `db` with the SQL of every statement it runs pushed to `seen` (a search's own connection included). */
-function watchingStatements(db: Kysely<DB>, seen: string[]): Kysely<DB> {
+/** `db` with every statement it runs pushed to `seen` (a search's own connection included). */
+function watchingStatements(db: Kysely<DB>, seen: CompiledQuery[]): Kysely<DB> {
   return new Proxy(db, {
     get(inner, property) {
       const value: unknown = Reflect.get(inner, property, inner);
@@ -563,34 +565,82 @@ function watchingStatements(db: Kysely<DB>, seen: string[]): Kysely<DB> {
       }
       if (property !== 'executeQuery') return typeof value === 'function' ? value.bind(inner) : value;
       return (query: CompiledQuery) => {
-        seen.push(query.sql);
+        seen.push(query);
         return inner.executeQuery(query);
       };
     },
   });
 }
 
-t.test('a coded scope\'s codes are read once while nothing commits, and again after any commit', async (t) => {
-  const { dbPath, engine, q, key } = await twoShardScope(t, 'kept-codes.sqlite3');
+t.test('a coded scope\'s codes are read once, and after a commit only those of the shards it changed', async (t) => {
+  const { dbPath, engine, q, rows, key } = await twoShardScope(t, 'kept-codes.sqlite3');
+  /** The facts found, and the shards whose codes the search read. */
   const searchWatched = async () => {
-    const seen: string[] = [];
+    const seen: CompiledQuery[] = [];
     const found = await engine.read((db) => eligibleNeighbours(watchingStatements(db, seen), key, q, 3, ['fact']));
-    return { facts: found.map((n) => n.fact), readCodes: seen.some((text) => /eligible_codes_chunks/.test(text)) };
+    const shardsRead = seen.filter((query) => /eligible_codes_chunks/.test(query.sql))
+      .flatMap((query) => JSON.parse(String(query.parameters[0])) as string[])
+      .map((partition) => Number(partition.slice(key.length + 1)));
+    return { facts: found.map((n) => n.fact), shardsRead };
   };
-  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], readCodes: true });
-  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], readCodes: false },
+  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], shardsRead: [0, 1] });
+  t.strictSame(await searchWatched(), { facts: ['current 0', 'current 1', 'current 2'], shardsRead: [] },
     'the second search reads its codes from memory');
-  // A commit of this connection: the nearest fact now is one the kept codes do not hold.
+  // A commit of this connection: the nearest fact now is one the kept codes do not hold, in shard 1 (the newest).
   await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'own commit'), vector: vectorAtDistance(q, 0.01, 900) }]);
-  t.strictSame(await searchWatched(), { facts: ['own commit', 'current 0', 'current 1'], readCodes: true },
-    'after a commit of its own connection the search reads the codes again');
+  t.strictSame(await searchWatched(), { facts: ['own commit', 'current 0', 'current 1'], shardsRead: [1] },
+    'after a commit of its own connection the search reads the shard it changed');
   // A commit of another connection (another server on the file).
   const other = await openLocalHash(dbPath);
   t.teardown(() => other.close());
   await insertFixtures(other, [{ row: fixtureRow(SCOPE, 'other commit'), vector: vectorAtDistance(q, 0.005, 901) }]);
-  t.strictSame(await searchWatched(), { facts: ['other commit', 'own commit', 'current 0'], readCodes: true },
+  t.strictSame(await searchWatched(), { facts: ['other commit', 'own commit', 'current 0'], shardsRead: [1] },
     'after a commit of another connection too');
-  t.strictSame((await searchWatched()).readCodes, false);
+  // A record of shard 0 superseded by another connection: shard 0's codes are read again, and it is gone.
+  await other.write(async (trx) => supersedeRecord(trx, (await findRecord(trx, rows[0]!.record_id))!));
+  t.strictSame(await searchWatched(), { facts: ['other commit', 'own commit', 'current 1'], shardsRead: [0] });
+  // Commits in other scopes, small and coded, change none of this scope's shards.
+  await insertFixtures(other, [{ row: fixtureRow(scopeTuple('PROJECT', { project_id: 'small' }), 'elsewhere'),
+    vector: vectorAtDistance(q, 0.001, 902) }]);
+  const codedElsewhere = scopeTuple('PROJECT', { project_id: 'coded elsewhere' });
+  await insertFixtures(other, Array.from({ length: UNCODED_SCOPE_MAX_RECORDS + 2 }, (_, i) => ({
+    row: fixtureRow(codedElsewhere, `elsewhere ${i}`), vector: vectorAtDistance(q, 0.001, 1000 + i) })));
+  t.strictSame(await searchWatched(), { facts: ['other commit', 'own commit', 'current 1'], shardsRead: [] },
+    'commits in other scopes read nothing again');
+});
+
+/** Each shard's generation in `scopeKey`, by shard number, as a raw connection reads it. */
+function generationsOf(dbPath: string, scopeKey: string): Map<number, number> {
+  const rows = withRaw(dbPath, (db) => db.prepare('SELECT shard, generation FROM eligible_shards WHERE scope_key = ?')
+    .all(scopeKey) as { shard: number; generation: number }[]);
+  return new Map(rows.map((row) => [row.shard, row.generation]));
+}
+
+t.test('every write that changes a shard\'s codes gives that shard a new generation, and no other', async (t) => {
+  const { dbPath, engine, q, rows, key } = await twoShardScope(t, 'generations.sqlite3');
+  // Coded by its 257th record (codeNewScope), shard 0 then filled one code at a time, shard 1 opened by one.
+  const coded = generationsOf(dbPath, key);
+  t.strictSame([...coded.keys()], [0, 1]);
+  t.ok([...coded.values()].every((generation) => Number.isSafeInteger(generation) && generation > 0),
+    `positive, below 2^53: ${[...coded.values()].join(', ')}`);
+  t.not(coded.get(0), coded.get(1));
+  await insertFixtures(engine, [{ row: fixtureRow(SCOPE, 'added'), vector: vectorAtDistance(q, 0.5, 950) }]);
+  const added = generationsOf(dbPath, key);
+  t.equal(added.get(0), coded.get(0), 'a code added to shard 1 leaves shard 0');
+  t.not(added.get(1), coded.get(1), 'and moves shard 1');
+  await engine.write(async (trx) => supersedeRecord(trx, (await findRecord(trx, rows[3]!.record_id))!));
+  const removed = generationsOf(dbPath, key);
+  t.not(removed.get(0), added.get(0), 'a code removed from shard 0 moves it');
+  t.equal(removed.get(1), added.get(1));
+  await t.rejects(engine.write(async (trx) => {
+    await supersedeRecord(trx, (await findRecord(trx, rows[500]!.record_id))!);
+    throw new Error('roll back');
+  }), /roll back/);
+  t.strictSame(generationsOf(dbPath, key), removed, 'a rolled-back write moves nothing');
+  await engine.write(async (trx) => rebuildEligibleVectors(trx));
+  const rebuilt = generationsOf(dbPath, key);
+  t.ok([0, 1].every((shard) => rebuilt.get(shard)! > 0 && rebuilt.get(shard) !== removed.get(shard)),
+    'a rebuild gives every shard a new one');
 });
 
 t.test('codes read inside a write transaction are never kept: a rollback takes them back', async (t) => {
@@ -978,7 +1028,7 @@ t.test('a schema-2 database migrates: fact_vec re-chunked, only coded scopes kee
     'audit reads a schema-2 database by the schema-2 rule');
 
   const report = await migrateWithBackup(dir, oldPath);
-  t.strictSame(report.applied.map((step) => step.version), [3, 4, 5]);
+  t.strictSame(report.applied.map((step) => step.version), [3, 4, 5, 6]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath), '8', 'fact_vec is re-chunked');
   t.equal(chunkOf(oldPath, 'eligible_codes'), '512', 'and so are the codes');
@@ -998,7 +1048,7 @@ t.test('a schema-3 database migrates to schema 4: codes in chunks of 512, every 
   t.equal(chunkOf(freshPath, 'eligible_codes'), '512', 'this release writes them in chunks of 512');
   t.ok(readVectorForms(oldPath).records.some((r) => r.code), 'a coded scope to move');
   const report = await migrateWithBackup(dir, oldPath);
-  t.strictSame(report.applied.map((step) => step.version), [4, 5]);
+  t.strictSame(report.applied.map((step) => step.version), [4, 5, 6]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.equal(chunkOf(oldPath, 'eligible_codes'), '512');
   t.strictSame(chunkLookups(oldPath), [
@@ -1035,12 +1085,31 @@ t.test('a schema-4 database migrates to schema 5: '
   t.notSame(readVectorForms(oldPath).shards, readVectorForms(freshPath).shards, 'not the one written fresh');
 
   const report = await migrateWithBackup(dir, oldPath);
-  t.strictSame(report.applied.map((step) => step.version), [5]);
+  t.strictSame(report.applied.map((step) => step.version), [5, 6]);
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
   t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as written fresh, shard for shard');
   t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');
   await assertAnswersAlike(t, oldPath, freshPath);
+});
+
+t.test('a schema-5 database migrates to schema 6: its shards at generation 0 until their codes change, '
+  + 'searched as before', async (t) => {
+  const dir = t.testdir();
+  const { freshPath, oldPath } = await freshAndOlder(dir, downgradeToSchemaFive);
+  const scopeKey = scopeDigest(CODED_SCOPE);
+  const report = await migrateWithBackup(dir, oldPath);
+  t.strictSame(report.applied.map((step) => step.version), [6]);
+  t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
+  t.strictSame(auditFailures(oldPath), [], 'audit passes after the migration');
+  t.strictSame(readVectorForms(oldPath), readVectorForms(freshPath), 'the forms as they were, shard for shard');
+  t.strictSame(codePlaces(oldPath), codePlaces(freshPath), 'each code at the same place of its partition');
+  t.strictSame([...generationsOf(oldPath, scopeKey).values()], [0], 'no rebuild: generation 0');
+  await assertAnswersAlike(t, oldPath, freshPath);
+  const migrated = await openLocalHash(oldPath);
+  t.teardown(() => migrated.close());
+  await insertFixtures(migrated, [{ row: fixtureRow(CODED_SCOPE, 'after the migration') }]);
+  t.ok(generationsOf(oldPath, scopeKey).get(0)! > 0, 'the next code moves its shard off 0');
 });
 
 t.test('migrate up drops the work table of a reembed that did not finish, which would otherwise stop it', async (t) => {
@@ -1055,7 +1124,7 @@ t.test('migrate up drops the work table of a reembed that did not finish, which 
     + 'SELECT rowid, scope_key, is_current, embedding FROM fact_vec LIMIT 5');
   raw.close();
   const report = await migrateWithBackup(dir, oldPath);
-  t.strictSame(report.applied.map((step) => step.version), [4, 5]);
+  t.strictSame(report.applied.map((step) => step.version), [4, 5, 6]);
   t.equal(report.reembed_work_discarded, true, 'the report says so');
   t.strictSame(report.verification.filter((c) => c.status === 'FAIL'), [], 'verify passes');
   t.strictSame(withRaw(oldPath, (db) => db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fact_vec_next%'")

@@ -1,99 +1,165 @@
-import t from 'tap';
-import type { ChangeState } from '../../src/storage/read-snapshot.js';
+import t, { type Test } from 'tap';
 import { CODE_BYTES } from '../../src/storage/hamming-scan.js';
-import { KeptCodes, type ScopeCodes } from '../../src/storage/scope-codes.js';
+import { KeptCodes, type ScopeCodes, type ShardGeneration } from '../../src/storage/scope-codes.js';
 
-// What a connection keeps of its scopes' codes between searches (decision 0053): served while the database's state is
-// the one they were read in, dropped all at once when it moves, and at most a bound of bytes, the scope asked for
-// longest ago dropped first. The bound here is a few codes; the server's is KEPT_CODE_BYTES.
+// What a connection keeps of its scopes' codes between searches (decisions 0053 and 0054): a shard's codes are served
+// while its generation is the one they were read in, only the shards whose generation moved are read again, and at
+// most a bound of bytes is kept, the scope asked for longest ago dropped first. The bound here is a few codes; the
+// server's is KEPT_CODE_BYTES. A scope here is a map of shards to their generation and number of codes, and a read
+// lays out the codes of the shards asked for as vec0's chunks give them, each code and row id telling its shard,
+// generation and place.
 
-/** A scope of `count` codes: CODE_BYTES + 8 bytes each (the code and its row id). */
-function scopeOf(count: number): ScopeCodes {
-  const runs = new Map([[0, [0, count] as const]]);
-  return { codes: new Uint8Array(count * CODE_BYTES), rowIds: new BigInt64Array(count), runs };
+type Shards = Map<number, { generation: number; count: number }>;
+
+/** The code bytes and row id of code `i` of `shard` in `generation`. */
+const codeByte = (shard: number, generation: number, i: number) => (shard * 31 + generation * 7 + i) & 0xff;
+const rowIdOf = (shard: number, generation: number, i: number) => BigInt(shard * 1_000_000 + generation * 1000 + i);
+
+/** What a read of `asked` gives in a scope of `shards`: their codes laid end to end, in the order asked. */
+function readOf(shards: Shards, asked: readonly number[]): ScopeCodes {
+  const count = asked.reduce((sum, shard) => sum + shards.get(shard)!.count, 0);
+  const codes = new Uint8Array(count * CODE_BYTES);
+  const rowIds = new BigInt64Array(count);
+  const runs = new Map<number, [number, number]>();
+  let at = 0;
+  for (const shard of asked) {
+    const { generation, count: shardCount } = shards.get(shard)!;
+    if (shardCount === 0) continue;
+    for (let i = 0; i < shardCount; i += 1) {
+      codes.fill(codeByte(shard, generation, i), (at + i) * CODE_BYTES, (at + i + 1) * CODE_BYTES);
+      rowIds[at + i] = rowIdOf(shard, generation, i);
+    }
+    runs.set(shard, [at, at + shardCount]);
+    at += shardCount;
+  }
+  return { codes, rowIds, runs };
 }
 
-const S1: ChangeState = { changes: 1, version: 1 };
-
-/** A KeptCodes bound to `codes` codes' bytes; `ask` asks it for a scope of `size` codes and records each read. */
+/** A KeptCodes bound to `codes` codes' bytes; `ask` asks it for a scope, records the shards each read asks for. */
 function keeper(codes: number) {
   const kept = new KeptCodes(codes * (CODE_BYTES + 8));
   const reads: string[] = [];
-  const ask = (connection: object, scope: string, size: number, state = S1, during?: () => Promise<unknown>) =>
-    kept.codes(connection, state, scope, async () => {
-      reads.push(scope);
-      await during?.();
-      return scopeOf(size);
+  const ask = (connection: object, scope: string, shards: Shards) => {
+    const list: ShardGeneration[] = [...shards].sort(([a], [b]) => a - b)
+      .map(([shard, { generation }]) => ({ shard, generation }));
+    return kept.codes(connection, scope, list, async (asked) => {
+      reads.push(`${scope}:${asked.join(',')}`);
+      return readOf(shards, asked);
     });
-  /** Which of `scopes` (name, size) are read when asked for in turn, in `state`. */
-  const readsOf = async (connection: object, scopes: readonly [string, number][], state = S1) => {
+  };
+  /** The reads asking for `scopes` (name, shards) in turn makes. */
+  const readsOf = async (connection: object, scopes: readonly [string, Shards][]) => {
     reads.length = 0;
-    for (const [scope, size] of scopes) await ask(connection, scope, size, state);
+    for (const [scope, shards] of scopes) await ask(connection, scope, shards);
     return [...reads];
   };
   return { kept, reads, ask, readsOf };
 }
 
-t.test('a scope asked for again in the same state is served as it was read, and read once', async (t) => {
+/** A scope of one shard of `count` codes, in generation 1. */
+const oneShard = (count: number): Shards => new Map([[0, { generation: 1, count }]]);
+
+/** Checks that `served` holds exactly the codes of `shards` in their generations, each shard's run in place. */
+function holds(t: Test, served: ScopeCodes, shards: Shards, label: string): void {
+  const problems: string[] = [];
+  let total = 0;
+  for (const [shard, { generation, count }] of shards) {
+    const [from, to] = served.runs.get(shard) ?? [0, 0];
+    if (to - from !== count) problems.push(`shard ${shard}: ${to - from} codes, not ${count}`);
+    for (let i = 0; i < Math.min(count, to - from); i += 1) {
+      const code = served.codes.subarray((from + i) * CODE_BYTES, (from + i + 1) * CODE_BYTES);
+      const same = code.every((byte) => byte === codeByte(shard, generation, i))
+        && served.rowIds[from + i] === rowIdOf(shard, generation, i);
+      if (!same) problems.push(`shard ${shard}: code ${i} is not that of generation ${generation}`);
+    }
+    total += count;
+  }
+  if (served.codes.length !== total * CODE_BYTES || served.rowIds.length !== total) problems.push('codes of no shard');
+  t.strictSame(problems, [], label);
+}
+
+t.test('a scope asked for again with the same generations is served as it was read, and read once', async (t) => {
   const { ask, reads } = keeper(100);
   const connection = {};
-  const first = await ask(connection, 'a', 10);
-  t.equal(await ask(connection, 'a', 10), first, 'the same codes');
-  t.equal(await ask(connection, 'a', 10, { changes: 1, version: 1 }), first, 'in an equal state');
-  t.strictSame(reads, ['a']);
-  t.not(await ask({}, 'a', 10), first, 'another connection keeps its own');
-  t.strictSame(reads, ['a', 'a']);
+  const shards: Shards = new Map([[0, { generation: 5, count: 4 }], [1, { generation: 9, count: 3 }]]);
+  const first = await ask(connection, 'a', shards);
+  holds(t, first, shards, 'both shards');
+  t.equal(await ask(connection, 'a', new Map(shards)), first, 'the same codes');
+  t.strictSame(reads, ['a:0,1']);
+  t.not(await ask({}, 'a', shards), first, 'another connection keeps its own');
+  t.strictSame(reads, ['a:0,1', 'a:0,1']);
 });
 
-t.test('when either number of the state moves, every scope kept is read again', async (t) => {
-  const { readsOf } = keeper(100);
+t.test('only the shards whose generation moved are read again, and the others served as kept', async (t) => {
+  const { ask, readsOf } = keeper(100);
   const connection = {};
-  t.strictSame(await readsOf(connection, [['a', 10], ['b', 10]]), ['a', 'b']);
-  t.strictSame(await readsOf(connection, [['a', 10], ['b', 10]]), [], 'kept');
-  const changed = { changes: 2, version: 1 };
-  t.strictSame(await readsOf(connection, [['a', 10]], changed), ['a'], 'a commit of this connection');
-  t.strictSame(await readsOf(connection, [['b', 10]], changed), ['b'], 'every scope, not only the one asked for');
-  t.strictSame(await readsOf(connection, [['a', 10], ['b', 10]], { changes: 2, version: 2 }), ['a', 'b'],
-    'a commit of another connection');
+  const shards: Shards = new Map([0, 1, 2, 3].map((shard) => [shard, { generation: 1, count: 5 }]));
+  await ask(connection, 'a', shards);
+  shards.set(2, { generation: 2, count: 6 });
+  t.strictSame(await readsOf(connection, [['a', shards]]), ['a:2'], 'a code added to shard 2');
+  holds(t, await ask(connection, 'a', shards), shards, 'shard 2 in its new generation, the others as kept');
+  shards.set(0, { generation: 3, count: 4 });
+  shards.set(3, { generation: 4, count: 0 });
+  t.strictSame(await readsOf(connection, [['a', shards]]), ['a:0,3']);
+  holds(t, await ask(connection, 'a', shards), shards, 'a shard emptied serves no code');
+  shards.set(4, { generation: 1, count: 2 });
+  t.strictSame(await readsOf(connection, [['a', shards]]), ['a:4'], 'a new shard');
+  holds(t, await ask(connection, 'a', shards), shards, 'five shards');
+  const rebuilt: Shards = new Map([0, 1].map((shard) => [shard, { generation: 7 + shard, count: 9 }]));
+  t.strictSame(await readsOf(connection, [['a', rebuilt]]), ['a:0,1'], 'a rebuild: fewer shards, all moved');
+  holds(t, await ask(connection, 'a', rebuilt), rebuilt, 'the rebuilt shards only');
+  t.strictSame(await readsOf(connection, [['b', oneShard(3)], ['a', rebuilt]]), ['b:0'],
+    'another scope\'s codes move nothing kept');
 });
 
 t.test('at most the bound is kept, the scope asked for longest ago dropped first', async (t) => {
   const { readsOf } = keeper(100);
   const connection = {};
-  t.strictSame(await readsOf(connection, [['a', 40], ['b', 40], ['a', 40], ['c', 40]]), ['a', 'b', 'c'],
+  const [a, b, c] = [oneShard(40), oneShard(40), oneShard(40)];
+  t.strictSame(await readsOf(connection, [['a', a], ['b', b], ['a', a], ['c', c]]), ['a:0', 'b:0', 'c:0'],
     'c takes the place of b, asked for longer ago than a');
-  t.strictSame(await readsOf(connection, [['a', 40], ['c', 40]]), [], 'a and c are kept');
-  t.strictSame(await readsOf(connection, [['b', 40]]), ['b'], 'b was dropped, and now drops a');
-  t.strictSame(await readsOf(connection, [['c', 40], ['b', 40], ['a', 40]]), ['a']);
-  t.strictSame(await readsOf(connection, [['small', 20]]), ['small']);
-  t.strictSame(await readsOf(connection, [['b', 40], ['a', 40], ['small', 20]]), [],
+  t.strictSame(await readsOf(connection, [['a', a], ['c', c]]), [], 'a and c are kept');
+  t.strictSame(await readsOf(connection, [['b', b]]), ['b:0'], 'b was dropped, and now drops a');
+  t.strictSame(await readsOf(connection, [['c', c], ['b', b], ['a', a]]), ['a:0']);
+  const small = oneShard(20);
+  t.strictSame(await readsOf(connection, [['small', small]]), ['small:0']);
+  t.strictSame(await readsOf(connection, [['b', b], ['a', a], ['small', small]]), [],
     'two of 40 and one of 20 fill the bound exactly');
+  a.set(1, { generation: 1, count: 10 });
+  t.strictSame(await readsOf(connection, [['a', a], ['b', b], ['small', small]]), ['a:1', 'b:0', 'small:0'],
+    'a scope that grows counts its new size: b, asked for longest ago, makes room for it, then small for b');
 });
 
 t.test('a scope above the bound is read at each search and drops nothing kept', async (t) => {
   const { readsOf } = keeper(100);
   const connection = {};
-  await readsOf(connection, [['a', 50], ['b', 50]]);
-  t.strictSame(await readsOf(connection, [['huge', 101], ['huge', 101]]), ['huge', 'huge']);
-  t.strictSame(await readsOf(connection, [['a', 50], ['b', 50]]), [], 'a and b are still kept');
+  const [a, b, huge] = [oneShard(50), oneShard(50), oneShard(101)];
+  await readsOf(connection, [['a', a], ['b', b]]);
+  t.strictSame(await readsOf(connection, [['huge', huge], ['huge', huge]]), ['huge:0', 'huge:0']);
+  t.strictSame(await readsOf(connection, [['a', a], ['b', b]]), [], 'a and b are still kept');
 });
 
-t.test('a read that fails keeps nothing and leaves the count of bytes kept as it was', async (t) => {
+t.test('a read that fails serves nothing of the scope afterwards and keeps the count of bytes right', async (t) => {
   const { kept, readsOf } = keeper(100);
   const connection = {};
-  await readsOf(connection, [['a', 60]]);
-  await t.rejects(kept.codes(connection, S1, 'broken', async () => {
+  const [a, b] = [oneShard(60), oneShard(40)];
+  await readsOf(connection, [['a', a]]);
+  await t.rejects(kept.codes(connection, 'a', [{ shard: 0, generation: 2 }], async () => {
     throw new Error('a damaged chunk');
   }), /a damaged chunk/);
-  t.strictSame(await readsOf(connection, [['b', 40], ['a', 60], ['b', 40]]), ['b'], 'a and b fill the bound together');
+  t.strictSame(await readsOf(connection, [['b', b], ['a', a], ['b', b]]), ['b:0', 'a:0'],
+    'a is read whole again, and a and b fill the bound together');
 });
 
-t.test('codes read while the state moved under them are served once and not kept', async (t) => {
-  const { ask, reads, readsOf } = keeper(100);
+t.test('a scope kept by another search while it was read is replaced, its bytes counted once', async (t) => {
+  const { kept, readsOf } = keeper(100);
   const connection = {};
-  const S2 = { changes: 2, version: 1 };
-  await ask(connection, 'a', 10, S1, () => ask(connection, 'b', 10, S2));
-  t.strictSame(reads, ['a', 'b']);
-  t.strictSame(await readsOf(connection, [['b', 10], ['a', 10]], S2), ['a'],
-    'a, read in the older state, is read again');
+  const [older, newer] = [oneShard(40), new Map([[0, { generation: 2, count: 40 }]]) as Shards];
+  // A connection serves one snapshot at a time, so this does not happen in a server; the class holds on its own.
+  await kept.codes(connection, 'a', [{ shard: 0, generation: 1 }], async (asked) => {
+    await kept.codes(connection, 'a', [{ shard: 0, generation: 2 }], async (inner) => readOf(newer, inner));
+    return readOf(older, asked);
+  });
+  t.strictSame(await readsOf(connection, [['b', oneShard(60)], ['a', older]]), ['b:0'],
+    'a (40 codes, the last read) and b (60) fill the bound together');
 });

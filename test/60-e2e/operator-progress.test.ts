@@ -210,33 +210,36 @@ t.test('migrate up: the backup, each migration applied, the derived rows rebuilt
     'lease_taken', 'backup_lease_taken', 'backup_pages_copied', 'backup_pages_copied', 'backup_verifying',
     'backup_verified', 'backup_published', 'backup_manifest_written',
     'applying_migration', 'migration_applied', 'applying_migration', 'migration_applied',
-    'applying_migration', 'migration_applied', 'applying_migration', 'derived_rows_rebuilt', 'derived_rows_rebuilt',
-    'migration_applied', 'committed', 'verifying', 'verified',
+    'applying_migration', 'migration_applied', 'applying_migration', 'migration_applied',
+    'applying_migration', 'derived_rows_rebuilt', 'derived_rows_rebuilt', 'migration_applied',
+    'committed', 'verifying', 'verified',
   ]);
   t.match(lines[0], { lease: 'exclusive' });
-  const files = [[2, 'eligible_vectors'], [3, 'small_scope_vectors'], [4, 'vec0_chunks'], [5, 'record_token_counts']];
+  const files = [[2, 'eligible_vectors'], [3, 'small_scope_vectors'], [4, 'vec0_chunks'], [5, 'record_token_counts'],
+    [6, 'shard_generations']];
   for (const [i, [version, name]] of files.entries()) {
     t.match(lines[8 + 2 * i], { step: 'applying_migration', version, name }, `${name}: said as it begins`);
     t.notOk('done' in lines[8 + 2 * i]! || 'total' in lines[8 + 2 * i]!, `${name}: no count while it runs`);
-    const applied = i < 3 ? lines[9 + 2 * i] : lines[17];
-    t.match(applied, { step: 'migration_applied', done: i + 1, total: 4, version, name }, `${name}: then applied`);
+    const applied = i < 4 ? lines[9 + 2 * i] : lines[19];
+    t.match(applied, { step: 'migration_applied', done: i + 1, total: 5, version, name }, `${name}: then applied`);
   }
-  t.match(lines[15], { done: 2, total: 2, rows: 'eligible_vectors' },
+  t.match(lines[17], { done: 2, total: 2, rows: 'eligible_vectors' },
     'the two CURRENT vectors rebuilt once, inside the last file\'s step');
   const records = withRaw(plainPath, (db) => db.prepare('SELECT count(*) FROM adapter_records').pluck().get());
-  t.match(lines[16], { done: records, total: records, rows: 'token_counts' },
+  t.match(lines[18], { done: records, total: records, rows: 'token_counts' },
     'every record\'s token count, in the same step, named apart');
   t.match(lines.at(-1), { failed_checks: 0 });
   t.match(JSON.parse(json.stdout), {
-    applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }], schema_version: 5,
+    applied: [{ version: 2 }, { version: 3 }, { version: 4 }, { version: 5 }, { version: 6 }], schema_version: 6,
   });
 
   const plain = migrate('up', '--db', plainPath, '--no-backup');
   t.equal(plain.status, 0, plain.stderr);
   t.equal(
-    plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks', '0005_record_token_counts']
-    .map((name) => `factlane-migrate: applying ${name}\n`).join(''), 'the lines it printed before, only');
-  t.match(plain.stdout, /^applied 4 migration\(s\); schema version 5\nverification:\n/);
+    plain.stderr, ['0002_eligible_vectors', '0003_small_scope_vectors', '0004_vec0_chunks', '0005_record_token_counts',
+      '0006_shard_generations'].map((name) => `factlane-migrate: applying ${name}\n`).join(''),
+    'the lines it printed before, only');
+  t.match(plain.stdout, /^applied 5 migration\(s\); schema version 6\nverification:\n/);
   const again = migrate('up', '--db', plainPath, '--no-backup', '--json');
   t.strictSame(steps(t, again.stderr, 'migrate_up').map((line) => line.step), ['lease_taken', 'verifying', 'verified'],
     'nothing pending');

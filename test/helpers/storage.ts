@@ -311,8 +311,22 @@ export function downgradeToSchemaThree(dbPath: string): void {
   });
 }
 
-/** Schema 5 undone: the token counts dropped (their fences go with them), the shards' size index back. */
+/** Schema 6 undone: the shards' generations dropped. */
+function toSchemaFive(raw: InstanceType<typeof RawDatabase>): void {
+  raw.exec('ALTER TABLE eligible_shards DROP COLUMN generation; DELETE FROM schema_migrations WHERE version > 5');
+}
+
+/**
+ * Turns a database of this release back into what schema 5 made: no generation on `eligible_shards`, and the ledger
+ * back at version 5.
+ */
+export function downgradeToSchemaFive(dbPath: string): void {
+  inGatedTransaction(dbPath, toSchemaFive);
+}
+
+/** Schemas 6 and 5 undone: the token counts dropped too (their fences go with them), the shards' size index back. */
 function toSchemaFour(raw: InstanceType<typeof RawDatabase>): void {
+  toSchemaFive(raw);
   raw.exec(`DROP TABLE record_token_counts;
     CREATE INDEX idx_eligible_shards_size ON eligible_shards (scope_key, size, shard);
     DELETE FROM schema_migrations WHERE version > 4`);
