@@ -124,8 +124,8 @@ const KEPT = new KeptCodes(KEPT_CODE_BYTES);
 /**
  * The codes of `scopeKey`'s `shards` (its `eligible_shards` rows, in shard order) as the snapshot `reader` is in sees
  * them: kept per SQLite connection (KeptCodes), a shard's codes read again when its generation moved. Only a read
- * snapshot (inSnapshot, which never writes) keeps codes: inside a write transaction they may be ones a rollback takes
- * back.
+ * snapshot (inSnapshot, which never writes) keeps codes; a write transaction reads them all, since its own changes
+ * may yet be rolled back.
  */
 export async function scopeCodes(
   reader: Reader, scopeKey: string, shards: readonly ShardGeneration[],
