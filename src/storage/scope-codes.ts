@@ -51,7 +51,7 @@ export class KeptCodes {
 
   /**
    * The codes of `scopeKey`'s `shards` (in shard order) for `connection`: those of the shards kept in the same
-   * generation, and `read(shards)`'s for the others (all of them when nothing is kept), laid out in shard order.
+   * generation, and `read(shards)`'s for the others (all of them when nothing is kept), each shard's codes one run.
    */
   async codes(
     connection: object, scopeKey: string, shards: readonly ShardGeneration[],
@@ -124,8 +124,8 @@ const KEPT = new KeptCodes(KEPT_CODE_BYTES);
 /**
  * The codes of `scopeKey`'s `shards` (its `eligible_shards` rows, in shard order) as the snapshot `reader` is in sees
  * them: kept per SQLite connection (KeptCodes), a shard's codes read again when its generation moved. Only a read
- * snapshot (inSnapshot, which never writes) keeps codes; a write transaction reads them all, since its own changes
- * may yet be rolled back.
+ * snapshot (inSnapshot, which never writes) keeps codes; a write transaction reads them all (out of caution: a rolled
+ * back generation is never drawn again, but searches inside a write are rare and nothing would be gained).
  */
 export async function scopeCodes(
   reader: Reader, scopeKey: string, shards: readonly ShardGeneration[],

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { UNCODED_SCOPE_MAX_RECORDS } from '@factlane/schema';
-import type { CompiledQuery, Kysely } from 'kysely';
+import { sql, type CompiledQuery, type Kysely } from 'kysely';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +19,9 @@ import { eligibleNeighbours, EXACT_SCOPE_ROWS, FIRST_PASS } from '../../src/stor
 import { CODE_CHUNK_ROWS, nextShard, shardCapacity, shardsOfNewScope } from '../../src/storage/eligible-shards.js';
 import { codeAheadOfWrite, eligibleCode, rebuildEligibleVectors } from '../../src/storage/eligible-vectors.js';
 import { simhashCode } from '../../src/storage/simhash-projection.js';
+import { inSnapshot } from '../../src/storage/read-snapshot.js';
+import { scopeCodes } from '../../src/storage/scope-codes.js';
+import { CODE_BYTES } from '../../src/storage/hamming-scan.js';
 import { compiledShapes } from '../../src/storage/statement-shapes.js';
 import { reembedDatabase } from '../../src/maintenance/reembed-operation.js';
 import { MaintenanceTarget } from '../../src/storage/maintenance-target.js';
@@ -641,6 +644,100 @@ t.test('every write that changes a shard\'s codes gives that shard a new generat
   const rebuilt = generationsOf(dbPath, key);
   t.ok([0, 1].every((shard) => rebuilt.get(shard)! > 0 && rebuilt.get(shard) !== removed.get(shard)),
     'a rebuild gives every shard a new one');
+  // Shard 1 filled to its last place, then one more current record: a store opens shard 2 (openShard).
+  const [, last] = readVectorForms(dbPath).shards.map((shard) => shard.size);
+  await insertFixtures(engine, Array.from({ length: CODE_CHUNK_ROWS - last! + 1 }, (_, i) => ({
+    row: fixtureRow(SCOPE, `filling ${i}`), vector: vectorAtDistance(q, 0.6, 2000 + i) })));
+  const opened = generationsOf(dbPath, key);
+  t.strictSame([...opened.keys()], [0, 1, 2], 'a third shard');
+  t.ok(opened.get(2)! > 0 && opened.get(2) !== opened.get(1) && opened.get(2) !== opened.get(0),
+    `the shard a store opens has a generation of its own: ${opened.get(2)}`);
+});
+
+t.test('after any mix of writes by two servers, each serves every shard\'s codes as vec0 holds them', async (t) => {
+  const dbPath = join(t.testdir(), 'two-servers.sqlite3');
+  const [a, b] = [await openLocalHash(dbPath), await openLocalHash(dbPath)];
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const q = queryVector('cache eviction policy');
+  const scopes = [SCOPE, scopeTuple('PROJECT', { project_id: 'p3' })]
+    .map((scope) => ({ scope, key: scopeDigest(scope), live: [] as string[] }));
+  let made = 0;
+  const rowsOf = (scope: typeof SCOPE, count: number) => Array.from({ length: count }, () => {
+    made += 1;
+    return { row: fixtureRow(scope, `fact ${made}`), vector: vectorAtDistance(q, 0.01 + (made % 97) * 0.004, made) };
+  });
+  // Two shards in the first scope, one in the second.
+  for (const [i, held] of scopes.entries())
+    held.live.push(...(await insertFixtures(a, rowsOf(held.scope, i === 0 ? 600 : 300))).map((r) => r.record_id));
+  /** The codes `engine` serves for each shard of `key`, against vec0's rows of that shard, on one snapshot. */
+  const stale = (engine: SQLiteVecEngine, key: string) => engine.read((db) => inSnapshot(db, async (snap) => {
+    const shards = (await sql<{ shard: number; generation: number }>`SELECT shard, generation FROM eligible_shards
+      WHERE scope_key = ${key} ORDER BY shard`.execute(snap)).rows;
+    const served = await scopeCodes(snap, key, shards);
+    const wrong: number[] = [];
+    for (const { shard } of shards) {
+      const truth = (await sql<{ rowid: number; code: Uint8Array }>`SELECT rowid, simhash_v1 AS code
+        FROM eligible_codes WHERE shard_key = ${`${key}/${shard}`}`.execute(snap)).rows
+        .map((row: { rowid: number; code: Uint8Array }) => `${row.rowid}:${Buffer.from(row.code).toString('hex')}`)
+        .sort();
+      const [from, to] = served.runs.get(shard) ?? [0, 0];
+      const got = Array.from({ length: to - from }, (_, i) => `${served.rowIds[from + i]}:`
+        + Buffer.from(served.codes.subarray((from + i) * CODE_BYTES, (from + i + 1) * CODE_BYTES)).toString('hex'))
+        .sort();
+      if (got.join() !== truth.join()) wrong.push(shard);
+    }
+    return wrong;
+  }));
+  let seed = 11;
+  const draw = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  const done: string[] = [];
+  for (let step = 0; step < 30; step += 1) {
+    const engine = draw(2) === 0 ? a : b;
+    const held = scopes[draw(2)]!;
+    const kind = ['add', 'supersede', 'swap', 'rolled back', 'add', 'supersede', 'swap', 'rebuild'][draw(8)]!;
+    const take = () => held.live.splice(draw(held.live.length), 1)[0]!;
+    if (kind === 'add') {
+      held.live.push(...(await insertFixtures(engine, rowsOf(held.scope, 1 + draw(3)))).map((r) => r.record_id));
+    } else if (kind === 'supersede') {
+      const id = take();
+      await engine.write(async (trx) => supersedeRecord(trx, (await findRecord(trx, id))!));
+    } else if (kind === 'swap') {
+      // One record leaves a shard and another comes in, in one transaction: shard sizes may stay as they were.
+      const id = take();
+      const { row, vector } = rowsOf(held.scope, 1)[0]!;
+      await engine.write(async (trx) => {
+        await supersedeRecord(trx, (await findRecord(trx, id))!);
+        await insertRecordUnchecked(trx, row, { searchText: row.fact, embedding: vector });
+      });
+      held.live.push(row.record_id);
+    } else if (kind === 'rolled back') {
+      await t.rejects(engine.write(async (trx) => {
+        await supersedeRecord(trx, (await findRecord(trx, held.live[0]!))!);
+        await insertRecordUnchecked(trx, rowsOf(held.scope, 1)[0]!.row, { searchText: 'x', embedding: q });
+        await eligibleNeighbours(trx, held.key, q, 3);
+        throw new Error('roll back');
+      }), /roll back/);
+    } else {
+      await engine.write(async (trx) => rebuildEligibleVectors(trx));
+    }
+    done.push(kind);
+    for (const [name, server] of [['a', a], ['b', b]] as const) {
+      for (const { key } of scopes) {
+        const wrong = await stale(server, key);
+        if (wrong.length > 0) t.fail(`after ${done.join(', ')}: server ${name} serves old codes of shards ${wrong}`);
+      }
+    }
+  }
+  t.ok(['add', 'supersede', 'swap', 'rolled back', 'rebuild'].every((kind) => done.includes(kind)),
+    `every kind of write: ${done.join(', ')}`);
+  t.strictSame(await a.read((db) => eligibleNeighbours(db, scopes[0]!.key, q, 8)),
+    await b.read((db) => eligibleNeighbours(db, scopes[0]!.key, q, 8)), 'both serve the same neighbours');
 });
 
 t.test('codes read inside a write transaction are never kept: a rollback takes them back', async (t) => {
