@@ -66,9 +66,9 @@ export function codeAheadOfWrite(scopeKey: string, vector: Float32Array): boolea
 }
 
 /**
- * A shard's new generation (schema 6, decision 0054), given by every statement that changes the shard's codes, in the
- * same transaction: a random positive integer below 2^53 (0 is a shard's generation from before schema 6), so that a
- * search that kept the shard's codes reads them again.
+ * A shard's new generation (schema 6, decision 0054), given by every write that changes the shard's codes, in the
+ * same transaction (with the shard's size): a random positive integer below 2^53 (0 is a shard's generation from
+ * before schema 6), so that a search that kept the shard's codes reads them again.
  */
 const NEW_GENERATION = sql`1 + abs(random() % 9007199254740990)`;
 

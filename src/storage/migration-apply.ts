@@ -65,10 +65,10 @@ const DERIVED_REBUILDS: ReadonlyMap<string, readonly DerivedRebuild[]> = new Map
 /**
  * Applies `pending` in version order inside the caller's open write transaction (writer gate open), each followed
  * by its `schema_migrations` row, the last one first by the rebuilds of derived rows the files ask for
- * (DERIVED_REBUILDS, each once). Runs
- * nothing outside that transaction, so a failure anywhere rolls back every file. `onStarting` hears each file as it
- * begins and `onStep` as it is done, `onRebuilt` the derived rows rebuilt of the total as a rebuild goes, with which
- * rows they are; `countRecord` counts the records' tokens (schema 5: without it, records are left without counts).
+ * (DERIVED_REBUILDS, each once). Runs nothing outside that transaction, so a failure anywhere rolls back every file.
+ * `onStarting` hears each file as it begins and `onStep` as it is done, `onRebuilt` the derived rows rebuilt of the
+ * total as a rebuild goes, with which rows they are; `countRecord` counts the records' tokens (schema 5: without it,
+ * records are left without counts).
  */
 export async function applyMigrations(
   trx: Transaction<DB>,
