@@ -1,29 +1,10 @@
-import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import type { SqliteConnection } from './native.js';
 import { isCorruptionError } from './sqlite-errors.js';
 
 /** Reads run on the root handle or inside a transaction. */
 export type Reader = Kysely<DB> | Transaction<DB>;
-
-/**
- * What a statement reads of the database's state: `total_changes()`, the rows this connection has changed, and
- * `data_version`, which moves when another connection commits. Both only grow, so a reading remembered with the
- * state it was made in is still true while a later state is the same (ScopeCounter).
- */
-export interface ChangeState {
-  readonly changes: number;
-  readonly version: number;
-}
-
-/** A ChangeState's two columns, `changes` and `version`, for a statement's select list. */
-export const CHANGE_STATE_COLUMNS = sql<ChangeState>`total_changes() AS changes,
-  (SELECT data_version FROM pragma_data_version()) AS version`;
-
-/** Whether two readings of ChangeState show the same state: nothing committed between them. */
-export function sameChangeState(a: ChangeState, b: ChangeState): boolean {
-  return a.changes === b.changes && a.version === b.version;
-}
 
 // The executors of handles bound to a connection inside a snapshot of inSnapshot: work nested in it runs on that
 // snapshot. Kept by executor, not by handle, so a wrapper of the handle (a Proxy) is still seen as inside.

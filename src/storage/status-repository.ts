@@ -3,7 +3,6 @@ import { dirname } from 'node:path';
 import { sql, type Kysely } from 'kysely';
 import type { DB } from '../../generated/db.js';
 import { fileBytes } from './durable-files.js';
-import { CHANGE_STATE_COLUMNS, sameChangeState, type ChangeState } from './read-snapshot.js';
 import type { ScopeColumns } from './record-repository.js';
 import { isBusyError } from './sqlite-errors.js';
 import { runShape } from './statement-shapes.js';
@@ -43,6 +42,13 @@ export interface ScopeReading {
   readonly pages: PageReading | null;
 }
 
+/** `total_changes()`, the rows this connection has changed, and `data_version`, which moves with another connection's
+ * commits. */
+interface ChangeState {
+  readonly changes: number;
+  readonly version: number;
+}
+
 /**
  * The readings of countScope, remembered per scope for one connection while the database stays unchanged.
  * Before counting it reads `PRAGMA data_version` (changes when another connection commits) and
@@ -55,11 +61,11 @@ export class ScopeCounter {
   readonly #readings = new Map<string, ChangeState & { readonly reading: ScopeReading }>();
 
   async count(db: Kysely<DB>, scope: ScopeColumns): Promise<ScopeReading> {
-    const state = (await runShape(db, 'databaseChangeState', [], () =>
-      sql<ChangeState>`SELECT ${CHANGE_STATE_COLUMNS}`.compile(db))).rows[0]!;
+    const state = (await runShape(db, 'databaseChangeState', [], () => sql<ChangeState>`SELECT
+      total_changes() AS changes, (SELECT data_version FROM pragma_data_version()) AS version`.compile(db))).rows[0]!;
     const key = JSON.stringify([scope.scope, scope.project_id, scope.worktree_id, scope.workflow_id, scope.agent_id]);
     const known = this.#readings.get(key);
-    if (known !== undefined && sameChangeState(known, state)) return known.reading;
+    if (known !== undefined && known.changes === state.changes && known.version === state.version) return known.reading;
     const reading = await countScope(db, scope);
     if (reading.pages === null) {
       this.#readings.delete(key);
