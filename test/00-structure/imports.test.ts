@@ -1,7 +1,7 @@
 import t from 'tap';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative, resolve, dirname } from 'node:path';
-import { REPO_ROOT } from '../helpers/storage.js';
+import { REPO_ROOT, typeScriptFiles } from '../helpers/storage.js';
 
 // STYLE.md "The house": imports run downhill only, and native/SQL/MCP packages stay on their floor.
 // schema/ is its own package (@factlane/schema, decision 0025): it imports only itself and TypeBox, and the
@@ -29,14 +29,6 @@ const PACKAGE_FLOORS: Record<string, readonly string[]> = {
 };
 /** The only packages schema/ may import: its package.json declares no other dependency. */
 const SCHEMA_PACKAGES: readonly string[] = ['@sinclair/typebox'];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (name === 'dist' || name === 'node_modules') return [];
-    return statSync(path).isDirectory() ? sourceFiles(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
 
 function floorOf(file: string): string | undefined {
   const rel = relative(REPO_ROOT, file);
@@ -69,7 +61,7 @@ function violationsOf(file: string, text: string): string[] {
 }
 
 t.test('imports run downhill and packages stay on their floor', async (t) => {
-  const files = ['src', 'schema', 'generated'].flatMap((dir) => sourceFiles(join(REPO_ROOT, dir)));
+  const files = ['src', 'schema', 'generated'].flatMap((dir) => typeScriptFiles(join(REPO_ROOT, dir)));
   t.ok(files.length > 10, 'found the sources');
   t.same(files.flatMap((file) => violationsOf(file, readFileSync(file, 'utf8'))), []);
 });

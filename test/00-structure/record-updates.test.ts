@@ -1,7 +1,7 @@
 import t from 'tap';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { REPO_ROOT } from '../helpers/storage.js';
+import { REPO_ROOT, typeScriptFiles } from '../helpers/storage.js';
 
 // A record's stored token count (docs/decisions/0036-record-token-counts.md) covers every public field but four, and is
 // right only while no update rewrites a covered field of a record in place. This test pins the in-place updates of
@@ -20,14 +20,9 @@ const ALLOWED: Record<string, RegExp> = {
 const RAW_UPDATE = new RegExp('UPDATE adapter_records SET embedding_profile_id = \\$\\{[^}]+\\},\\s*'
   + 'embedding_model_digest = \\$\\{[^}]+\\},\\s*embedding_output_dimension = \\$\\{[^}]+\\}');
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => entry.isDirectory()
-    ? sources(join(dir, entry.name)) : entry.name.endsWith('.ts') ? [join(dir, entry.name)] : []);
-}
-
 t.test('every in-place update of adapter_records writes only what the stored token counts allow', async (t) => {
   const found: string[] = [];
-  for (const file of sources(join(REPO_ROOT, 'src'))) {
+  for (const file of typeScriptFiles(join(REPO_ROOT, 'src'))) {
     const rel = relative(REPO_ROOT, file);
     const text = readFileSync(file, 'utf8');
     for (const match of text.matchAll(/updateTable\('adapter_records'\)\s*\.set\(([^)]*)\)/g)) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess, type SpawnSyncReturns } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { MIGRATIONS_DIR } from '../../src/core/package-info.js';
 import { loadMigrationFiles } from '../../src/storage/migration-files.js';
@@ -24,6 +24,15 @@ export function queryPlan(db: InstanceType<typeof RawDatabase>, text: string): s
 }
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The TypeScript files under `dir`, at any depth, outside `dist` and `node_modules` (read by the structure tests). */
+export function typeScriptFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    if (name === 'dist' || name === 'node_modules') return [];
+    return statSync(path).isDirectory() ? typeScriptFiles(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
 
 /**
  * The built operator commands (`npm ci` and `npm test` build them). A test runs these, not the TypeScript source:
