@@ -75,21 +75,28 @@ async function neighboursInSnapshot<const C extends readonly (keyof RecordRow)[]
   sawCoded(scopeKey);
   const total = shards.reduce((sum, shard) => sum + shard.size, 0);
   if (total === 0) return [];
-  const { codes, rowIds, runs } = await scopeCodes(reader, scopeKey, shards);
+  const codes = await scopeCodes(reader, scopeKey, shards);
   // A small scope asks each shard for EXACT_SCOPE_ROWS, every code it holds.
   const shardK = (size: number) => (total <= EXACT_SCOPE_ROWS ? EXACT_SCOPE_ROWS
     : Math.max(firstPass.minShardK, Math.ceil((firstPass.rows * size) / total)));
-  const distances = hammingDistances(codes, simhashCode(embedding));
+  // The shards' codes, in shard order: the first pass's distances come in the same order, run after run.
+  const served = shards.filter(({ shard }) => codes.has(shard));
+  const distances = hammingDistances(served.map(({ shard }) => codes.get(shard)!.codes), simhashCode(embedding));
+  const candidateRowIds: number[] = [];
   const positions: number[] = [];
-  for (const { shard, size } of shards) {
-    const run = runs.get(shard);
-    if (run !== undefined) nearestPositions(distances, run[0], run[1], shardK(size), positions);
+  let from = 0;
+  for (const { shard, size } of served) {
+    const { rowIds } = codes.get(shard)!;
+    positions.length = 0;
+    nearestPositions(distances, from, from + rowIds.length, shardK(size), positions);
+    for (const position of positions) candidateRowIds.push(Number(rowIds[position - from]!));
+    from += rowIds.length;
   }
-  if (positions.length === 0) return [];
+  if (candidateRowIds.length === 0) return [];
   // The exact cosine distance on the stored float32 vectors of the first pass's candidates (STORAGE.md §4.5 rule 2),
   // the same distance vec0 computes. In row id order: consecutive lookups share the primary key's pages (0.17
   // against 0.24 ms for 150 candidates, in process).
-  const candidates = JSON.stringify(positions.map((position) => Number(rowIds[position]!)).sort((a, b) => a - b));
+  const candidates = JSON.stringify(candidateRowIds.sort((a, b) => a - b));
   const args = [vectorBytes(embedding), candidates, limit];
   const { rows } = await runShape(reader, `eligibleNeighbours:${columns.join(',')}`, args, ([vector, ids, n]) => {
     const nearest = sql`SELECT row_id AS rowid, vec_distance_cosine(embedding, ${vector}) AS distance

@@ -81,30 +81,52 @@ function scanner(): ScanExports {
   return instance;
 }
 
-// The codes now in the module's memory: a scope searched again (kept codes, scope-codes.ts) is not copied again.
-let resident: Uint8Array | undefined;
+// The runs of codes now in the module's memory (place), in order, and where each starts.
+let resident: readonly { readonly codes: Uint8Array; readonly at: number }[] = [];
 
 /**
- * The Hamming distance from `query` to each of the `codes.length / CODE_BYTES` codes laid end to end in `codes`.
- * The array returned is a view of the module's memory: read it before the next call. `codes` is copied into that
- * memory unless it is the array of the call before: an array passed here must not change afterwards.
+ * The Hamming distance from `query` to each code of `runs` (arrays of codes laid end to end), run after run, as one
+ * array: a view of the module's memory, to read before the next call. The module's memory keeps the runs of the call
+ * before: a run passed again (the same array) is not copied from JavaScript again, only moved within that memory when
+ * the runs before it changed length, so a search after a commit copies only the shards it changed (decision 0055).
+ * An array passed here must not change afterwards.
  */
-export function hammingDistances(codes: Uint8Array, query: Uint8Array): Uint16Array {
-  if (query.length !== CODE_BYTES || codes.length % CODE_BYTES !== 0)
+export function hammingDistances(runs: readonly Uint8Array[], query: Uint8Array): Uint16Array {
+  if (query.length !== CODE_BYTES || runs.some((codes) => codes.length % CODE_BYTES !== 0))
     throw new RangeError(`hammingDistances: codes of ${CODE_BYTES} bytes expected`);
   const { memory, scan } = scanner();
-  const count = codes.length / CODE_BYTES;
-  const distancesAt = CODES_AT + codes.length;
-  const needed = distancesAt + 2 * count;
+  const end = CODES_AT + runs.reduce((sum, codes) => sum + codes.length, 0);
+  const count = (end - CODES_AT) / CODE_BYTES;
+  const needed = end + 2 * count;
   if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE_BYTES));
   const bytes = new Uint8Array(memory.buffer);
   bytes.set(query, 0);
-  if (codes !== resident) {
-    bytes.set(codes, CODES_AT);
-    resident = codes;
+  if (runs.length !== resident.length || runs.some((codes, i) => codes !== resident[i]!.codes)) place(bytes, runs);
+  scan(CODES_AT, count, 0, end);
+  return new Uint16Array(memory.buffer, end, count);
+}
+
+/**
+ * Lays `runs` end to end from CODES_AT in the module's memory `bytes`. A run resident there is moved, not copied from
+ * JavaScript: those moving down lowest first, then those moving up highest first, so none overwrites a run not yet
+ * moved. That holds while the resident runs keep their order; otherwise every run is copied again.
+ */
+function place(bytes: Uint8Array, runs: readonly Uint8Array[]): void {
+  const was = new Map(resident.map(({ codes, at }) => [codes, at]));
+  const placed: { codes: Uint8Array; at: number; from: number | undefined }[] = [];
+  let at = CODES_AT;
+  for (const codes of runs) {
+    placed.push({ codes, at, from: was.get(codes) });
+    at += codes.length;
   }
-  scan(CODES_AT, count, 0, distancesAt);
-  return new Uint16Array(memory.buffer, distancesAt, count);
+  const kept = placed.filter(({ codes, from }) => from !== undefined && codes.length > 0);
+  if (kept.some(({ from }, i) => i > 0 && from! <= kept[i - 1]!.from!)) for (const run of placed) run.from = undefined;
+  for (const { codes, at: to, from } of placed)
+    if (from !== undefined && from > to) bytes.copyWithin(to, from, from + codes.length);
+  for (const { codes, at: to, from } of placed.toReversed())
+    if (from !== undefined && from < to) bytes.copyWithin(to, from, from + codes.length);
+  for (const { codes, at: to, from } of placed) if (from === undefined) bytes.set(codes, to);
+  resident = placed.map(({ codes, at: to }) => ({ codes, at: to }));
 }
 
 /**

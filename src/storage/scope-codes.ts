@@ -5,17 +5,23 @@ import { runShape } from './statement-shapes.js';
 
 // A coded scope's SimHash codes, read from vec0's chunks of `eligible_codes` and kept per connection (decision 0053),
 // shard by shard while each shard's generation stays the same (schema 6, decision 0054), so a search's first pass
-// reads memory, not the file, and a commit makes it read again only the shards whose codes it changed.
+// reads memory, not the file, and a commit makes it read again only the shards whose codes it changed. Each shard's
+// codes are arrays of their own, kept as the same objects while its generation holds (decision 0055).
 
-/** The valid codes of a coded scope's shards, shard after shard, and where each shard's run starts and ends. */
-export interface ScopeCodes {
+/** One shard's valid codes and their records' row ids, as read from vec0's chunks. */
+export interface ShardCodes {
   /** Codes of CODE_BYTES each, laid end to end. */
   readonly codes: Uint8Array;
   /** The record's row id of each code, by position (vec0 keeps them as 64-bit integers). */
   readonly rowIds: BigInt64Array;
-  /** Per shard number, the positions [from, to) of its codes. */
-  readonly runs: ReadonlyMap<number, readonly [number, number]>;
 }
+
+/**
+ * A coded scope's codes, by shard number in shard order. A shard without a chunk has no entry. Each shard's codes are
+ * an array of their own: a commit replaces the arrays of the shards it changed, and the others stay the same objects
+ * (the first pass's WebAssembly memory does not copy them again, hamming-scan.ts).
+ */
+export type ScopeCodes = ReadonlyMap<number, ShardCodes>;
 
 /** A shard of a scope as `eligible_shards` holds it: its number and its generation. */
 export interface ShardGeneration {
@@ -26,9 +32,10 @@ export interface ShardGeneration {
 /** Codes kept per connection, at most this many bytes; the scope searched longest ago goes first. */
 export const KEPT_CODE_BYTES = 64 * 1024 * 1024;
 
-/** A scope's codes as kept: its codes, and the generation each of its shards had when they were read. */
+/** A scope's codes as kept: its codes, their bytes, and the generation each of its shards had when they were read. */
 interface KeptScope {
   readonly codes: ScopeCodes;
+  readonly bytes: number;
   readonly generations: ReadonlyMap<number, number>;
 }
 
@@ -51,7 +58,7 @@ export class KeptCodes {
 
   /**
    * The codes of `scopeKey`'s `shards` (in shard order) for `connection`: those of the shards kept in the same
-   * generation, and `read(shards)`'s for the others (all of them when nothing is kept), each shard's codes one run.
+   * generation (the same arrays), and `read(shards)`'s for the others (all of them when nothing is kept).
    */
   async codes(
     connection: object, scopeKey: string, shards: readonly ShardGeneration[],
@@ -63,60 +70,44 @@ export class KeptCodes {
     const moved = shards.filter(({ shard, generation }) => known?.generations.get(shard) !== generation);
     if (known !== undefined) {
       kept.scopes.delete(scopeKey);
-      kept.bytes -= keptBytes(known.codes);
+      kept.bytes -= known.bytes;
       if (moved.length === 0 && known.generations.size === shards.length) {
         kept.scopes.set(scopeKey, known);
-        kept.bytes += keptBytes(known.codes);
+        kept.bytes += known.bytes;
         return known.codes;
       }
     }
     const fresh = await read(moved.map(({ shard }) => shard));
-    const codes = known === undefined || moved.length === shards.length ? fresh
-      : merged(shards, known.codes, fresh, new Set(moved.map(({ shard }) => shard)));
+    const movedShards = new Set(moved.map(({ shard }) => shard));
+    const codes = new Map<number, ShardCodes>();
+    for (const { shard } of shards) {
+      const codesOfShard = (movedShards.has(shard) ? fresh : known?.codes)?.get(shard);
+      if (codesOfShard !== undefined) codes.set(shard, codesOfShard);
+    }
     const bytes = keptBytes(codes);
     if (bytes > this.maxBytes) return codes;
     // A connection serves one snapshot at a time, so no other search kept this scope meanwhile; if one did, it goes.
     const meanwhile = kept.scopes.get(scopeKey);
     if (meanwhile !== undefined) {
       kept.scopes.delete(scopeKey);
-      kept.bytes -= keptBytes(meanwhile.codes);
+      kept.bytes -= meanwhile.bytes;
     }
     for (const [key, old] of kept.scopes) {
       if (kept.bytes + bytes <= this.maxBytes) break;
       kept.scopes.delete(key);
-      kept.bytes -= keptBytes(old.codes);
+      kept.bytes -= old.bytes;
     }
     const generations = new Map(shards.map(({ shard, generation }) => [shard, generation]));
-    kept.scopes.set(scopeKey, { codes, generations });
+    kept.scopes.set(scopeKey, { codes, bytes, generations });
     kept.bytes += bytes;
     return codes;
   }
 }
 
 function keptBytes(scope: ScopeCodes): number {
-  return scope.codes.byteLength + scope.rowIds.byteLength;
-}
-
-/** The codes of `shards`, in that order, each from `fresh` when it is one of `moved`, else from `kept`. */
-function merged(
-  shards: readonly ShardGeneration[], kept: ScopeCodes, fresh: ScopeCodes, moved: ReadonlySet<number>,
-): ScopeCodes {
-  const source = (shard: number) => (moved.has(shard) ? fresh : kept);
-  const runOf = (shard: number) => source(shard).runs.get(shard) ?? [0, 0];
-  const count = shards.reduce((sum, { shard }) => sum + runOf(shard)[1] - runOf(shard)[0], 0);
-  const codes: Uint8Array = Buffer.allocUnsafeSlow(count * CODE_BYTES);
-  const rowIds = new BigInt64Array(count);
-  const runs = new Map<number, [number, number]>();
-  let at = 0;
-  for (const { shard } of shards) {
-    const [from, to] = runOf(shard);
-    const { codes: sourceCodes, rowIds: sourceRowIds } = source(shard);
-    codes.set(sourceCodes.subarray(from * CODE_BYTES, to * CODE_BYTES), at * CODE_BYTES);
-    rowIds.set(sourceRowIds.subarray(from, to), at);
-    runs.set(shard, [at, at + to - from]);
-    at += to - from;
-  }
-  return { codes, rowIds, runs };
+  let bytes = 0;
+  for (const { codes, rowIds } of scope.values()) bytes += codes.byteLength + rowIds.byteLength;
+  return bytes;
 }
 
 const KEPT = new KeptCodes(KEPT_CODE_BYTES);
@@ -155,7 +146,8 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
       FROM eligible_codes_chunks c LEFT JOIN eligible_codes_vector_chunks00 v ON v.rowid = +c.chunk_id
       WHERE c.partition00 IN (SELECT value FROM json_each(${keys})) ORDER BY c.partition00, c.chunk_id`
       .compile(reader));
-  let valid = 0;
+  const shardOf = (shardKey: string) => Number(shardKey.slice(scopeKey.length + 1));
+  const valid = new Map<number, number>();
   for (const chunk of rows) {
     const chunkSlots = chunk.validity.length * 8;
     if (chunk.vectors === null)
@@ -163,18 +155,20 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
     if (chunk.rowids.length !== chunkSlots * 8 || chunk.vectors.length !== chunkSlots * CODE_BYTES)
       throw new Error(`eligible_codes: a chunk of ${chunkSlots} slots holds ${chunk.rowids.length} bytes of row ids `
         + `and ${chunk.vectors.length} of codes (not sqlite-vec 0.1.9's layout)`);
-    for (let slot = 0; slot < chunkSlots; slot += 1) if (isValid(chunk.validity, slot)) valid += 1;
+    let count = valid.get(shardOf(chunk.shard_key)) ?? 0;
+    for (let slot = 0; slot < chunkSlots; slot += 1) if (isValid(chunk.validity, slot)) count += 1;
+    valid.set(shardOf(chunk.shard_key), count);
   }
   // Every byte is written below, so the codes' memory is not zeroed first (a 10k scope's codes are 0.9 MiB).
-  const codes: Uint8Array = Buffer.allocUnsafeSlow(valid * CODE_BYTES);
-  const rowIds = new BigInt64Array(valid);
-  const rowIdBytes = new Uint8Array(rowIds.buffer);
-  const runs = new Map<number, [number, number]>();
+  const codes = new Map<number, ShardCodes>();
+  for (const [shard, count] of valid)
+    codes.set(shard, { codes: Buffer.allocUnsafeSlow(count * CODE_BYTES), rowIds: new BigInt64Array(count) });
+  let shard = -1;
   let count = 0;
   for (const chunk of rows) {
-    const shard = Number(chunk.shard_key.slice(scopeKey.length + 1));
-    const run = runs.get(shard) ?? [count, count];
-    runs.set(shard, run);
+    if (shardOf(chunk.shard_key) !== shard) [shard, count] = [shardOf(chunk.shard_key), 0];
+    const { codes: shardCodes, rowIds } = codes.get(shard)!;
+    const rowIdBytes = new Uint8Array(rowIds.buffer);
     const chunkSlots = chunk.validity.length * 8;
     // Each run of valid slots in one copy of its codes and one of its row ids (little-endian, as this platform's
     // BigInt64Array): a full chunk is one.
@@ -185,13 +179,12 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
       }
       const first = slot;
       while (slot < chunkSlots && isValid(chunk.validity, slot)) slot += 1;
-      codes.set(chunk.vectors!.subarray(first * CODE_BYTES, slot * CODE_BYTES), count * CODE_BYTES);
+      shardCodes.set(chunk.vectors!.subarray(first * CODE_BYTES, slot * CODE_BYTES), count * CODE_BYTES);
       rowIdBytes.set(chunk.rowids.subarray(first * 8, slot * 8), count * 8);
       count += slot - first;
     }
-    run[1] = count;
   }
-  return { codes, rowIds, runs };
+  return codes;
 }
 
 /** Whether `slot`'s bit is set in a chunk's validity bitmap (least significant bit first). */

@@ -683,10 +683,9 @@ t.test('after any mix of writes by two servers, each serves every shard\'s codes
         FROM eligible_codes WHERE shard_key = ${`${key}/${shard}`}`.execute(snap)).rows
         .map((row: { rowid: number; code: Uint8Array }) => `${row.rowid}:${Buffer.from(row.code).toString('hex')}`)
         .sort();
-      const [from, to] = served.runs.get(shard) ?? [0, 0];
-      const got = Array.from({ length: to - from }, (_, i) => `${served.rowIds[from + i]}:`
-        + Buffer.from(served.codes.subarray((from + i) * CODE_BYTES, (from + i + 1) * CODE_BYTES)).toString('hex'))
-        .sort();
+      const { codes, rowIds } = served.get(shard) ?? { codes: new Uint8Array(0), rowIds: new BigInt64Array(0) };
+      const got = Array.from(rowIds, (rowId, i) => `${rowId}:`
+        + Buffer.from(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES)).toString('hex')).sort();
       if (got.join() !== truth.join()) wrong.push(shard);
     }
     return wrong;

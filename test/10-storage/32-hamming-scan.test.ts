@@ -24,34 +24,58 @@ t.test('each distance is the count of differing bits, from 0 to every bit, and t
     codes.set(query, 0);
     if (count > 1) codes.set(inverse, CODE_BYTES);
     if (count > 2) codes.set(oneBit, 2 * CODE_BYTES);
-    const distances = Array.from(hammingDistances(codes, query));
+    const distances = Array.from(hammingDistances([codes], query));
     t.equal(distances.length, count);
     const expected = Array.from({ length: count },
       (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query));
     t.strictSame(distances, expected, `${count} codes`);
     t.strictSame(distances.slice(0, 3), [0, CODE_BYTES * 8, 1].slice(0, count), 'equal, opposite, one bit apart');
   }
-  t.strictSame(Array.from(hammingDistances(new Uint8Array(0), query)), [], 'no codes, no distances');
+  t.strictSame(Array.from(hammingDistances([new Uint8Array(0)], query)), [], 'no codes, no distances');
+  t.strictSame(Array.from(hammingDistances([], query)), [], 'no runs, no distances');
   t.end();
 });
 
-t.test('an array passed again is served from the module\'s memory, and another array replaces it', (t) => {
+/** Fresh random codes, `count` of them. */
+const codesOf = (count: number) => new Uint8Array(randomBytes(count * CODE_BYTES));
+
+t.test('runs passed again are served from the module\'s memory, moved when the runs before them change', (t) => {
   const query = randomBytes(CODE_BYTES);
-  const expected = (codes: Uint8Array) => Array.from({ length: codes.length / CODE_BYTES },
-    (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query));
-  const a = new Uint8Array(randomBytes(50 * CODE_BYTES));
-  const small = new Uint8Array(randomBytes(20 * CODE_BYTES));
-  const large = new Uint8Array(randomBytes(60_000 * CODE_BYTES));
-  for (const [name, codes] of [['a', a], ['a again', a], ['a smaller one', small], ['a', a],
-    ['one that grows the memory', large], ['a after the growth', a], ['a again', a]] as const) {
-    t.strictSame(Array.from(hammingDistances(codes, query)), expected(codes), name);
-  }
+  const expected = (runs: readonly Uint8Array[]) => runs.flatMap((codes) => Array.from(
+    { length: codes.length / CODE_BYTES }, (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES),
+      query)));
+  const [a, b, c, d] = [codesOf(50), codesOf(30), codesOf(40), codesOf(20)];
+  const [longerB, shorterB, longerA, empty] = [codesOf(45), codesOf(5), codesOf(70), codesOf(0)];
+  const large = codesOf(60_000);
+  const steps: [string, Uint8Array[]][] = [
+    ['four runs', [a, b, c, d]], ['the same again', [a, b, c, d]],
+    ['b grows: c and d move up', [a, longerB, c, d]], ['b shrinks: c and d move down', [a, shorterB, c, d]],
+    ['a grows, b shrinks: b\'s successors move both ways', [longerA, b, c, d]],
+    ['a new run at the end, one dropped', [longerA, b, d, codesOf(9)]], ['an empty run first', [empty, a, b, c, d]],
+    ['runs in another order are copied whole', [d, c, b, a]], ['one run that grows the memory', [large]],
+    ['after the growth', [a, b, large, c]], ['large moved down', [b, large, c]],
+  ];
+  for (const [name, runs] of steps) t.strictSame(Array.from(hammingDistances(runs, query)), expected(runs), name);
+  // A run passed again is read from the module's memory, not from its array (which must not change): changed here,
+  // the array shows that the memory kept its codes, and moved them when the run before it changed length.
+  const kept = codesOf(10);
+  const first = codesOf(8);
+  hammingDistances([first, kept], query);
+  const original = Uint8Array.from(kept);
+  kept.fill(0);
+  const [longer, shorter] = [codesOf(13), codesOf(2)];
+  t.strictSame(Array.from(hammingDistances([longer, kept], query)), expected([longer, original]),
+    'moved up: the codes as they were passed');
+  t.strictSame(Array.from(hammingDistances([shorter, kept], query)), expected([shorter, original]), 'moved down');
+  t.strictSame(Array.from(hammingDistances([kept, shorter], query)), expected([kept, shorter]),
+    'out of order: copied again, from the array as it is now');
   t.end();
 });
 
 t.test('codes or a query of the wrong length are refused', (t) => {
-  t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES + 1), new Uint8Array(CODE_BYTES)), RangeError);
-  t.throws(() => hammingDistances(new Uint8Array(CODE_BYTES), new Uint8Array(CODE_BYTES - 1)), RangeError);
+  const [code, query] = [new Uint8Array(CODE_BYTES), new Uint8Array(CODE_BYTES)];
+  t.throws(() => hammingDistances([code, new Uint8Array(CODE_BYTES + 1)], query), RangeError);
+  t.throws(() => hammingDistances([code], new Uint8Array(CODE_BYTES - 1)), RangeError);
   t.end();
 });
 

@@ -1,6 +1,8 @@
 import t, { type Test } from 'tap';
 import { CODE_BYTES } from '../../src/storage/hamming-scan.js';
-import { KeptCodes, type ScopeCodes, type ShardGeneration } from '../../src/storage/scope-codes.js';
+import {
+  KeptCodes, type ScopeCodes, type ShardCodes, type ShardGeneration,
+} from '../../src/storage/scope-codes.js';
 
 // What a connection keeps of its scopes' codes between searches (decisions 0053 and 0054): a shard's codes are served
 // while its generation is the one they were read in, only the shards whose generation moved are read again, and at
@@ -15,24 +17,20 @@ type Shards = Map<number, { generation: number; count: number }>;
 const codeByte = (shard: number, generation: number, i: number) => (shard * 31 + generation * 7 + i) & 0xff;
 const rowIdOf = (shard: number, generation: number, i: number) => BigInt(shard * 1_000_000 + generation * 1000 + i);
 
-/** What a read of `asked` gives in a scope of `shards`: their codes laid end to end, in the order asked. */
+/** What a read of `asked` gives in a scope of `shards`: each shard's codes, in the order asked. */
 function readOf(shards: Shards, asked: readonly number[]): ScopeCodes {
-  const count = asked.reduce((sum, shard) => sum + shards.get(shard)!.count, 0);
-  const codes = new Uint8Array(count * CODE_BYTES);
-  const rowIds = new BigInt64Array(count);
-  const runs = new Map<number, [number, number]>();
-  let at = 0;
+  const read = new Map<number, ShardCodes>();
   for (const shard of asked) {
-    const { generation, count: shardCount } = shards.get(shard)!;
-    if (shardCount === 0) continue;
-    for (let i = 0; i < shardCount; i += 1) {
-      codes.fill(codeByte(shard, generation, i), (at + i) * CODE_BYTES, (at + i + 1) * CODE_BYTES);
-      rowIds[at + i] = rowIdOf(shard, generation, i);
+    const { generation, count } = shards.get(shard)!;
+    const codes = new Uint8Array(count * CODE_BYTES);
+    const rowIds = new BigInt64Array(count);
+    for (let i = 0; i < count; i += 1) {
+      codes.fill(codeByte(shard, generation, i), i * CODE_BYTES, (i + 1) * CODE_BYTES);
+      rowIds[i] = rowIdOf(shard, generation, i);
     }
-    runs.set(shard, [at, at + shardCount]);
-    at += shardCount;
+    read.set(shard, { codes, rowIds });
   }
-  return { codes, rowIds, runs };
+  return read;
 }
 
 /** A KeptCodes bound to `codes` codes' bytes; `ask` asks it for a scope, records the shards each read asks for. */
@@ -59,22 +57,22 @@ function keeper(codes: number) {
 /** A scope of one shard of `count` codes, in generation 1. */
 const oneShard = (count: number): Shards => new Map([[0, { generation: 1, count }]]);
 
-/** Checks that `served` holds exactly the codes of `shards` in their generations, each shard's run in place. */
+/** Checks that `served` holds exactly the codes of `shards` in their generations, in shard order. */
 function holds(t: Test, served: ScopeCodes, shards: Shards, label: string): void {
   const problems: string[] = [];
-  let total = 0;
   for (const [shard, { generation, count }] of shards) {
-    const [from, to] = served.runs.get(shard) ?? [0, 0];
-    if (to - from !== count) problems.push(`shard ${shard}: ${to - from} codes, not ${count}`);
-    for (let i = 0; i < Math.min(count, to - from); i += 1) {
-      const code = served.codes.subarray((from + i) * CODE_BYTES, (from + i + 1) * CODE_BYTES);
+    const { codes, rowIds } = served.get(shard) ?? { codes: new Uint8Array(0), rowIds: new BigInt64Array(0) };
+    if (rowIds.length !== count || codes.length !== count * CODE_BYTES)
+      problems.push(`shard ${shard}: ${rowIds.length} codes, not ${count}`);
+    for (let i = 0; i < Math.min(count, rowIds.length); i += 1) {
+      const code = codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES);
       const same = code.every((byte) => byte === codeByte(shard, generation, i))
-        && served.rowIds[from + i] === rowIdOf(shard, generation, i);
+        && rowIds[i] === rowIdOf(shard, generation, i);
       if (!same) problems.push(`shard ${shard}: code ${i} is not that of generation ${generation}`);
     }
-    total += count;
   }
-  if (served.codes.length !== total * CODE_BYTES || served.rowIds.length !== total) problems.push('codes of no shard');
+  if ([...served.keys()].some((shard) => !shards.has(shard))) problems.push('codes of no shard');
+  t.strictSame([...served.keys()], [...shards.keys()].sort((a, b) => a - b), `${label}: in shard order`);
   t.strictSame(problems, [], label);
 }
 
@@ -94,10 +92,13 @@ t.test('only the shards whose generation moved are read again, and the others se
   const { ask, readsOf } = keeper(100);
   const connection = {};
   const shards: Shards = new Map([0, 1, 2, 3].map((shard) => [shard, { generation: 1, count: 5 }]));
-  await ask(connection, 'a', shards);
+  const before = await ask(connection, 'a', shards);
   shards.set(2, { generation: 2, count: 6 });
   t.strictSame(await readsOf(connection, [['a', shards]]), ['a:2'], 'a code added to shard 2');
-  holds(t, await ask(connection, 'a', shards), shards, 'shard 2 in its new generation, the others as kept');
+  const after = await ask(connection, 'a', shards);
+  holds(t, after, shards, 'shard 2 in its new generation, the others as kept');
+  t.ok([0, 1, 3].every((shard) => after.get(shard) === before.get(shard)) && after.get(2) !== before.get(2),
+    'the shards kept are served as the same arrays (the first pass\'s memory keeps them), shard 2 as new ones');
   shards.set(0, { generation: 3, count: 4 });
   shards.set(3, { generation: 4, count: 0 });
   t.strictSame(await readsOf(connection, [['a', shards]]), ['a:0,3']);
