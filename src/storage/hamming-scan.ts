@@ -87,9 +87,9 @@ let resident: readonly { readonly codes: Uint8Array; readonly at: number }[] = [
 /**
  * The Hamming distance from `query` to each code of `runs` (arrays of codes laid end to end), run after run, as one
  * array: a view of the module's memory, to read before the next call. The module's memory keeps the runs of the call
- * before: a run passed again (the same array) is not copied from JavaScript again, only moved within that memory when
- * the runs before it changed length, so a search after a commit copies only the shards it changed (decision 0055).
- * An array passed here must not change afterwards.
+ * before: a run passed again (the same array) in the same order as then is not copied from JavaScript again, only
+ * moved within that memory when the runs before it changed length, so a search after a commit copies only the shards
+ * it changed (decision 0055; place). An array passed here must not change afterwards.
  */
 export function hammingDistances(runs: readonly Uint8Array[], query: Uint8Array): Uint16Array {
   if (query.length !== CODE_BYTES || runs.some((codes) => codes.length % CODE_BYTES !== 0))

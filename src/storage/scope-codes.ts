@@ -17,7 +17,8 @@ export interface ShardCodes {
 }
 
 /**
- * A coded scope's codes, by shard number in shard order. A shard without a chunk has no entry. Each shard's codes are
+ * A coded scope's codes, by shard number in the order the shards were asked for (shard order: eligible_shards is read
+ * `ORDER BY shard`). A shard without a chunk has no entry. Each shard's codes are
  * an array of their own: a commit replaces the arrays of the shards it changed, and the others stay the same objects
  * (the first pass's WebAssembly memory does not copy them again, hamming-scan.ts).
  */
@@ -159,10 +160,14 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
     for (let slot = 0; slot < chunkSlots; slot += 1) if (isValid(chunk.validity, slot)) count += 1;
     valid.set(shardOf(chunk.shard_key), count);
   }
-  // Every byte is written below, so the codes' memory is not zeroed first (a 10k scope's codes are 0.9 MiB).
+  // Every byte is written below, so the codes' memory is not zeroed first (a 10k scope's codes are 0.9 MiB). In the
+  // order of `shards`, not of the chunks' partition keys (as text, shard 10 comes before shard 2).
   const codes = new Map<number, ShardCodes>();
-  for (const [shard, count] of valid)
-    codes.set(shard, { codes: Buffer.allocUnsafeSlow(count * CODE_BYTES), rowIds: new BigInt64Array(count) });
+  for (const shard of shards) {
+    const count = valid.get(shard);
+    if (count !== undefined)
+      codes.set(shard, { codes: Buffer.allocUnsafeSlow(count * CODE_BYTES), rowIds: new BigInt64Array(count) });
+  }
   let shard = -1;
   let count = 0;
   for (const chunk of rows) {

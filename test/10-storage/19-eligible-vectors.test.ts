@@ -730,6 +730,12 @@ t.test('after any mix of writes by two servers, each serves every shard\'s codes
       for (const { key } of scopes) {
         const wrong = await stale(server, key);
         if (wrong.length > 0) t.fail(`after ${done.join(', ')}: server ${name} serves old codes of shards ${wrong}`);
+        // A search on the kept codes (the first pass's memory laid out by the search before) against one inside a
+        // write transaction, which reads every code afresh.
+        const kept = await server.read((db) => eligibleNeighbours(db, key, q, 8));
+        const fresh = await server.write((trx) => eligibleNeighbours(trx, key, q, 8));
+        if (JSON.stringify(kept) !== JSON.stringify(fresh))
+          t.fail(`after ${done.join(', ')}: server ${name}'s search differs from a fresh read`);
       }
     }
   }
@@ -827,7 +833,7 @@ t.test('a scope of more than nine shards is served as vec0 serves it (shard 10 s
   const nearest = [5150, 1100, ...Array.from({ length: 10 }, (_, j) => 4700 + j)];
   const distance = (i: number) => nearest.includes(i) ? 0.01 + nearest.indexOf(i) * 0.002
     : 0.05 + ((i * 7919) % count) * 0.0001;
-  await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
+  const records = await insertFixtures(engine, Array.from({ length: count }, (_, i) => ({
     row: fixtureRow(SCOPE, `current ${i}`), vector: vectorAtDistance(q, distance(i), i + 1),
   })));
   const key = scopeDigest(SCOPE);
@@ -837,6 +843,25 @@ t.test('a scope of more than nine shards is served as vec0 serves it (shard 10 s
     await servedAsVec0(t, dbPath, engine, key, query, 'eleven shards');
   const served = await engine.read((db) => eligibleNeighbours(db, key, q, 12, ['fact']));
   t.strictSame(served.map((n) => n.fact), nearest.map((i) => `current ${i}`), 'the twelve nearest, in order');
+  const generations = generationsOf(dbPath, key);
+  const numeric = Array.from({ length: 11 }, (_, shard) => shard);
+  const shards = numeric.map((shard) => ({ shard, generation: generations.get(shard)! }));
+  t.strictSame([...(await engine.write((trx) => scopeCodes(trx, key, shards))).keys()], numeric,
+    'codes read inside a write transaction come in shard order, not in the text order of their partitions');
+  t.strictSame([...(await engine.read((db) => inSnapshot(db, (snap) => scopeCodes(snap, key, shards)))).keys()],
+    numeric, 'and so do kept codes');
+  // Shard 2 emptied in one transaction: its run in the first pass's memory shrinks to nothing, the eight after it
+  // move down.
+  await engine.write(async (trx) => {
+    for (const row of records.slice(2 * CODE_CHUNK_ROWS, 3 * CODE_CHUNK_ROWS))
+      await supersedeRecord(trx, (await findRecord(trx, row.record_id))!);
+  });
+  t.equal(readVectorForms(dbPath).shards[2]?.size, 0, 'shard 2 is empty');
+  const after = await engine.read((db) => eligibleNeighbours(db, key, q, 12, ['fact']));
+  t.strictSame(after, await engine.write((trx) => eligibleNeighbours(trx, key, q, 12, ['fact'])),
+    'the search on kept codes is the search on codes read afresh');
+  t.strictSame(after.map((n) => n.fact).slice(0, 11), nearest.filter((i) => i !== 1100).map((i) => `current ${i}`),
+    'the nearest of shard 2 is gone, the others are found in the shards after it');
 });
 
 t.test('a commit that leaves every shard its size still makes the next search read the codes again', async (t) => {

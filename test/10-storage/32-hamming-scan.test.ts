@@ -54,6 +54,7 @@ t.test('runs passed again are served from the module\'s memory, moved when the r
     ['a new run at the end, one dropped', [longerA, b, d, codesOf(9)]], ['an empty run first', [empty, a, b, c, d]],
     ['runs in another order are copied whole', [d, c, b, a]], ['one run that grows the memory', [large]],
     ['after the growth', [a, b, large, c]], ['large moved down', [b, large, c]],
+    ['the same array twice', [a, a]], ['then once', [a]], ['then after another', [b, a]],
   ];
   for (const [name, runs] of steps) t.strictSame(Array.from(hammingDistances(runs, query)), expected(runs), name);
   // A run passed again is read from the module's memory, not from its array (which must not change): changed here,
@@ -69,6 +70,43 @@ t.test('runs passed again are served from the module\'s memory, moved when the r
   t.strictSame(Array.from(hammingDistances([shorter, kept], query)), expected([shorter, original]), 'moved down');
   t.strictSame(Array.from(hammingDistances([kept, shorter], query)), expected([kept, shorter]),
     'out of order: copied again, from the array as it is now');
+  t.end();
+});
+
+t.test('a scope\'s shards changed at random between searches: every distance right, from the memory\'s own copy',
+  (t) => {
+  const query = randomBytes(CODE_BYTES);
+  const distancesOf = (runs: readonly Uint8Array[]) => runs.flatMap((codes) => Array.from(
+    { length: codes.length / CODE_BYTES }, (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES),
+      query)));
+  let seed = 17;
+  const draw = (n: number) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  // Each shard's array and a copy of its codes: every array is zeroed after each call, so a right answer comes only
+  // from codes the module's memory kept and moved.
+  let shards = Array.from({ length: 6 }, () => codesOf(draw(5)));
+  const copies = new Map(shards.map((codes) => [codes, Uint8Array.from(codes)]));
+  const wrong: number[] = [];
+  for (let call = 0; call < 400; call += 1) {
+    const changes = 1 + draw(3);
+    for (let change = 0; change < changes; change += 1) {
+      const at = draw(shards.length + 1);
+      const kind = draw(4);
+      const fresh = codesOf(draw(5));
+      copies.set(fresh, Uint8Array.from(fresh));
+      if (kind === 0 || shards.length === 0) shards.splice(at, 0, fresh);
+      else if (kind === 1) shards.splice(Math.min(at, shards.length - 1), 1);
+      else shards[Math.min(at, shards.length - 1)] = fresh;
+    }
+    if (shards.length > 12) shards = shards.slice(0, 12);
+    const got = Array.from(hammingDistances(shards, query));
+    if (JSON.stringify(got) !== JSON.stringify(distancesOf(shards.map((codes) => copies.get(codes)!))))
+      wrong.push(call);
+    for (const codes of shards) codes.fill(0);
+  }
+  t.strictSame(wrong, [], '400 calls, shards added, dropped and replaced, of 0 to 4 codes');
   t.end();
 });
 

@@ -17,10 +17,13 @@ type Shards = Map<number, { generation: number; count: number }>;
 const codeByte = (shard: number, generation: number, i: number) => (shard * 31 + generation * 7 + i) & 0xff;
 const rowIdOf = (shard: number, generation: number, i: number) => BigInt(shard * 1_000_000 + generation * 1000 + i);
 
-/** What a read of `asked` gives in a scope of `shards`: each shard's codes, in the order asked. */
+/**
+ * What a read of `asked` gives in a scope of `shards`: each shard's codes, in the text order of their partition keys
+ * (shard 10 before shard 2), as vec0's chunks come.
+ */
 function readOf(shards: Shards, asked: readonly number[]): ScopeCodes {
   const read = new Map<number, ShardCodes>();
-  for (const shard of asked) {
+  for (const shard of [...asked].sort((x, y) => String(x).localeCompare(String(y)))) {
     const { generation, count } = shards.get(shard)!;
     const codes = new Uint8Array(count * CODE_BYTES);
     const rowIds = new BigInt64Array(count);
@@ -111,6 +114,17 @@ t.test('only the shards whose generation moved are read again, and the others se
   holds(t, await ask(connection, 'a', rebuilt), rebuilt, 'the rebuilt shards only');
   t.strictSame(await readsOf(connection, [['b', oneShard(3)], ['a', rebuilt]]), ['b:0'],
     'another scope\'s codes move nothing kept');
+});
+
+t.test('a scope of more than ten shards is served in shard order, whatever order its reads give', async (t) => {
+  const { ask, readsOf } = keeper(100);
+  const connection = {};
+  const shards: Shards = new Map(Array.from({ length: 12 }, (_, shard) => [shard, { generation: 1, count: 2 }]));
+  holds(t, await ask(connection, 'a', shards), shards, 'twelve shards read at once');
+  shards.set(10, { generation: 2, count: 3 });
+  shards.set(2, { generation: 2, count: 1 });
+  t.strictSame(await readsOf(connection, [['a', shards]]), ['a:2,10']);
+  holds(t, await ask(connection, 'a', shards), shards, 'shards 2 and 10 read again, each in its place');
 });
 
 t.test('at most the bound is kept, the scope asked for longest ago dropped first', async (t) => {
