@@ -18,9 +18,9 @@ export interface ShardCodes {
 
 /**
  * A coded scope's codes, by shard number in the order the shards were asked for (shard order: eligible_shards is read
- * `ORDER BY shard`). A shard without a chunk has no entry. Each shard's codes are
- * an array of their own: a commit replaces the arrays of the shards it changed, and the others stay the same objects
- * (the first pass's WebAssembly memory does not copy them again, hamming-scan.ts).
+ * `ORDER BY shard`). A shard without a chunk has no entry. Each shard's codes are arrays of their own: a commit
+ * replaces the arrays of the shards it changed, and the others stay the same objects (the first pass's WebAssembly
+ * memory does not copy them again, hamming-scan.ts).
  */
 export type ScopeCodes = ReadonlyMap<number, ShardCodes>;
 
