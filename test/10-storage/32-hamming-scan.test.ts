@@ -14,6 +14,12 @@ function bitByBit(a: Uint8Array, b: Uint8Array): number {
   return distance;
 }
 
+/** The distance from `query` to each code of `runs`, run after run, bit by bit. */
+function bitByBitDistances(runs: readonly Uint8Array[], query: Uint8Array): number[] {
+  return runs.flatMap((codes) => Array.from({ length: codes.length / CODE_BYTES },
+    (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query)));
+}
+
 t.test('each distance is the count of differing bits, from 0 to every bit, and the memory grows as asked', (t) => {
   const query = randomBytes(CODE_BYTES);
   const inverse = query.map((byte) => ~byte & 0xff);
@@ -26,8 +32,7 @@ t.test('each distance is the count of differing bits, from 0 to every bit, and t
     if (count > 2) codes.set(oneBit, 2 * CODE_BYTES);
     const distances = Array.from(hammingDistances([codes], query));
     t.equal(distances.length, count);
-    const expected = Array.from({ length: count },
-      (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES), query));
+    const expected = bitByBitDistances([codes], query);
     t.strictSame(distances, expected, `${count} codes`);
     t.strictSame(distances.slice(0, 3), [0, CODE_BYTES * 8, 1].slice(0, count), 'equal, opposite, one bit apart');
   }
@@ -41,9 +46,7 @@ const codesOf = (count: number) => new Uint8Array(randomBytes(count * CODE_BYTES
 
 t.test('runs passed again are served from the module\'s memory, moved when the runs before them change', (t) => {
   const query = randomBytes(CODE_BYTES);
-  const expected = (runs: readonly Uint8Array[]) => runs.flatMap((codes) => Array.from(
-    { length: codes.length / CODE_BYTES }, (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES),
-      query)));
+  const expected = (runs: readonly Uint8Array[]) => bitByBitDistances(runs, query);
   const [a, b, c, d] = [codesOf(50), codesOf(30), codesOf(40), codesOf(20)];
   const [longerB, shorterB, longerA, empty] = [codesOf(45), codesOf(5), codesOf(70), codesOf(0)];
   const large = codesOf(60_000);
@@ -76,9 +79,6 @@ t.test('runs passed again are served from the module\'s memory, moved when the r
 t.test('a scope\'s shards changed at random between searches: every distance right, from the memory\'s own copy',
   (t) => {
   const query = randomBytes(CODE_BYTES);
-  const distancesOf = (runs: readonly Uint8Array[]) => runs.flatMap((codes) => Array.from(
-    { length: codes.length / CODE_BYTES }, (_, i) => bitByBit(codes.subarray(i * CODE_BYTES, (i + 1) * CODE_BYTES),
-      query)));
   let seed = 17;
   const draw = (n: number) => {
     seed = (seed * 1103515245 + 12345) % 2147483648;
@@ -102,7 +102,7 @@ t.test('a scope\'s shards changed at random between searches: every distance rig
     }
     if (shards.length > 12) shards = shards.slice(0, 12);
     const got = Array.from(hammingDistances(shards, query));
-    if (JSON.stringify(got) !== JSON.stringify(distancesOf(shards.map((codes) => copies.get(codes)!))))
+    if (JSON.stringify(got) !== JSON.stringify(bitByBitDistances(shards.map((codes) => copies.get(codes)!), query)))
       wrong.push(call);
     for (const codes of shards) codes.fill(0);
   }
