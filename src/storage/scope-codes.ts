@@ -156,9 +156,10 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
     if (chunk.rowids.length !== chunkSlots * 8 || chunk.vectors.length !== chunkSlots * CODE_BYTES)
       throw new Error(`eligible_codes: a chunk of ${chunkSlots} slots holds ${chunk.rowids.length} bytes of row ids `
         + `and ${chunk.vectors.length} of codes (not sqlite-vec 0.1.9's layout)`);
-    let count = valid.get(shardOf(chunk.shard_key)) ?? 0;
+    const shard = shardOf(chunk.shard_key);
+    let count = valid.get(shard) ?? 0;
     for (let slot = 0; slot < chunkSlots; slot += 1) if (isValid(chunk.validity, slot)) count += 1;
-    valid.set(shardOf(chunk.shard_key), count);
+    valid.set(shard, count);
   }
   // Every byte is written below, so the codes' memory is not zeroed first (a 10k scope's codes are 0.9 MiB). In the
   // order of `shards`, not of the chunks' partition keys (as text, shard 10 comes before shard 2).
