@@ -81,52 +81,122 @@ function scanner(): ScanExports {
   return instance;
 }
 
-// The runs of codes now in the module's memory (place), in order, and where each starts.
-let resident: readonly { readonly codes: Uint8Array; readonly at: number }[] = [];
+/**
+ * Bytes of codes the module's memory keeps for later calls (decision 0056): three scopes of 100,000 codes, or dozens of
+ * 10,000. A call whose own runs hold more keeps only those.
+ */
+export const RESIDENT_CODE_BYTES = 32 * 1024 * 1024;
+
+/** A run of codes held in the module's memory: its array (held weakly), where it starts and its length. */
+interface Resident {
+  readonly codes: WeakRef<Uint8Array>;
+  at: number;
+  readonly bytes: number;
+}
+const residentOf = new WeakMap<Uint8Array, Resident>();
+/** The runs held, least recently passed first. */
+const byUse = new Set<Resident>();
+/** The end of the highest run held. */
+let top = CODES_AT;
+/**
+ * Where the distances are written: past the runs held. At a fixed place while they fit RESIDENT_CODE_BYTES, so that the
+ * distances' pages stay the same as runs come and go.
+ */
+const DISTANCES_AT = CODES_AT + RESIDENT_CODE_BYTES;
 
 /**
- * The Hamming distance from `query` to each code of `runs` (arrays of codes laid end to end), run after run, as one
- * array: a view of the module's memory, to read before the next call. The module's memory keeps the runs of the call
- * before: a run passed again (the same array) in the same order as then is not copied from JavaScript again, only
- * moved within that memory when the runs before it changed length, so a search after a commit copies only the shards
- * it changed (decision 0055; place). An array passed here must not change afterwards.
+ * The Hamming distance from `query` to each code of `runs` (arrays of codes), run after run, as one array: a view of
+ * the module's memory, to read before the next call. The module's memory keeps the runs it was given, of this scope
+ * and of others, up to RESIDENT_CODE_BYTES (place): a run passed again (the same array) is not copied from JavaScript
+ * again, so a search after a commit copies only the shards it changed (decision 0055), and a search of a scope
+ * searched before copies nothing (decision 0056). An array passed here must not change afterwards.
  */
 export function hammingDistances(runs: readonly Uint8Array[], query: Uint8Array): Uint16Array {
   if (query.length !== CODE_BYTES || runs.some((codes) => codes.length % CODE_BYTES !== 0))
     throw new RangeError(`hammingDistances: codes of ${CODE_BYTES} bytes expected`);
   const { memory, scan } = scanner();
-  const end = CODES_AT + runs.reduce((sum, codes) => sum + codes.length, 0);
-  const count = (end - CODES_AT) / CODE_BYTES;
-  const needed = end + 2 * count;
-  if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / PAGE_BYTES));
-  const bytes = new Uint8Array(memory.buffer);
-  bytes.set(query, 0);
-  if (runs.length !== resident.length || runs.some((codes, i) => codes !== resident[i]!.codes)) place(bytes, runs);
-  scan(CODES_AT, count, 0, end);
-  return new Uint16Array(memory.buffer, end, count);
+  const starts = place(memory, runs);
+  const count = runs.reduce((sum, codes) => sum + codes.length, 0) / CODE_BYTES;
+  const out = Math.max(top, DISTANCES_AT);
+  grow(memory, out + 2 * count);
+  new Uint8Array(memory.buffer).set(query, 0);
+  let written = out;
+  for (const [i, codes] of runs.entries()) {
+    const codesInRun = codes.length / CODE_BYTES;
+    if (codesInRun > 0) scan(starts[i]!, codesInRun, 0, written);
+    written += 2 * codesInRun;
+  }
+  return new Uint16Array(memory.buffer, out, count);
+}
+
+/** Grows the module's memory to at least `bytes`. */
+function grow(memory: ScanExports['memory'], bytes: number): void {
+  if (memory.buffer.byteLength < bytes) memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / PAGE_BYTES));
 }
 
 /**
- * Lays `runs` end to end from CODES_AT in the module's memory `bytes`. A run resident there is moved, not copied from
- * JavaScript: those moving down lowest first, then those moving up highest first, so none overwrites a run not yet
- * moved. That holds while the resident runs keep their order; otherwise every run is copied again.
+ * Where each of `runs` starts in the module's memory. A run held there is marked as just used; the others are copied
+ * in after the highest run held, once each, when the runs held and these fit RESIDENT_CODE_BYTES, or after `compact`.
  */
-function place(bytes: Uint8Array, runs: readonly Uint8Array[]): void {
-  const was = new Map(resident.map(({ codes, at }) => [codes, at]));
-  const placed: { codes: Uint8Array; at: number; from: number | undefined }[] = [];
-  let at = CODES_AT;
-  for (const codes of runs) {
-    placed.push({ codes, at, from: was.get(codes) });
-    at += codes.length;
+function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): number[] {
+  const passed = new Set(runs);
+  let fresh = 0;
+  for (const codes of passed) {
+    const run = residentOf.get(codes);
+    if (run === undefined) fresh += codes.length;
+    else {
+      byUse.delete(run);
+      byUse.add(run);
+    }
   }
-  const kept = placed.filter(({ codes, from }) => from !== undefined && codes.length > 0);
-  if (kept.some(({ from }, i) => i > 0 && from! <= kept[i - 1]!.from!)) for (const run of placed) run.from = undefined;
-  for (const { codes, at: to, from } of placed)
-    if (from !== undefined && from > to) bytes.copyWithin(to, from, from + codes.length);
-  for (const { codes, at: to, from } of placed.toReversed())
-    if (from !== undefined && from < to) bytes.copyWithin(to, from, from + codes.length);
-  for (const { codes, at: to, from } of placed) if (from === undefined) bytes.set(codes, to);
-  resident = placed.map(({ codes, at: to }) => ({ codes, at: to }));
+  if (fresh > 0 && top + fresh > CODES_AT + RESIDENT_CODE_BYTES) compact(memory, passed, fresh);
+  grow(memory, top + fresh);
+  const bytes = new Uint8Array(memory.buffer);
+  for (const codes of passed) {
+    if (residentOf.has(codes)) continue;
+    const run: Resident = { codes: new WeakRef(codes), at: top, bytes: codes.length };
+    residentOf.set(codes, run);
+    byUse.add(run);
+    bytes.set(codes, top);
+    top += codes.length;
+  }
+  return runs.map((codes) => residentOf.get(codes)!.at);
+}
+
+/**
+ * Makes room for `fresh` bytes: keeps the runs of this call held, then the others most recently used first while
+ * they fit RESIDENT_CODE_BYTES beside them (a run whose array is gone is dropped), and moves those kept down to
+ * CODES_AT end to end, lowest first, so that none overwrites a run not yet moved.
+ */
+function compact(memory: ScanExports['memory'], passed: ReadonlySet<Uint8Array>, fresh: number): void {
+  const keep = new Set<Resident>();
+  let room = RESIDENT_CODE_BYTES - fresh;
+  for (const codes of passed) {
+    const run = residentOf.get(codes);
+    if (run !== undefined) {
+      keep.add(run);
+      room -= run.bytes;
+    }
+  }
+  for (const run of [...byUse].reverse()) {
+    if (keep.has(run) || run.codes.deref() === undefined) continue;
+    if (run.bytes > room) break;
+    keep.add(run);
+    room -= run.bytes;
+  }
+  for (const run of byUse) {
+    if (keep.has(run)) continue;
+    byUse.delete(run);
+    const codes = run.codes.deref();
+    if (codes !== undefined) residentOf.delete(codes);
+  }
+  const bytes = new Uint8Array(memory.buffer);
+  top = CODES_AT;
+  for (const run of [...keep].sort((a, b) => a.at - b.at)) {
+    if (run.at !== top) bytes.copyWithin(top, run.at, run.at + run.bytes);
+    run.at = top;
+    top += run.bytes;
+  }
 }
 
 /**

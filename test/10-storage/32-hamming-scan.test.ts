@@ -1,6 +1,8 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { CODE_BYTES, hammingDistances, nearestPositions } from '../../src/storage/hamming-scan.js';
+import {
+  CODE_BYTES, hammingDistances, nearestPositions, RESIDENT_CODE_BYTES,
+} from '../../src/storage/hamming-scan.js';
 
 // The first pass's WebAssembly loop (decision 0053) against a count done bit by bit, and the pick of each shard's k
 // nearest positions.
@@ -41,10 +43,18 @@ t.test('each distance is the count of differing bits, from 0 to every bit, and t
   t.end();
 });
 
+/** A seeded draw of an integer below n. */
+function seeded(seed: number): (n: number) => number {
+  return (n) => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+}
+
 /** Fresh random codes, `count` of them. */
 const codesOf = (count: number) => new Uint8Array(randomBytes(count * CODE_BYTES));
 
-t.test('runs passed again are served from the module\'s memory, moved when the runs before them change', (t) => {
+t.test('runs passed again are served from the module\'s memory, whatever runs come before them', (t) => {
   const query = randomBytes(CODE_BYTES);
   const expected = (runs: readonly Uint8Array[]) => bitByBitDistances(runs, query);
   const [a, b, c, d] = [codesOf(50), codesOf(30), codesOf(40), codesOf(20)];
@@ -52,16 +62,16 @@ t.test('runs passed again are served from the module\'s memory, moved when the r
   const large = codesOf(60_000);
   const steps: [string, Uint8Array[]][] = [
     ['four runs', [a, b, c, d]], ['the same again', [a, b, c, d]],
-    ['b grows: c and d move up', [a, longerB, c, d]], ['b shrinks: c and d move down', [a, shorterB, c, d]],
-    ['a grows, b shrinks: b\'s successors move both ways', [longerA, b, c, d]],
+    ['b replaced by a longer run', [a, longerB, c, d]], ['b replaced by a shorter run', [a, shorterB, c, d]],
+    ['a and b replaced', [longerA, b, c, d]],
     ['a new run at the end, one dropped', [longerA, b, d, codesOf(9)]], ['an empty run first', [empty, a, b, c, d]],
-    ['runs in another order are copied whole', [d, c, b, a]], ['one run that grows the memory', [large]],
-    ['after the growth', [a, b, large, c]], ['large moved down', [b, large, c]],
+    ['the runs in another order', [d, c, b, a]], ['one run that grows the memory', [large]],
+    ['after the growth', [a, b, large, c]], ['large among others', [b, large, c]],
     ['the same array twice', [a, a]], ['then once', [a]], ['then after another', [b, a]],
   ];
   for (const [name, runs] of steps) t.strictSame(Array.from(hammingDistances(runs, query)), expected(runs), name);
   // A run passed again is read from the module's memory, not from its array (which must not change): changed here,
-  // the array shows that the memory kept its codes, and moved them when the run before it changed length.
+  // the array shows that the memory kept its codes, wherever the run comes in the list.
   const kept = codesOf(10);
   const first = codesOf(8);
   hammingDistances([first, kept], query);
@@ -69,28 +79,52 @@ t.test('runs passed again are served from the module\'s memory, moved when the r
   kept.fill(0);
   const [longer, shorter] = [codesOf(13), codesOf(2)];
   t.strictSame(Array.from(hammingDistances([longer, kept], query)), expected([longer, original]),
-    'moved up: the codes as they were passed');
-  t.strictSame(Array.from(hammingDistances([shorter, kept], query)), expected([shorter, original]), 'moved down');
-  t.strictSame(Array.from(hammingDistances([kept, shorter], query)), expected([kept, shorter]),
-    'out of order: copied again, from the array as it is now');
+    'after a longer run: the codes as they were passed');
+  t.strictSame(Array.from(hammingDistances([shorter, kept], query)), expected([shorter, original]),
+    'after a shorter run');
+  t.strictSame(Array.from(hammingDistances([kept, shorter], query)), expected([original, shorter]), 'first');
   t.end();
 });
 
-t.test('a scope\'s shards changed at random between searches: every distance right, from the memory\'s own copy',
-  (t) => {
-  const query = randomBytes(CODE_BYTES);
-  let seed = 17;
-  const draw = (n: number) => {
-    seed = (seed * 1103515245 + 12345) % 2147483648;
-    return Math.floor((seed / 2147483648) * n);
+t.test('the memory keeps the runs passed most recently, up to RESIDENT_CODE_BYTES, moved down to make room', (t) => {
+  // Codes of one repeated byte against a query of zeros: every distance is that byte's bit count times CODE_BYTES.
+  const query = new Uint8Array(CODE_BYTES);
+  const count = Math.floor(RESIDENT_CODE_BYTES / 3.5 / CODE_BYTES);
+  const filled = (byte: number) => new Uint8Array(count * CODE_BYTES).fill(byte);
+  const distanceOf = (byte: number) => byte.toString(2).replaceAll('0', '').length * CODE_BYTES;
+  const every = (runs: Uint8Array[], distance: number) => {
+    const distances = hammingDistances(runs, query);
+    return distances.length === count * runs.length && distances.every((value) => value === distance);
   };
+  const [a, b, c, d] = [filled(0x01), filled(0x03), filled(0x07), filled(0x0f)];
+  // Three runs fit, a fourth does not; each array is zeroed once passed, so a right answer comes from the memory.
+  for (const run of [a, b, c]) hammingDistances([run], query);
+  for (const run of [a, b, c]) run.fill(0);
+  t.ok(every([b], distanceOf(0x03)), 'b held');
+  t.ok(every([a], distanceOf(0x01)), 'a held');
+  t.ok(every([c], distanceOf(0x07)), 'c held; b, between a and c, is now the run passed least recently');
+  t.ok(every([d], distanceOf(0x0f)), 'd copied in');
+  d.fill(0);
+  t.ok(every([c], distanceOf(0x07)), 'c still held: moved down into b\'s place');
+  t.ok(every([a], distanceOf(0x01)), 'a still held');
+  t.ok(every([d], distanceOf(0x0f)), 'd held');
+  t.ok(every([b], 0), 'b was dropped: copied again, from its array as it is now');
+  t.end();
+});
+
+t.test('two scopes\' shards changed at random between searches of either: every distance right, from the memory\'s '
+  + 'own copy', (t) => {
+  const query = randomBytes(CODE_BYTES);
+  const draw = seeded(17);
   // Each shard's array and a copy of its codes: every array is zeroed after each call, so a right answer comes only
-  // from codes the module's memory kept and moved.
-  let shards = Array.from({ length: 6 }, () => codesOf(draw(5)));
-  const copies = new Map(shards.map((codes) => [codes, Uint8Array.from(codes)]));
+  // from codes the module's memory kept, for the scope searched and for the other one.
+  const scopes = [0, 1].map(() => Array.from({ length: 6 }, () => codesOf(draw(5))));
+  const copies = new Map(scopes.flat().map((codes) => [codes, Uint8Array.from(codes)]));
   const wrong: number[] = [];
   for (let call = 0; call < 400; call += 1) {
-    const changes = 1 + draw(3);
+    const scope = draw(2);
+    let shards = scopes[scope]!;
+    const changes = draw(3);
     for (let change = 0; change < changes; change += 1) {
       const at = draw(shards.length + 1);
       const kind = draw(4);
@@ -100,13 +134,54 @@ t.test('a scope\'s shards changed at random between searches: every distance rig
       else if (kind === 1) shards.splice(Math.min(at, shards.length - 1), 1);
       else shards[Math.min(at, shards.length - 1)] = fresh;
     }
-    if (shards.length > 12) shards = shards.slice(0, 12);
+    if (shards.length > 12) scopes[scope] = shards = shards.slice(0, 12);
     const got = Array.from(hammingDistances(shards, query));
     if (JSON.stringify(got) !== JSON.stringify(bitByBitDistances(shards.map((codes) => copies.get(codes)!), query)))
       wrong.push(call);
     for (const codes of shards) codes.fill(0);
   }
   t.strictSame(wrong, [], '400 calls, shards added, dropped and replaced, of 0 to 4 codes');
+  t.end();
+});
+
+t.test('scopes larger than the memory keeps, searched in turn: every distance right as runs are dropped and moved',
+  (t) => {
+  // Code j of a run: its first two bytes are j, the others the run's own byte, so a query of zeros is at the bit
+  // count of j plus 94 times that of the byte: a run read from the wrong place, or shifted, gives other distances.
+  const query = new Uint8Array(CODE_BYTES);
+  const draw = seeded(29);
+  const bitCount = (value: number) => {
+    let bits = 0;
+    for (let rest = value; rest !== 0; rest &= rest - 1) bits += 1;
+    return bits;
+  };
+  const made = new Map<Uint8Array, number>();
+  const run = () => {
+    const count = draw(20_000);
+    const byte = draw(256);
+    const codes = new Uint8Array(count * CODE_BYTES).fill(byte);
+    for (let j = 0; j < count; j += 1) [codes[j * CODE_BYTES], codes[j * CODE_BYTES + 1]] = [j & 0xff, j >> 8];
+    made.set(codes, byte);
+    return codes;
+  };
+  // Five scopes of up to eight runs of up to 1.9 MB: about 40 MB in all, against RESIDENT_CODE_BYTES of 32 MiB. The
+  // arrays stay as they are: a run dropped is copied in again from its array.
+  const scopes = Array.from({ length: 5 }, () => Array.from({ length: 1 + draw(8) }, run));
+  const wrong: number[] = [];
+  for (let call = 0; call < 120; call += 1) {
+    const runs = scopes[draw(scopes.length)]!;
+    if (draw(3) === 0) runs[draw(runs.length)] = run();
+    const distances = hammingDistances(runs, query);
+    let at = 0;
+    let right = distances.length === runs.reduce((sum, codes) => sum + codes.length / CODE_BYTES, 0);
+    for (const codes of runs) {
+      const byteBits = 94 * bitCount(made.get(codes)!);
+      for (let j = 0; j < codes.length / CODE_BYTES; j += 1, at += 1)
+        if (distances[at] !== bitCount(j) + byteBits) right = false;
+    }
+    if (!right) wrong.push(call);
+  }
+  t.strictSame(wrong, [], '120 calls over five scopes, a run replaced in a third of them');
   t.end();
 });
 
