@@ -96,8 +96,15 @@ interface Resident {
 const residentOf = new WeakMap<Uint8Array, Resident>();
 /** The runs held, least recently passed first. */
 const byUse = new Set<Resident>();
+/** The bytes of the runs held. */
+let heldBytes = 0;
 /** The end of the highest run held. */
 let top = CODES_AT;
+/**
+ * The places that released runs leave free, beyond the bytes of the runs held, before they are taken back by moving
+ * the runs down: so a scope whose shards a commit replaces one by one does not spread over the whole bound.
+ */
+export const FREE_SLACK_BYTES = 1024 * 1024;
 /**
  * Where the distances are written: past the runs held. At a fixed place while they fit RESIDENT_CODE_BYTES, so that the
  * distances' pages stay the same as runs come and go.
@@ -109,7 +116,8 @@ const DISTANCES_AT = CODES_AT + RESIDENT_CODE_BYTES;
  * the module's memory, to read before the next call. The module's memory keeps the runs it was given, of this scope
  * and of others, up to RESIDENT_CODE_BYTES (place): a run passed again (the same array) is not copied from JavaScript
  * again, so a search after a commit copies only the shards it changed (decision 0055), and a search of a scope
- * searched before copies nothing (decision 0056). An array passed here must not change afterwards.
+ * searched before copies nothing while its runs are held (decision 0056). An array passed here must not change
+ * afterwards; one that will not be passed again is released (releaseRun).
  */
 export function hammingDistances(runs: readonly Uint8Array[], query: Uint8Array): Uint16Array {
   if (query.length !== CODE_BYTES || runs.some((codes) => codes.length % CODE_BYTES !== 0))
@@ -129,6 +137,23 @@ export function hammingDistances(runs: readonly Uint8Array[], query: Uint8Array)
   return new Uint16Array(memory.buffer, out, count);
 }
 
+/**
+ * Forgets the run of `codes`, an array that will not be passed again (KeptCodes lets it go): its place is free, and
+ * the next `compact` takes it back. Nothing happens when the run is not held.
+ */
+export function releaseRun(codes: Uint8Array): void {
+  const run = residentOf.get(codes);
+  if (run === undefined) return;
+  residentOf.delete(codes);
+  byUse.delete(run);
+  heldBytes -= run.bytes;
+}
+
+/** The bytes the runs held span in the module's memory, the free places among them included (for tests). */
+export function heldSpan(): number {
+  return top - CODES_AT;
+}
+
 /** Grows the module's memory to at least `bytes`. */
 function grow(memory: ScanExports['memory'], bytes: number): void {
   if (memory.buffer.byteLength < bytes) memory.grow(Math.ceil((bytes - memory.buffer.byteLength) / PAGE_BYTES));
@@ -136,7 +161,8 @@ function grow(memory: ScanExports['memory'], bytes: number): void {
 
 /**
  * Where each of `runs` starts in the module's memory. A run held there is marked as just used; the others are copied
- * in after the highest run held, once each, when the runs held and these fit RESIDENT_CODE_BYTES, or after `compact`.
+ * in after the highest run held, once each. Before that, `compact` takes the free places back when the runs would
+ * reach past RESIDENT_CODE_BYTES, or past twice the bytes held and FREE_SLACK_BYTES.
  */
 function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): number[] {
   const passed = new Set(runs);
@@ -149,7 +175,9 @@ function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): numb
       byUse.add(run);
     }
   }
-  if (fresh > 0 && top + fresh > CODES_AT + RESIDENT_CODE_BYTES) compact(memory, passed, fresh);
+  const extent = top - CODES_AT + fresh;
+  if (fresh > 0 && (extent > RESIDENT_CODE_BYTES || extent > 2 * (heldBytes + fresh) + FREE_SLACK_BYTES))
+    compact(memory, passed, fresh);
   grow(memory, top + fresh);
   const bytes = new Uint8Array(memory.buffer);
   for (const codes of passed) {
@@ -159,6 +187,7 @@ function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): numb
     byUse.add(run);
     bytes.set(codes, top);
     top += codes.length;
+    heldBytes += codes.length;
   }
   return runs.map((codes) => residentOf.get(codes)!.at);
 }
@@ -166,7 +195,8 @@ function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): numb
 /**
  * Makes room for `fresh` bytes: keeps the runs of this call held, then the others most recently used first while
  * they fit RESIDENT_CODE_BYTES beside them (a run whose array is gone is dropped), and moves those kept down to
- * CODES_AT end to end, lowest first, so that none overwrites a run not yet moved.
+ * CODES_AT end to end, lowest first, so that none overwrites a run not yet moved: the places of the runs released
+ * or dropped are free again.
  */
 function compact(memory: ScanExports['memory'], passed: ReadonlySet<Uint8Array>, fresh: number): void {
   const keep = new Set<Resident>();
@@ -192,10 +222,12 @@ function compact(memory: ScanExports['memory'], passed: ReadonlySet<Uint8Array>,
   }
   const bytes = new Uint8Array(memory.buffer);
   top = CODES_AT;
+  heldBytes = 0;
   for (const run of [...keep].sort((a, b) => a.at - b.at)) {
     if (run.at !== top) bytes.copyWithin(top, run.at, run.at + run.bytes);
     run.at = top;
     top += run.bytes;
+    heldBytes += run.bytes;
   }
 }
 

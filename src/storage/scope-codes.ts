@@ -1,5 +1,5 @@
 import { sql, type DatabaseConnection } from 'kysely';
-import { CODE_BYTES } from './hamming-scan.js';
+import { CODE_BYTES, releaseRun } from './hamming-scan.js';
 import type { Reader } from './read-snapshot.js';
 import { runShape } from './statement-shapes.js';
 
@@ -54,8 +54,12 @@ interface Kept {
  */
 export class KeptCodes {
   readonly #byConnection = new WeakMap<object, Kept>();
+  readonly #release: (codes: Uint8Array) => void;
 
-  constructor(readonly maxBytes: number) {}
+  /** `release` is told of each array of codes let go: dropped with its scope, or replaced by a read. */
+  constructor(readonly maxBytes: number, release: (codes: Uint8Array) => void = () => {}) {
+    this.#release = release;
+  }
 
   /**
    * The codes of `scopeKey`'s `shards` (in shard order) for `connection`: those of the shards kept in the same
@@ -85,6 +89,7 @@ export class KeptCodes {
       const codesOfShard = (movedShards.has(shard) ? fresh : known?.codes)?.get(shard);
       if (codesOfShard !== undefined) codes.set(shard, codesOfShard);
     }
+    if (known !== undefined) this.#letGo(known.codes, codes);
     const bytes = keptBytes(codes);
     if (bytes > this.maxBytes) return codes;
     // A connection serves one snapshot at a time, so no other search kept this scope meanwhile; if one did, it goes.
@@ -92,16 +97,24 @@ export class KeptCodes {
     if (meanwhile !== undefined) {
       kept.scopes.delete(scopeKey);
       kept.bytes -= meanwhile.bytes;
+      this.#letGo(meanwhile.codes, codes);
     }
     for (const [key, old] of kept.scopes) {
       if (kept.bytes + bytes <= this.maxBytes) break;
       kept.scopes.delete(key);
       kept.bytes -= old.bytes;
+      this.#letGo(old.codes);
     }
     const generations = new Map(shards.map(({ shard, generation }) => [shard, generation]));
     kept.scopes.set(scopeKey, { codes, bytes, generations });
     kept.bytes += bytes;
     return codes;
+  }
+
+  /** Releases the code arrays of `old` that `still` does not hold. */
+  #letGo(old: ScopeCodes, still?: ScopeCodes): void {
+    const held = new Set(still === undefined ? [] : [...still.values()].map(({ codes }) => codes));
+    for (const { codes } of old.values()) if (!held.has(codes)) this.#release(codes);
   }
 }
 
@@ -111,7 +124,7 @@ function keptBytes(scope: ScopeCodes): number {
   return bytes;
 }
 
-const KEPT = new KeptCodes(KEPT_CODE_BYTES);
+const KEPT = new KeptCodes(KEPT_CODE_BYTES, releaseRun);
 
 /**
  * The codes of `scopeKey`'s `shards` (its `eligible_shards` rows, in shard order) as the snapshot `reader` is in sees

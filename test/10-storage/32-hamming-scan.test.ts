@@ -144,7 +144,7 @@ t.test('two scopes\' shards changed at random between searches of either: every 
   t.end();
 });
 
-t.test('scopes larger than the memory keeps, searched in turn: every distance right as runs are dropped and moved',
+t.test('five scopes near the bound, runs replaced: every distance right as runs are dropped and moved',
   (t) => {
   // Code j of a run: its first two bytes are j, the others the run's own byte, so a query of zeros is at the bit
   // count of j plus 94 times that of the byte: a run read from the wrong place, or shifted, gives other distances.
@@ -164,8 +164,9 @@ t.test('scopes larger than the memory keeps, searched in turn: every distance ri
     made.set(codes, byte);
     return codes;
   };
-  // Five scopes of up to eight runs of up to 1.9 MB: about 40 MB in all, against RESIDENT_CODE_BYTES of 32 MiB. The
-  // arrays stay as they are: a run dropped is copied in again from its array.
+  // Five scopes of up to eight runs of up to 1.9 MB: 26-31 MiB in all, against RESIDENT_CODE_BYTES of 32 MiB, and the
+  // replaced runs' old copies (never released here) fill the rest, so runs are dropped and moved. The arrays stay as
+  // they are: a run dropped is copied in again from its array.
   const scopes = Array.from({ length: 5 }, () => Array.from({ length: 1 + draw(8) }, run));
   const wrong: number[] = [];
   for (let call = 0; call < 120; call += 1) {

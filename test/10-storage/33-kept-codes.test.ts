@@ -38,7 +38,8 @@ function readOf(shards: Shards, asked: readonly number[]): ScopeCodes {
 
 /** A KeptCodes bound to `codes` codes' bytes; `ask` asks it for a scope, records the shards each read asks for. */
 function keeper(codes: number) {
-  const kept = new KeptCodes(codes * (CODE_BYTES + 8));
+  const released: Uint8Array[] = [];
+  const kept = new KeptCodes(codes * (CODE_BYTES + 8), (array) => released.push(array));
   const reads: string[] = [];
   const ask = (connection: object, scope: string, shards: Shards) => {
     const list: ShardGeneration[] = [...shards].sort(([a], [b]) => a - b)
@@ -54,7 +55,7 @@ function keeper(codes: number) {
     for (const [scope, shards] of scopes) await ask(connection, scope, shards);
     return [...reads];
   };
-  return { kept, reads, ask, readsOf };
+  return { kept, reads, released, ask, readsOf };
 }
 
 /** A scope of one shard of `count` codes, in generation 1. */
@@ -177,4 +178,26 @@ t.test('a scope kept by another search while it was read is replaced, its bytes 
   });
   t.strictSame(await readsOf(connection, [['b', oneShard(60)], ['a', older]]), ['b:0'],
     'a (40 codes, the last read) and b (60) fill the bound together');
+});
+
+t.test('the code arrays let go are released: a shard read again, a shard gone, a scope dropped', async (t) => {
+  const { ask, released } = keeper(100);
+  const connection = {};
+  const shards: Shards = new Map([0, 1, 2].map((shard) => [shard, { generation: 1, count: 5 }]));
+  const first = await ask(connection, 'a', shards);
+  await ask(connection, 'a', shards);
+  t.strictSame(released, [], 'nothing while the generations hold');
+  shards.set(1, { generation: 2, count: 6 });
+  const second = await ask(connection, 'a', shards);
+  t.ok(released.length === 1 && released[0] === first.get(1)!.codes, 'shard 1\'s old codes, read again');
+  shards.delete(2);
+  await ask(connection, 'a', shards);
+  t.ok(released.length === 2 && released[1] === second.get(2)!.codes, 'shard 2\'s, gone from the scope');
+  released.length = 0;
+  // a holds 11 codes, b and c 30 each: d's 40 leave room for all but a.
+  const b = await ask(connection, 'b', oneShard(30));
+  await ask(connection, 'c', oneShard(30));
+  await ask(connection, 'd', oneShard(40));
+  t.ok(released.length === 2 && released.includes(second.get(0)!.codes) && released.includes(second.get(1)!.codes)
+    && !released.includes(b.get(0)!.codes), 'd makes room: a, asked for longest ago, is dropped and released');
 });
