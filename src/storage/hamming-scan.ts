@@ -96,8 +96,6 @@ interface Resident {
 const residentOf = new WeakMap<Uint8Array, Resident>();
 /** The runs held, least recently passed first. */
 const byUse = new Set<Resident>();
-/** The bytes of the runs held. */
-let heldBytes = 0;
 /** The end of the highest run held. */
 let top = CODES_AT;
 /**
@@ -146,12 +144,18 @@ export function releaseRun(codes: Uint8Array): void {
   if (run === undefined) return;
   residentOf.delete(codes);
   byUse.delete(run);
-  heldBytes -= run.bytes;
 }
 
 /** The bytes the runs held span in the module's memory, the free places among them included (for tests). */
 export function heldSpan(): number {
   return top - CODES_AT;
+}
+
+/** The bytes of the runs held. */
+function heldBytes(): number {
+  let bytes = 0;
+  for (const run of byUse) bytes += run.bytes;
+  return bytes;
 }
 
 /** Grows the module's memory to at least `bytes`. */
@@ -176,7 +180,7 @@ function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): numb
     }
   }
   const extent = top - CODES_AT + fresh;
-  if (fresh > 0 && (extent > RESIDENT_CODE_BYTES || extent > 2 * (heldBytes + fresh) + FREE_SLACK_BYTES))
+  if (fresh > 0 && (extent > RESIDENT_CODE_BYTES || extent > 2 * (heldBytes() + fresh) + FREE_SLACK_BYTES))
     compact(memory, passed, fresh);
   grow(memory, top + fresh);
   const bytes = new Uint8Array(memory.buffer);
@@ -187,7 +191,6 @@ function place(memory: ScanExports['memory'], runs: readonly Uint8Array[]): numb
     byUse.add(run);
     bytes.set(codes, top);
     top += codes.length;
-    heldBytes += codes.length;
   }
   return runs.map((codes) => residentOf.get(codes)!.at);
 }
@@ -222,12 +225,10 @@ function compact(memory: ScanExports['memory'], passed: ReadonlySet<Uint8Array>,
   }
   const bytes = new Uint8Array(memory.buffer);
   top = CODES_AT;
-  heldBytes = 0;
   for (const run of [...keep].sort((a, b) => a.at - b.at)) {
     if (run.at !== top) bytes.copyWithin(top, run.at, run.at + run.bytes);
     run.at = top;
     top += run.bytes;
-    heldBytes += run.bytes;
   }
 }
 
