@@ -185,7 +185,8 @@ async function readScopeCodes(reader: Reader, scopeKey: string, shards: readonly
   let shard = -1;
   let count = 0;
   for (const chunk of rows) {
-    if (shardOf(chunk.shard_key) !== shard) [shard, count] = [shardOf(chunk.shard_key), 0];
+    const chunkShard = shardOf(chunk.shard_key);
+    if (chunkShard !== shard) [shard, count] = [chunkShard, 0];
     const { codes: shardCodes, rowIds } = codes.get(shard)!;
     const rowIdBytes = new Uint8Array(rowIds.buffer);
     const chunkSlots = chunk.validity.length * 8;
