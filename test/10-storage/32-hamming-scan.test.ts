@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import {
   CODE_BYTES, hammingDistances, nearestPositions, RESIDENT_CODE_BYTES,
 } from '../../src/storage/hamming-scan.js';
+import { arePositionDistances, positionCodes } from '../helpers/position-codes.js';
 
 // The first pass's WebAssembly loop (decision 0053) against a count done bit by bit, and the pick of each shard's k
 // nearest positions.
@@ -146,24 +147,11 @@ t.test('two scopes\' shards changed at random between searches of either: every 
 
 t.test('five scopes near the bound, runs replaced: every distance right as runs are dropped and moved',
   (t) => {
-  // Code j of a run: its first two bytes are j, the others the run's own byte, so a query of zeros is at the bit
-  // count of j plus 94 times that of the byte: a run read from the wrong place, or shifted, gives other distances.
+  // Codes that carry their own position (helpers/position-codes.ts): a run read from the wrong place, or shifted,
+  // gives other distances.
   const query = new Uint8Array(CODE_BYTES);
   const draw = seeded(29);
-  const bitCount = (value: number) => {
-    let bits = 0;
-    for (let rest = value; rest !== 0; rest &= rest - 1) bits += 1;
-    return bits;
-  };
-  const made = new Map<Uint8Array, number>();
-  const run = () => {
-    const count = draw(20_000);
-    const byte = draw(256);
-    const codes = new Uint8Array(count * CODE_BYTES).fill(byte);
-    for (let j = 0; j < count; j += 1) [codes[j * CODE_BYTES], codes[j * CODE_BYTES + 1]] = [j & 0xff, j >> 8];
-    made.set(codes, byte);
-    return codes;
-  };
+  const run = () => positionCodes(draw(20_000), draw(256));
   // Five scopes of up to eight runs of up to 1.9 MB: 26-31 MiB in all, against RESIDENT_CODE_BYTES of 32 MiB, and the
   // replaced runs' old copies (never released here) fill the rest, so runs are dropped and moved. The arrays stay as
   // they are: a run dropped is copied in again from its array.
@@ -172,15 +160,7 @@ t.test('five scopes near the bound, runs replaced: every distance right as runs 
   for (let call = 0; call < 120; call += 1) {
     const runs = scopes[draw(scopes.length)]!;
     if (draw(3) === 0) runs[draw(runs.length)] = run();
-    const distances = hammingDistances(runs, query);
-    let at = 0;
-    let right = distances.length === runs.reduce((sum, codes) => sum + codes.length / CODE_BYTES, 0);
-    for (const codes of runs) {
-      const byteBits = 94 * bitCount(made.get(codes)!);
-      for (let j = 0; j < codes.length / CODE_BYTES; j += 1, at += 1)
-        if (distances[at] !== bitCount(j) + byteBits) right = false;
-    }
-    if (!right) wrong.push(call);
+    if (!arePositionDistances(hammingDistances(runs, query), runs)) wrong.push(call);
   }
   t.strictSame(wrong, [], '120 calls over five scopes, a run replaced in a third of them');
   t.end();

@@ -2,48 +2,28 @@ import t from 'tap';
 import {
   CODE_BYTES, FREE_SLACK_BYTES, hammingDistances, heldSpan, releaseRun, RESIDENT_CODE_BYTES,
 } from '../../src/storage/hamming-scan.js';
+import { arePositionDistances, positionCodes } from '../helpers/position-codes.js';
 
 // The places of the first pass's memory that released runs leave (decision 0056), in a process of its own: the
 // memory starts empty. A commit replaces one shard's codes with a new array, and KeptCodes releases the old one.
 
 const query = new Uint8Array(CODE_BYTES);
-const bitCount = (value: number) => {
-  let bits = 0;
-  for (let rest = value; rest !== 0; rest &= rest - 1) bits += 1;
-  return bits;
-};
-const byteOf = new Map<Uint8Array, number>();
 
-/** `count` codes whose first two bytes are their position and the others `byte`. */
-function run(count: number, byte: number): Uint8Array {
-  const codes = new Uint8Array(count * CODE_BYTES).fill(byte);
-  for (let j = 0; j < count; j += 1) [codes[j * CODE_BYTES], codes[j * CODE_BYTES + 1]] = [j & 0xff, j >> 8];
-  byteOf.set(codes, byte);
-  return codes;
-}
-
-/** Whether every distance of `runs` from a query of zeros is that of the codes `run` made. */
+/** Whether every distance of `runs` from a query of zeros is that of their codes. */
 function right(runs: readonly Uint8Array[]): boolean {
-  const distances = hammingDistances(runs, query);
-  let at = 0;
-  for (const codes of runs) {
-    const byteBits = (CODE_BYTES - 2) * bitCount(byteOf.get(codes)!);
-    for (let j = 0; j < codes.length / CODE_BYTES; j += 1, at += 1)
-      if (distances[at] !== bitCount(j) + byteBits) return false;
-  }
-  return at === distances.length;
+  return arePositionDistances(hammingDistances(runs, query), runs);
 }
 
 t.test('shards replaced one by one, the old arrays released: the memory spans at most twice the scope and the slack',
   (t) => {
-  const shards = Array.from({ length: 10 }, (_, shard) => run(1000, shard));
+  const shards = Array.from({ length: 10 }, (_, shard) => positionCodes(1000, shard));
   const scopeBytes = 10 * 1000 * CODE_BYTES;
   let widest = 0;
   let wrong = 0;
   for (let commit = 0; commit < 300; commit += 1) {
     const shard = commit % 10;
     const old = shards[shard]!;
-    shards[shard] = run(1000 + (commit % 3), (commit * 7) & 0xff);
+    shards[shard] = positionCodes(1000 + (commit % 3), (commit * 7) & 0xff);
     releaseRun(old);
     if (!right(shards)) wrong += 1;
     widest = Math.max(widest, heldSpan());
@@ -56,7 +36,7 @@ t.test('shards replaced one by one, the old arrays released: the memory spans at
 });
 
 t.test('a run released is copied again when it is passed again', (t) => {
-  const codes = run(50, 0x0f);
+  const codes = positionCodes(50, 0x0f);
   t.ok(right([codes]), 'copied in');
   codes.fill(0);
   t.ok(right([codes]), 'served from the memory, not from the zeroed array');
@@ -66,10 +46,10 @@ t.test('a run released is copied again when it is passed again', (t) => {
 });
 
 t.test('shards replaced and never released: their places come back only at the bound', (t) => {
-  const shards = Array.from({ length: 10 }, (_, shard) => run(1000, shard));
+  const shards = Array.from({ length: 10 }, (_, shard) => positionCodes(1000, shard));
   let widest = 0;
   for (let commit = 0; commit < 400; commit += 1) {
-    shards[commit % 10] = run(1000, commit & 0xff);
+    shards[commit % 10] = positionCodes(1000, commit & 0xff);
     hammingDistances(shards, query);
     widest = Math.max(widest, heldSpan());
   }
@@ -80,13 +60,13 @@ t.test('shards replaced and never released: their places come back only at the b
 
 t.test('a call whose own runs exceed the bound: every distance right, then and in the calls after it', (t) => {
   const count = 60_000;
-  const [a, b, c] = [run(count, 0x11), run(count, 0x22), run(count, 0x33)];
+  const [a, b, c] = [positionCodes(count, 0x11), positionCodes(count, 0x22), positionCodes(count, 0x33)];
   t.ok(right([a]) && right([b]) && right([c]), 'three runs of 5.76 MB held');
-  const over = [a, b, c, run(count, 0x44), run(count, 0x55), run(count, 0x66)];
+  const over = [a, b, c, positionCodes(count, 0x44), positionCodes(count, 0x55), positionCodes(count, 0x66)];
   t.ok(over.reduce((sum, codes) => sum + codes.length, 0) > RESIDENT_CODE_BYTES, 'six runs: more than the bound');
   t.ok(right(over), 'all six in one call, the three held kept in place of any other');
   t.ok(heldSpan() > RESIDENT_CODE_BYTES, 'the memory holds them all');
-  const small = run(10, 0x77);
+  const small = positionCodes(10, 0x77);
   t.ok(right([small]), 'a small run after it');
   t.ok(heldSpan() <= RESIDENT_CODE_BYTES, 'back within the bound');
   t.ok(right([a, small]) && right(over), 'and the large runs again');
